@@ -1,0 +1,54 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Layout: Sources/C holds one thin system-library module per C library; RelayCore is the pure
+// logic (no I/O, no C import); HTTPServer, HTTP2Client and APNsSimulator wrap the network
+// libraries; RelayServer wires them; DuoRelayCLI only parses arguments.
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "duo-relay",
+    products: [
+        .executable(name: "duo-relay", targets: ["DuoRelayCLI"])
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/C/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+
+        .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "HTTP2Client", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(
+            name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto"],
+            swiftSettings: strict),
+        .target(
+            name: "RelayServer", dependencies: ["RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "DuoRelayCLI", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"],
+            swiftSettings: strict),
+
+        .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
+        .testTarget(
+            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI"],
+            swiftSettings: strict),
+    ]
+)

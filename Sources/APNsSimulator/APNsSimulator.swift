@@ -1,0 +1,3 @@
+// APNsSimulator
+import CNGHTTP2
+import COpenSSL

@@ -1,0 +1,2 @@
+// HTTP2Client
+import CCurl

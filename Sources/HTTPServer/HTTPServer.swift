@@ -1,0 +1,2 @@
+// HTTPServer
+import CMicroHTTPD

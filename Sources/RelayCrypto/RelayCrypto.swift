@@ -1,0 +1,2 @@
+// RelayCrypto
+import COpenSSL
