@@ -1,0 +1,59 @@
+import Foundation
+
+/// What APNs answered to one push, and what the relay does about it (DESIGN.md, /v1/push table).
+public struct APNsAnswer: Equatable, Sendable {
+    public var status: Int
+    /// The `reason` of an error body, if any.
+    public var reason: String?
+    public var apnsID: String?
+
+    public init(status: Int, reason: String?, apnsID: String?) {
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+    }
+
+    /// Reads an APNs answer: status, `apns-id` header and the `{"reason": ...}` body.
+    public init(status: Int, apnsID: String?, body: [UInt8]) {
+        self.status = status
+        self.apnsID = apnsID
+        reason = nil
+        if !body.isEmpty,
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let text = object["reason"] as? String
+        {
+            reason = text
+        }
+    }
+
+    /// What the relay must do with this answer.
+    public enum Action: Equatable, Sendable {
+        /// Answer the channel (200 with the APNs id, or an error).
+        case answer(Result<String?, RelayError>)
+        /// The provider token expired: refresh it and send this push once more.
+        case refreshTokenAndRetry
+        /// APNs rejects the relay's key: answer 502 and tell the operator.
+        case rejectedKey
+    }
+
+    /// The mapping table. `retryAfter` is the relay's choice for APNs 429 (APNs gives none).
+    public func action(retryAfter: Int) -> Action {
+        switch (status, reason) {
+        case (200, _):
+            return .answer(.success(apnsID))
+        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
+            return .answer(.failure(.unregistered))
+        case (429, "TooManyRequests"):
+            return .answer(.failure(RelayError(.rateLimited, retryAfter: retryAfter)))
+        case (403, "ExpiredProviderToken"):
+            return .refreshTokenAndRetry
+        case (403, "InvalidProviderToken"):
+            return .rejectedKey
+        default:
+            return .answer(.failure(.apns))
+        }
+    }
+
+    /// A connection has seen a valid provider token once it answers anything but 403.
+    public var provesToken: Bool { status != 403 }
+}

@@ -1,0 +1,73 @@
+/// The APNs request for one push (DESIGN.md, "The APNs request"), minus the provider token,
+/// which the transport adds.
+public struct Notification: Equatable, Sendable {
+    /// `/3/device/<token, lowercase hex>`
+    public var path: String
+    public var headers: [(name: String, value: String)]
+    public var payload: [UInt8]
+
+    public static func == (lhs: Notification, rhs: Notification) -> Bool {
+        lhs.path == rhs.path && lhs.payload == rhs.payload
+            && lhs.headers.map { [$0.name, $0.value] } == rhs.headers.map { [$0.name, $0.value] }
+    }
+
+    /// APNs refuses payloads above this.
+    public static let maximumPayloadSize = 4096
+
+    /// Builds the request for `push` to `token`.
+    /// - Parameters:
+    ///   - expiresAt: Unix seconds for `apns-expiration`, or 0 to ask for one delivery attempt only.
+    public init(push: PushRequest, token: [UInt8], settings: NotificationSettings, expiresAt: UInt64) {
+        path = "/3/device/" + Hex.encode(token)
+        headers = [
+            ("apns-topic", settings.topic),
+            ("apns-push-type", "alert"),
+            ("apns-priority", "10"),
+            ("apns-collapse-id", push.id),
+            ("apns-expiration", String(expiresAt)),
+        ]
+        payload = Self.payload(placeholder: settings.placeholder, thread: push.thread, sealed: push.sealed)
+    }
+
+    /// The compact JSON payload. Every piece is already known to need no JSON escaping: the
+    /// placeholder is restricted to `[A-Za-z0-9._-]`, the thread is hex, and sealed is base64.
+    static func payload(placeholder: String, thread: String, sealed: String) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(96 + placeholder.utf8.count + thread.utf8.count + sealed.utf8.count)
+        out.append(contentsOf: #"{"aps":{"alert":{"loc-key":""#.utf8)
+        out.append(contentsOf: placeholder.utf8)
+        out.append(contentsOf: #""},"mutable-content":1,"thread-id":""#.utf8)
+        out.append(contentsOf: thread.utf8)
+        out.append(contentsOf: #""},"sealed":""#.utf8)
+        out.append(contentsOf: sealed.utf8)
+        out.append(contentsOf: #""}"#.utf8)
+        return out
+    }
+
+    /// The largest payload this configuration can produce: sealed size and thread length are fixed.
+    public static func largestPayloadSize(placeholder: String) -> Int {
+        payload(
+            placeholder: placeholder, thread: String(repeating: "f", count: 64),
+            sealed: String(repeating: "A", count: PushRequest.sealedTextLength)
+        ).count
+    }
+}
+
+/// The configuration pieces a notification is built from.
+public struct NotificationSettings: Equatable, Sendable {
+    public var topic: String
+    public var placeholder: String
+    /// Seconds from now for `apns-expiration`; 0 sends 0.
+    public var expirationSeconds: UInt64
+
+    public init(topic: String, placeholder: String, expirationSeconds: UInt64) {
+        self.topic = topic
+        self.placeholder = placeholder
+        self.expirationSeconds = expirationSeconds
+    }
+
+    /// The `apns-expiration` value for a push sent at `now` (Unix seconds).
+    public func expiration(now: UInt64) -> UInt64 {
+        expirationSeconds == 0 ? 0 : now + expirationSeconds
+    }
+}

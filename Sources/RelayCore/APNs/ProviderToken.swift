@@ -1,0 +1,92 @@
+import RelayCrypto
+import Synchronization
+
+/// The identity a provider token is signed with: one APNs key, its key id and the team.
+public struct ProviderCredentials: Sendable {
+    public let keyID: String
+    public let teamID: String
+    public let key: P256.Signing.PrivateKey
+
+    public init(keyID: String, teamID: String, key: P256.Signing.PrivateKey) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.key = key
+    }
+
+    /// Signs a token with `iat` = `issuedAt` (Unix seconds, an integer as APNs requires).
+    public func sign(issuedAt: UInt64) throws(CryptoError) -> String {
+        try JWT.signES256(
+            header: #"{"alg":"ES256","kid":""# + keyID + #""}"#,
+            claims: #"{"iss":""# + teamID + #"","iat":"# + String(issuedAt) + "}",
+            using: key)
+    }
+}
+
+/// One cached provider token per environment (DESIGN.md, "JWT"): refreshed before it is
+/// 50 minutes old, never more often than once per 20 minutes, except after APNs answered
+/// ExpiredProviderToken.
+public final class ProviderToken: Sendable {
+    /// Age at which a token is replaced (well before APNs' 60 minutes and our 50).
+    public static let refreshAge: UInt64 = 40 * 60 * 1_000_000_000
+    /// APNs answers TooManyProviderTokenUpdates to tokens changed more often than this.
+    public static let minimumInterval: UInt64 = 20 * 60 * 1_000_000_000
+
+    private struct Current {
+        var token: String
+        var signedAt: UInt64
+    }
+
+    private let credentials: Mutex<ProviderCredentials>
+    private let current = Mutex<Current?>(nil)
+    private let refreshCount = Atomic<Int>(0)
+    private let clock: any RelayClock
+
+    public init(credentials: ProviderCredentials, clock: any RelayClock) {
+        self.credentials = Mutex(credentials)
+        self.clock = clock
+    }
+
+    /// How many tokens have been signed.
+    public var refreshes: Int { refreshCount.load(ordering: .relaxed) }
+
+    /// The token to send now, signing a fresh one when the cached one is too old.
+    public func token() throws(CryptoError) -> String {
+        let now = clock.uptimeNanoseconds
+        return try current.withLock { (current: inout Current?) throws(CryptoError) -> String in
+            if let cached = current, now &- cached.signedAt < Self.refreshAge {
+                return cached.token
+            }
+            return try refresh(&current, now: now)
+        }
+    }
+
+    /// APNs answered ExpiredProviderToken to `token`: replace it now, unless a concurrent push
+    /// already did. Returns the token to retry with.
+    public func tokenAfterExpiry(of token: String) throws(CryptoError) -> String {
+        let now = clock.uptimeNanoseconds
+        return try current.withLock { (current: inout Current?) throws(CryptoError) -> String in
+            if let cached = current, cached.token != token {
+                return cached.token
+            }
+            return try refresh(&current, now: now)
+        }
+    }
+
+    /// Switches to new credentials (key rotation); the next token is signed with them once the
+    /// current one may be replaced.
+    public func replaceCredentials(_ new: ProviderCredentials) {
+        credentials.withLock { $0 = new }
+        current.withLock { cached in
+            // A token signed by the old key is dropped only when APNs would accept an update.
+            if let old = cached, clock.uptimeNanoseconds &- old.signedAt >= Self.minimumInterval { cached = nil }
+        }
+    }
+
+    private func refresh(_ current: inout Current?, now: UInt64) throws(CryptoError) -> String {
+        let signer = credentials.withLock { $0 }
+        let token = try signer.sign(issuedAt: clock.unixSeconds)
+        current = Current(token: token, signedAt: now)
+        refreshCount.add(1, ordering: .relaxed)
+        return token
+    }
+}

@@ -1,0 +1,30 @@
+/// A configuration or secret problem, reported in one line that names the key or variable at
+/// fault and never contains a secret's value.
+public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let unreadable = Code(rawValue: "unreadable")
+        public static let notJSON = Code(rawValue: "not_json")
+        public static let unknownKey = Code(rawValue: "unknown_key")
+        public static let missing = Code(rawValue: "missing")
+        public static let invalid = Code(rawValue: "invalid")
+    }
+
+    public let code: Code
+    /// The configuration key (`apns.topic`) or variable (`RELAY_KEYS`) at fault.
+    public let subject: String
+    public let reason: String
+
+    public init(_ code: Code, _ subject: String, _ reason: String) {
+        self.code = code
+        self.subject = subject
+        self.reason = reason
+    }
+
+    public var description: String { subject + ": " + reason }
+
+    public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
+        lhs.code == rhs.code && lhs.subject == rhs.subject
+    }
+}

@@ -1,0 +1,245 @@
+/// The relay's configuration file (DESIGN.md, "Configuration"). Secrets never live here.
+public struct RelayConfiguration: Equatable, Sendable {
+    public var listen = ListenAddress(host: "127.0.0.1", port: 8787)
+    public var grantLifetimeSeconds: UInt64 = 2_592_000
+    public var grantKeyID: UInt8 = 1
+    public var pushLimit = LimitPolicy(requests: 20, periodSeconds: 60)
+    public var ipLimit = LimitPolicy(requests: 10, periodSeconds: 10, blockSeconds: 10)
+    /// Set only when a trusted proxy in front of the relay supplies the client address.
+    public var clientIPHeader: String? = nil
+    public var apns = APNs(topic: "")
+    public var server = Server()
+    /// Where `GET /metrics` is served; nil: nowhere.
+    public var metricsListen: ListenAddress? = nil
+
+    public struct APNs: Equatable, Sendable {
+        public var topic: String
+        public var placeholder = "PUSH"
+        public var expirationSeconds: UInt64 = 86_400
+        public var sandboxOrigin = "https://api.sandbox.push.apple.com"
+        public var productionOrigin = "https://api.push.apple.com"
+        public var caFile: String? = nil
+        public var timeoutMilliseconds = 10_000
+        /// HTTP/2 connections per environment.
+        public var maxConnections = 2
+        public init(topic: String) { self.topic = topic }
+
+        public func origin(_ environment: APNsEnvironment) -> String {
+            environment == .sandbox ? sandboxOrigin : productionOrigin
+        }
+
+        public var notificationSettings: NotificationSettings {
+            NotificationSettings(topic: topic, placeholder: placeholder, expirationSeconds: expirationSeconds)
+        }
+    }
+
+    /// Protection of the relay itself (issue: abuse and faults).
+    public struct Server: Equatable, Sendable {
+        public var maxConnections = 16_384
+        public var maxConnectionsPerAddress = 256
+        public var connectionTimeoutSeconds = 30
+        /// Pushes waiting for or at APNs at once; beyond: 503 `overloaded`.
+        public var maxPushesInFlight = 8_192
+        /// How long a stopping relay lets pushes finish.
+        public var shutdownGraceSeconds = 10
+        public var threads = 2
+        public init() {}
+    }
+
+    public init() {}
+
+    public init(topic: String) {
+        apns = APNs(topic: topic)
+    }
+
+    /// Parses and checks a configuration file's bytes.
+    public static func parse(_ bytes: [UInt8]) throws(ConfigurationError) -> RelayConfiguration {
+        guard let document = JSONValue.parse(bytes) else {
+            throw ConfigurationError(.notJSON, "config", "is not valid JSON")
+        }
+        var config = RelayConfiguration()
+        let root = try Reader(document, path: "")
+        try root.allow([
+            "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server", "metrics_listen",
+        ])
+        if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
+        if let text = try root.optionalString("metrics_listen") {
+            config.metricsListen = try address(text, key: "metrics_listen")
+        }
+        if let value = try root.integer("grant_lifetime_s", in: 1...Int64(UInt32.max)) {
+            config.grantLifetimeSeconds = UInt64(value)
+        }
+        if let value = try root.integer("grant_key_id", in: 0...255) { config.grantKeyID = UInt8(value) }
+
+        if let push = try root.object("push_limit") {
+            try push.allow(["requests", "period_s"])
+            let requests = try push.integer("requests", in: 1...1_000_000) ?? 20
+            let period = try push.integer("period_s", in: 1...86_400) ?? 60
+            config.pushLimit = LimitPolicy(requests: Int(requests), periodSeconds: Double(period))
+        }
+        if let ip = try root.object("ip_limit") {
+            try ip.allow(["requests", "period_s", "block_s", "client_ip_header"])
+            let requests = try ip.integer("requests", in: 1...1_000_000) ?? 10
+            let period = try ip.integer("period_s", in: 1...86_400) ?? 10
+            let block = try ip.integer("block_s", in: 0...86_400) ?? 10
+            config.ipLimit = LimitPolicy(
+                requests: Int(requests), periodSeconds: Double(period), blockSeconds: Double(block))
+            if let header = try ip.optionalString("client_ip_header") {
+                guard !header.isEmpty, header.utf8.allSatisfy(isTokenCharacter) else {
+                    throw ConfigurationError(.invalid, ip.key("client_ip_header"), "must be an HTTP header name")
+                }
+                config.clientIPHeader = header
+            }
+        }
+        guard let apns = try root.object("apns") else {
+            throw ConfigurationError(.missing, "apns.topic", "is required")
+        }
+        try apns.allow([
+            "topic", "placeholder", "expiration_s", "sandbox_origin", "production_origin", "ca_file", "timeout_ms",
+            "max_connections",
+        ])
+        guard let topic = try apns.string("topic") else {
+            throw ConfigurationError(.missing, "apns.topic", "is required")
+        }
+        guard !topic.isEmpty, topic.utf8.count <= 255, topic.utf8.allSatisfy(isTopicCharacter) else {
+            throw ConfigurationError(.invalid, "apns.topic", "must be a bundle id such as app.openduo.pocket")
+        }
+        config.apns.topic = topic
+        if let placeholder = try apns.string("placeholder") {
+            guard !placeholder.isEmpty, placeholder.utf8.allSatisfy(isPlaceholderCharacter) else {
+                throw ConfigurationError(
+                    .invalid, "apns.placeholder", "must be ASCII letters, digits, '.', '_' or '-'")
+            }
+            config.apns.placeholder = placeholder
+        }
+        if let value = try apns.integer("expiration_s", in: 0...Int64(UInt32.max)) {
+            config.apns.expirationSeconds = UInt64(value)
+        }
+        if let origin = try apns.string("sandbox_origin") {
+            config.apns.sandboxOrigin = try self.origin(origin, key: "apns.sandbox_origin")
+        }
+        if let origin = try apns.string("production_origin") {
+            config.apns.productionOrigin = try self.origin(origin, key: "apns.production_origin")
+        }
+        if let path = try apns.optionalString("ca_file") {
+            guard !path.isEmpty else { throw ConfigurationError(.invalid, "apns.ca_file", "must be a file path") }
+            config.apns.caFile = path
+        }
+        if let value = try apns.integer("timeout_ms", in: 100...600_000) { config.apns.timeoutMilliseconds = Int(value) }
+        if let value = try apns.integer("max_connections", in: 1...64) { config.apns.maxConnections = Int(value) }
+        guard Notification.largestPayloadSize(placeholder: config.apns.placeholder) <= Notification.maximumPayloadSize
+        else {
+            throw ConfigurationError(
+                .invalid, "apns.placeholder",
+                "is too long: the largest notification would exceed APNs' \(Notification.maximumPayloadSize) bytes")
+        }
+
+        if let server = try root.object("server") {
+            try server.allow([
+                "max_connections", "max_connections_per_address", "connection_timeout_s", "max_pushes_in_flight",
+                "shutdown_grace_s", "threads",
+            ])
+            if let v = try server.integer("max_connections", in: 1...1_000_000) {
+                config.server.maxConnections = Int(v)
+            }
+            if let v = try server.integer("max_connections_per_address", in: 0...1_000_000) {
+                config.server.maxConnectionsPerAddress = Int(v)
+            }
+            if let v = try server.integer("connection_timeout_s", in: 1...3_600) {
+                config.server.connectionTimeoutSeconds = Int(v)
+            }
+            if let v = try server.integer("max_pushes_in_flight", in: 1...1_000_000) {
+                config.server.maxPushesInFlight = Int(v)
+            }
+            if let v = try server.integer("shutdown_grace_s", in: 0...600) { config.server.shutdownGraceSeconds = Int(v) }
+            if let v = try server.integer("threads", in: 1...64) { config.server.threads = Int(v) }
+        }
+        return config
+    }
+
+    private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
+        guard let address = ListenAddress(text) else {
+            throw ConfigurationError(.invalid, key, "must be host:port or [ipv6]:port")
+        }
+        return address
+    }
+
+    private static func origin(_ text: String, key: String) throws(ConfigurationError) -> String {
+        guard text.hasPrefix("https://"), text.count > 8, !text.dropFirst(8).contains("/"),
+            text.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
+        else {
+            throw ConfigurationError(.invalid, key, "must be an https:// origin without a path")
+        }
+        return text
+    }
+
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default: false
+        }
+    }
+
+    static func isPlaceholderCharacter(_ byte: UInt8) -> Bool {
+        isTokenCharacter(byte) || byte == UInt8(ascii: ".")
+    }
+
+    static func isTopicCharacter(_ byte: UInt8) -> Bool {
+        isPlaceholderCharacter(byte)
+    }
+}
+
+/// Walks one JSON object of the configuration, naming keys by their dotted path in errors.
+private struct Reader {
+    let fields: [String: JSONValue]
+    let path: String
+
+    init(_ value: JSONValue, path: String) throws(ConfigurationError) {
+        guard case .object(let fields) = value else {
+            throw ConfigurationError(.invalid, path.isEmpty ? "config" : path, "must be a JSON object")
+        }
+        self.fields = fields
+        self.path = path
+    }
+
+    func key(_ name: String) -> String { path.isEmpty ? name : path + "." + name }
+
+    func allow(_ names: Set<String>) throws(ConfigurationError) {
+        if let unknown = fields.keys.sorted().first(where: { !names.contains($0) }) {
+            throw ConfigurationError(.unknownKey, key(unknown), "is not a known configuration key")
+        }
+    }
+
+    func object(_ name: String) throws(ConfigurationError) -> Reader? {
+        guard let value = fields[name] else { return nil }
+        return try Reader(value, path: key(name))
+    }
+
+    func string(_ name: String) throws(ConfigurationError) -> String? {
+        guard let value = fields[name] else { return nil }
+        guard case .string(let text) = value else {
+            throw ConfigurationError(.invalid, key(name), "must be a string")
+        }
+        return text
+    }
+
+    /// A string or null (null: the default).
+    func optionalString(_ name: String) throws(ConfigurationError) -> String? {
+        if fields[name] == .null { return nil }
+        return try string(name)
+    }
+
+    func integer(_ name: String, in range: ClosedRange<Int64>) throws(ConfigurationError) -> Int64? {
+        guard let value = fields[name] else { return nil }
+        guard case .integer(let number) = value else {
+            throw ConfigurationError(.invalid, key(name), "must be an integer")
+        }
+        guard range.contains(number) else {
+            throw ConfigurationError(
+                .invalid, key(name), "must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return number
+    }
+}

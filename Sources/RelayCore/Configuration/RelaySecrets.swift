@@ -1,0 +1,104 @@
+import RelayCrypto
+
+/// The secrets (DESIGN.md, "Configuration"): APNs keys per environment, the team, relay keys.
+public struct RelaySecrets: Sendable {
+    /// One environment's APNs signing identity.
+    public struct APNsKey: Sendable {
+        public let keyID: String
+        public let key: P256.Signing.PrivateKey
+    }
+
+    public var teamID: String
+    public var apnsKeys: [APNsEnvironment: APNsKey]
+    public var relayKeys: RelayKeys
+
+    /// The environments that can deliver (have a key), in a stable order.
+    public var environments: [APNsEnvironment] { APNsEnvironment.allCases.filter { apnsKeys[$0] != nil } }
+
+    public func credentials(_ environment: APNsEnvironment) -> ProviderCredentials? {
+        apnsKeys[environment].map { ProviderCredentials(keyID: $0.keyID, teamID: teamID, key: $0.key) }
+    }
+
+    /// Loads and checks every secret. Errors name the variable, never its value.
+    public static func load(from source: SecretSource) throws(ConfigurationError) -> RelaySecrets {
+        guard let relayKeysText = try source.value("RELAY_KEYS") else {
+            throw ConfigurationError(.missing, "RELAY_KEYS", "is not set: run `duo-relay keygen` to make a key")
+        }
+        let relayKeys = try parseRelayKeys(relayKeysText)
+
+        var apnsKeys: [APNsEnvironment: APNsKey] = [:]
+        for environment in APNsEnvironment.allCases {
+            let keyName = "APNS_KEY_" + environment.variableSuffix
+            let idName = "APNS_KEY_ID_" + environment.variableSuffix
+            let pem = try source.value(keyName)
+            let id = try source.value(idName)
+            switch (pem, id) {
+            case (nil, nil):
+                continue
+            case (.some, nil):
+                throw ConfigurationError(.missing, idName, "is not set, but \(keyName) is: give both or neither")
+            case (nil, .some):
+                throw ConfigurationError(.missing, keyName, "is not set, but \(idName) is: give both or neither")
+            case (.some(let pem), .some(let id)):
+                guard isAppleIdentifier(id) else {
+                    throw ConfigurationError(.invalid, idName, "must be 10 characters of A-Z and 0-9")
+                }
+                let key: P256.Signing.PrivateKey
+                do {
+                    key = try P256.Signing.PrivateKey(pemRepresentation: pem)
+                } catch {
+                    throw ConfigurationError(
+                        .invalid, keyName, "is not an APNs key (a PKCS#8 PEM P-256 private key, the .p8 file)")
+                }
+                apnsKeys[environment] = APNsKey(keyID: id, key: key)
+            }
+        }
+        guard !apnsKeys.isEmpty else {
+            throw ConfigurationError(
+                .missing, "APNS_KEY_SANDBOX", "no APNs environment is configured: set APNS_KEY_SANDBOX and "
+                    + "APNS_KEY_ID_SANDBOX, or APNS_KEY_PRODUCTION and APNS_KEY_ID_PRODUCTION")
+        }
+        guard let teamID = try source.value("APNS_TEAM_ID") else {
+            throw ConfigurationError(.missing, "APNS_TEAM_ID", "is not set")
+        }
+        guard isAppleIdentifier(teamID) else {
+            throw ConfigurationError(.invalid, "APNS_TEAM_ID", "must be 10 characters of A-Z and 0-9")
+        }
+        return RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
+    }
+
+    /// `{"<id 0..255>": "<base64url 32-byte key>", ...}`
+    public static func parseRelayKeys(_ text: String) throws(ConfigurationError) -> RelayKeys {
+        guard case .object(let entries)? = JSONValue.parse(Array(text.utf8)) else {
+            throw ConfigurationError(.invalid, "RELAY_KEYS", "must be a JSON object of key id to base64url key")
+        }
+        guard !entries.isEmpty else {
+            throw ConfigurationError(.invalid, "RELAY_KEYS", "holds no key: run `duo-relay keygen` to make one")
+        }
+        var keys: [UInt8: SymmetricKey] = [:]
+        for (name, value) in entries.sorted(by: { $0.key < $1.key }) {
+            guard let id = UInt8(name), String(id) == name else {
+                throw ConfigurationError(.invalid, "RELAY_KEYS", "key id \"\(printable(name))\" is not 0..255")
+            }
+            guard case .string(let encoded) = value, let bytes = Base64.urlDecode(encoded), bytes.count == 32,
+                let key = try? SymmetricKey(bytes: bytes)
+            else {
+                throw ConfigurationError(.invalid, "RELAY_KEYS", "key \(id) is not a base64url 32-byte key")
+            }
+            keys[id] = key
+        }
+        return RelayKeys(keys)
+    }
+
+    static func isAppleIdentifier(_ text: String) -> Bool {
+        text.utf8.count == 10
+            && text.utf8.allSatisfy {
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            }
+    }
+
+    /// Key ids are not secret, but a garbled one is shown only in part.
+    private static func printable(_ text: String) -> String {
+        String(text.prefix(8).filter { $0.isASCII && !$0.isNewline })
+    }
+}

@@ -1,0 +1,46 @@
+/// A configuration with its secrets, checked together: what `check` validates and `serve` runs.
+public struct RelaySetup: Sendable {
+    public let configuration: RelayConfiguration
+    public let secrets: RelaySecrets
+
+    /// Checks what neither part can check alone: the grant key exists, and every configured
+    /// environment's key can sign a provider token.
+    public init(configuration: RelayConfiguration, secrets: RelaySecrets) throws(ConfigurationError) {
+        guard secrets.relayKeys[configuration.grantKeyID] != nil else {
+            throw ConfigurationError(
+                .invalid, "grant_key_id",
+                "is \(configuration.grantKeyID), which RELAY_KEYS does not hold (it holds "
+                    + secrets.relayKeys.ids.map(String.init).joined(separator: ", ") + ")")
+        }
+        for environment in secrets.environments {
+            guard let credentials = secrets.credentials(environment), (try? credentials.sign(issuedAt: 0)) != nil
+            else {
+                throw ConfigurationError(
+                    .invalid, "APNS_KEY_" + environment.variableSuffix, "cannot sign a provider token")
+            }
+        }
+        self.configuration = configuration
+        self.secrets = secrets
+    }
+
+    /// A summary for operators: nothing secret.
+    public var summary: [String] {
+        let config = configuration
+        return [
+            "listen: \(config.listen)",
+            "topic: \(config.apns.topic)",
+            "environments: "
+                + secrets.environments.map { "\($0) (key id \(secrets.apnsKeys[$0]!.keyID))" }.joined(separator: ", "),
+            "team: \(secrets.teamID)",
+            "relay keys: " + secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
+                + "; grants sealed with key \(config.grantKeyID)",
+            "grant lifetime: \(config.grantLifetimeSeconds) s",
+            "largest notification: \(Notification.largestPayloadSize(placeholder: config.apns.placeholder)) of "
+                + "\(Notification.maximumPayloadSize) bytes",
+            "push limit: \(config.pushLimit.requests) per \(config.pushLimit.period / 1_000_000_000) s per phone",
+            "address limit: \(config.ipLimit.requests) per \(config.ipLimit.period / 1_000_000_000) s, then blocked "
+                + "\(config.ipLimit.block / 1_000_000_000) s"
+                + (config.clientIPHeader.map { "; client address from header \($0)" } ?? ""),
+        ]
+    }
+}

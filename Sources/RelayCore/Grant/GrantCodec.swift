@@ -1,0 +1,84 @@
+import RelayCrypto
+
+/// Seals and opens push grants (DESIGN.md, "The grant"):
+/// `base64url(version | key_id | nonce | ciphertext | tag)`, AAD `version | key_id`,
+/// plaintext `environment | issued_at (u64 BE) | token`.
+public enum GrantCodec {
+    public static let version: UInt8 = 0x01
+    static let nonceSize = 12
+    static let tagSize = 16
+    static let headerSize = 2
+    static let fixedPlaintextSize = 9
+    /// Longest token accepted in a grant (1024 hex characters).
+    public static let maximumTokenBytes = 512
+
+    /// Seals `grant` under key `keyID` of `keys` with a fresh random nonce.
+    public static func seal(
+        _ grant: Grant, keyID: UInt8, keys: RelayKeys,
+        nonce: [UInt8] = SecureRandom.bytes(count: 12)
+    ) throws(GrantError) -> String {
+        guard let key = keys[keyID] else { throw GrantError(.unknownKey) }
+        guard nonce.count == nonceSize else { throw GrantError(.malformed) }
+        var plaintext = [UInt8]()
+        plaintext.reserveCapacity(fixedPlaintextSize + grant.token.count)
+        plaintext.append(grant.environment.rawValue)
+        for shift in stride(from: 56, through: 0, by: -8) {
+            plaintext.append(UInt8(truncatingIfNeeded: grant.issuedAt >> UInt64(shift)))
+        }
+        plaintext.append(contentsOf: grant.token)
+        let header: [UInt8] = [version, keyID]
+        let sealed: (ciphertext: [UInt8], tag: [UInt8])
+        do {
+            sealed = try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: header)
+        } catch {
+            throw GrantError(.malformed)
+        }
+        var out = header
+        out.reserveCapacity(headerSize + nonceSize + sealed.ciphertext.count + tagSize)
+        out.append(contentsOf: nonce)
+        out.append(contentsOf: sealed.ciphertext)
+        out.append(contentsOf: sealed.tag)
+        return Base64.urlEncode(out)
+    }
+
+    /// Opens a grant. Throws `.malformed`, `.unknownKey` or `.authenticationFailed` (all
+    /// `grant_invalid` to a client), or `.expired` from second `issuedAt + lifetime` on.
+    public static func open(
+        _ text: some StringProtocol, keys: RelayKeys, now: UInt64, lifetime: UInt64
+    ) throws(GrantError) -> Grant {
+        guard let bytes = Base64.urlDecode(text),
+            bytes.count >= headerSize + nonceSize + fixedPlaintextSize + tagSize,
+            bytes.count <= headerSize + nonceSize + fixedPlaintextSize + maximumTokenBytes + tagSize
+        else { throw GrantError(.malformed) }
+        guard bytes[0] == version else { throw GrantError(.malformed) }
+        guard let key = keys[bytes[1]] else { throw GrantError(.unknownKey) }
+        let nonceEnd = headerSize + nonceSize
+        let tagStart = bytes.count - tagSize
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AES.GCM.open(
+                ciphertext: bytes[nonceEnd..<tagStart], tag: bytes[tagStart...],
+                nonce: bytes[headerSize..<nonceEnd], using: key, authenticating: bytes[0..<headerSize])
+        } catch {
+            throw GrantError(.authenticationFailed)
+        }
+        guard let environment = APNsEnvironment(rawValue: plaintext[0]) else { throw GrantError(.malformed) }
+        var issuedAt: UInt64 = 0
+        for index in 1...8 { issuedAt = issuedAt << 8 | UInt64(plaintext[index]) }
+        let token = Array(plaintext[fixedPlaintextSize...])
+        guard !token.isEmpty else { throw GrantError(.malformed) }
+        let (expiry, overflow) = issuedAt.addingReportingOverflow(lifetime)
+        if !overflow && now >= expiry { throw GrantError(.expired) }
+        return Grant(environment: environment, issuedAt: issuedAt, token: token)
+    }
+}
+
+/// Why a grant did not open.
+public struct GrantError: Error, Equatable, Sendable {
+    public enum Code: Sendable { case malformed, unknownKey, authenticationFailed, expired }
+    public let code: Code
+    public init(_ code: Code) { self.code = code }
+
+    /// The client-facing answer.
+    public var relayError: RelayError { code == .expired ? .grantExpired : .grantInvalid }
+}

@@ -1,0 +1,70 @@
+import RelayCrypto
+
+/// What a limiter counts by: a 32-byte digest (SHA-256 of a device token, or a keyed hash of a
+/// client address), never the thing itself.
+public struct LimiterKey: Hashable, Sendable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// Takes the first 32 bytes of a digest.
+    public init(digest: [UInt8]) {
+        precondition(digest.count >= 32, "a limiter key is a 32-byte digest")
+        func word(_ offset: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for index in offset..<offset + 8 { value = value << 8 | UInt64(digest[index]) }
+            return value
+        }
+        words = (word(0), word(8), word(16), word(24))
+    }
+
+    /// The per-phone key: SHA-256 of the raw device token bytes, shared by every grant of the token.
+    public static func phone(token: [UInt8]) -> LimiterKey {
+        LimiterKey(digest: SHA256.hash(token))
+    }
+
+    /// The per-address key: IPv4 addresses whole, IPv6 by /64, under a keyed hash so that stored
+    /// keys cannot be reversed by trying every address.
+    public static func address(_ bytes: [UInt8], secret: [UInt8]) -> LimiterKey {
+        let prefix = bytes.count == 16 ? Array(bytes[0..<8]) : bytes
+        return LimiterKey(digest: HMACSHA256.authenticationCode(for: prefix, using: secret))
+    }
+
+    public static func == (lhs: LimiterKey, rhs: LimiterKey) -> Bool {
+        lhs.words == rhs.words
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+    }
+}
+
+/// A limit: `requests` per `period`, then optionally blocked for `block`.
+public struct LimitPolicy: Equatable, Sendable {
+    public var requests: Int
+    /// Nanoseconds.
+    public var period: UInt64
+    /// Nanoseconds; 0: no block beyond the window.
+    public var block: UInt64
+
+    public init(requests: Int, periodSeconds: Double, blockSeconds: Double = 0) {
+        self.requests = requests
+        period = UInt64(periodSeconds * 1e9)
+        block = UInt64(blockSeconds * 1e9)
+    }
+}
+
+/// The limiter's verdict.
+public enum LimitDecision: Equatable, Sendable {
+    case allowed
+    /// Refused; a retry may succeed after this many whole seconds.
+    case limited(retryAfter: Int)
+}
+
+/// The one interface behind which limiter state lives, so a shared store can replace the
+/// in-memory one when the relay runs as several instances.
+public protocol RateLimiter: Sendable {
+    /// Counts one request for `key` at `now` (monotonic nanoseconds) and decides it.
+    func admit(_ key: LimiterKey, now: UInt64) -> LimitDecision
+    /// How many keys are currently held.
+    var trackedKeys: Int { get }
+}

@@ -1,0 +1,51 @@
+/// Hexadecimal text for device tokens and identifiers.
+public enum Hex {
+    /// Decodes hex of either case; nil for odd length or any non-hex character.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        decode(bytes: text.utf8)
+    }
+
+    private static func decode(bytes: some Collection<UInt8>) -> [UInt8]? {
+        guard bytes.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count / 2)
+        var high: UInt8? = nil
+        for byte in bytes {
+            guard let nibble = value(of: byte) else { return nil }
+            if let h = high {
+                out.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return out
+    }
+
+    /// True when `text` is exactly `count` hex digits of either case.
+    public static func isHex(_ text: some StringProtocol, count: Int) -> Bool {
+        text.utf8.count == count && text.utf8.allSatisfy { value(of: $0) != nil }
+    }
+
+    /// Lowercase hex.
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always)
+    static func value(of byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- UInt8(ascii: "A") &+ 10
+        default: nil
+        }
+    }
+}

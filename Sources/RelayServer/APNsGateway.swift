@@ -1,0 +1,92 @@
+import HTTP2Client
+import RelayCore
+import Synchronization
+
+/// Sends notifications to one APNs environment: the HTTP/2 client, the cached provider token,
+/// and what to do with APNs' answer (DESIGN.md, "The APNs request").
+final class APNsGateway: Sendable {
+    let environment: APNsEnvironment
+    let client: HTTP2Client
+    let token: ProviderToken
+    private let timeoutNanoseconds: UInt64
+    private let clock: any RelayClock
+    private let lastKeyComplaint = Mutex<UInt64?>(nil)
+    /// What the relay asks a channel to wait after APNs' 429 (APNs gives no Retry-After).
+    static let apnsRetryAfter = 30
+
+    init(
+        environment: APNsEnvironment, configuration: RelayConfiguration, credentials: ProviderCredentials,
+        clock: any RelayClock
+    ) throws {
+        self.environment = environment
+        self.clock = clock
+        timeoutNanoseconds = UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000
+        token = ProviderToken(credentials: credentials, clock: clock)
+        client = try HTTP2Client(
+            configuration: HTTP2ClientConfiguration(
+                origin: configuration.apns.origin(environment), caFile: configuration.apns.caFile,
+                maxConnections: configuration.apns.maxConnections))
+    }
+
+    /// Sends one notification; `completion` gets the APNs id or the error to answer with.
+    func send(_ notification: Notification, completion: @escaping @Sendable (Result<String?, RelayError>) -> Void) {
+        let deadline = clock.uptimeNanoseconds + timeoutNanoseconds
+        send(notification, deadline: deadline, mayRetry: true, completion: completion)
+    }
+
+    private func send(
+        _ notification: Notification, deadline: UInt64, mayRetry: Bool,
+        completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
+    ) {
+        let now = clock.uptimeNanoseconds
+        guard now < deadline, let bearer = try? token.token() else {
+            completion(.failure(.apns))
+            return
+        }
+        var headers: [(name: String, value: String)] = [("authorization", "bearer " + bearer)]
+        headers.append(contentsOf: notification.headers)
+        let request = HTTP2Request(
+            method: "POST", path: notification.path, headers: headers, body: notification.payload,
+            timeout: .nanoseconds(Int64(deadline - now)))
+        client.send(request) { [self] result in
+            guard case .success(let response) = result else {
+                completion(.failure(.apns))
+                return
+            }
+            let answer = APNsAnswer(status: response.status, apnsID: response[header: "apns-id"], body: response.body)
+            switch answer.action(retryAfter: Self.apnsRetryAfter) {
+            case .answer(let outcome):
+                completion(outcome)
+            case .refreshTokenAndRetry:
+                guard mayRetry, (try? token.tokenAfterExpiry(of: bearer)) != nil else {
+                    completion(.failure(.apns))
+                    return
+                }
+                send(notification, deadline: deadline, mayRetry: false, completion: completion)
+            case .rejectedKey:
+                complainAboutKey()
+                completion(.failure(.apns))
+            }
+        }
+    }
+
+    /// One line, at most once a minute: APNs refuses this environment's key.
+    private func complainAboutKey() {
+        let now = clock.uptimeNanoseconds
+        let due = lastKeyComplaint.withLock { last -> Bool in
+            if let last, now &- last < 60_000_000_000 { return false }
+            last = now
+            return true
+        }
+        if due {
+            let suffix = environment.variableSuffix
+            Log.line(
+                "apns \(environment): APNs rejects the provider token (InvalidProviderToken): check APNS_KEY_\(suffix), "
+                    + "APNS_KEY_ID_\(suffix) and APNS_TEAM_ID")
+        }
+    }
+
+    func shutdown() {
+        client.shutdown()
+    }
+}

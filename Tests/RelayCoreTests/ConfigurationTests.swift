@@ -1,0 +1,195 @@
+import RelayCore
+import RelayCrypto
+import Testing
+
+@Suite struct ConfigurationTests {
+    func parse(_ text: String) throws(ConfigurationError) -> RelayConfiguration {
+        try RelayConfiguration.parse(Array(text.utf8))
+    }
+
+    @Test func defaults() throws {
+        let config = try parse(#"{"apns":{"topic":"app.openduo.pocket"}}"#)
+        #expect(config.listen == ListenAddress(host: "127.0.0.1", port: 8787))
+        #expect(config.grantLifetimeSeconds == 2_592_000)
+        #expect(config.grantKeyID == 1)
+        #expect(config.pushLimit == LimitPolicy(requests: 20, periodSeconds: 60))
+        #expect(config.ipLimit == LimitPolicy(requests: 10, periodSeconds: 10, blockSeconds: 10))
+        #expect(config.clientIPHeader == nil)
+        #expect(config.apns.placeholder == "PUSH")
+        #expect(config.apns.expirationSeconds == 86_400)
+        #expect(config.apns.sandboxOrigin == "https://api.sandbox.push.apple.com")
+        #expect(config.apns.productionOrigin == "https://api.push.apple.com")
+        #expect(config.apns.caFile == nil)
+        #expect(config.apns.timeoutMilliseconds == 10_000)
+    }
+
+    @Test func designExampleParses() throws {
+        let config = try parse(
+            """
+            {
+              "listen": "[::1]:9000",
+              "grant_lifetime_s": 100,
+              "grant_key_id": 0,
+              "push_limit": { "requests": 5, "period_s": 30 },
+              "ip_limit": { "requests": 3, "period_s": 2, "block_s": 4, "client_ip_header": "X-Forwarded-For" },
+              "apns": {
+                "topic": "app.openduo.pocket", "placeholder": "PUSH.new_1", "expiration_s": 0,
+                "sandbox_origin": "https://127.0.0.1:4443", "production_origin": "https://[::1]:4444",
+                "ca_file": "/tmp/ca.pem", "timeout_ms": 500
+              }
+            }
+            """)
+        #expect(config.listen == ListenAddress(host: "::1", port: 9000))
+        #expect(config.grantKeyID == 0)
+        #expect(config.pushLimit == LimitPolicy(requests: 5, periodSeconds: 30))
+        #expect(config.ipLimit == LimitPolicy(requests: 3, periodSeconds: 2, blockSeconds: 4))
+        #expect(config.clientIPHeader == "X-Forwarded-For")
+        #expect(config.apns.origin(.sandbox) == "https://127.0.0.1:4443")
+        #expect(config.apns.caFile == "/tmp/ca.pem")
+        #expect(config.apns.timeoutMilliseconds == 500)
+    }
+
+    @Test(arguments: [
+        ("nope", "config"),
+        ("[]", "config"),
+        (#"{}"#, "apns.topic"),
+        (#"{"apns":{}}"#, "apns.topic"),
+        (#"{"apns":{"topic":"a","topc":"b"}}"#, "apns.topc"),
+        (#"{"apns":{"topic":"a"},"lisen":"x"}"#, "lisen"),
+        (#"{"apns":{"topic":"a"},"listen":"localhost"}"#, "listen"),
+        (#"{"apns":{"topic":"a"},"listen":"::1:80"}"#, "listen"),
+        (#"{"apns":{"topic":"a"},"listen":"1.2.3.4:99999"}"#, "listen"),
+        (#"{"apns":{"topic":"a"},"grant_key_id":256}"#, "grant_key_id"),
+        (#"{"apns":{"topic":"a"},"grant_key_id":"1"}"#, "grant_key_id"),
+        (#"{"apns":{"topic":"a"},"grant_lifetime_s":1.5}"#, "grant_lifetime_s"),
+        (#"{"apns":{"topic":"a"},"grant_lifetime_s":true}"#, "grant_lifetime_s"),
+        (#"{"apns":{"topic":"a"},"push_limit":{"requests":0}}"#, "push_limit.requests"),
+        (#"{"apns":{"topic":"a"},"push_limit":{"period":1}}"#, "push_limit.period"),
+        (#"{"apns":{"topic":"a"},"ip_limit":{"client_ip_header":"X Real"}}"#, "ip_limit.client_ip_header"),
+        (#"{"apns":{"topic":"a","placeholder":"has space"}}"#, "apns.placeholder"),
+        (#"{"apns":{"topic":"a","placeholder":"\#(String(repeating: "P", count: 200))"}}"#, "apns.placeholder"),
+        (#"{"apns":{"topic":"a","sandbox_origin":"http://x"}}"#, "apns.sandbox_origin"),
+        (#"{"apns":{"topic":"a","production_origin":"https://x/path"}}"#, "apns.production_origin"),
+        (#"{"apns":{"topic":"a","timeout_ms":0}}"#, "apns.timeout_ms"),
+        (#"{"apns":{"topic":"a"},"server":{"threads":0}}"#, "server.threads"),
+    ])
+    func rejected(_ text: String, _ subject: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.subject == subject)
+            #expect(!error.description.contains("\n"))
+        }
+    }
+}
+
+@Suite struct SecretsTests {
+    static let apnsKey = P256.Signing.PrivateKey()
+    static let relayKey = Base64.urlEncode(SecureRandom.bytes(count: 32))
+
+    func source(_ env: [String: String], files: [String: String] = [:]) -> SecretSource {
+        SecretSource(environment: env) { path in
+            guard let text = files[path] else { throw ConfigurationError(.unreadable, path, "no such file") }
+            return text
+        }
+    }
+
+    var valid: [String: String] {
+        [
+            "APNS_KEY_SANDBOX": Self.apnsKey.pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
+            "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(Self.relayKey)"}"#,
+        ]
+    }
+
+    func failure(_ env: [String: String], files: [String: String] = [:]) -> ConfigurationError? {
+        do {
+            _ = try RelaySecrets.load(from: source(env, files: files))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func valid() throws {
+        let secrets = try RelaySecrets.load(from: source(valid))
+        #expect(secrets.environments == [.sandbox])
+        #expect(secrets.relayKeys.ids == [1])
+        #expect(secrets.teamID == "TEAM123456")
+        let setup = try RelaySetup(configuration: RelayConfiguration(topic: "app.openduo.pocket"), secrets: secrets)
+        let summary = setup.summary.joined(separator: "\n")
+        #expect(summary.contains("sandbox (key id ABCDE12345)"))
+        #expect(!summary.contains(Self.relayKey))
+        #expect(!summary.contains("PRIVATE KEY"))
+    }
+
+    @Test func rejectedNamesTheVariableNotTheValue() {
+        var env = valid
+        let cases: [(String, String?, String)] = [
+            ("RELAY_KEYS", nil, "RELAY_KEYS"),
+            ("RELAY_KEYS", "[1]", "RELAY_KEYS"),
+            ("RELAY_KEYS", #"{"1":"short"}"#, "RELAY_KEYS"),
+            ("RELAY_KEYS", #"{"256":"\#(Self.relayKey)"}"#, "RELAY_KEYS"),
+            ("RELAY_KEYS", #"{"01":"\#(Self.relayKey)"}"#, "RELAY_KEYS"),
+            ("RELAY_KEYS", #"{"1":"\#(Base64.urlEncode(SecureRandom.bytes(count: 16)))"}"#, "RELAY_KEYS"),
+            ("APNS_KEY_SANDBOX", "not a key", "APNS_KEY_SANDBOX"),
+            ("APNS_KEY_ID_SANDBOX", "short", "APNS_KEY_ID_SANDBOX"),
+            ("APNS_KEY_ID_SANDBOX", "abcde12345", "APNS_KEY_ID_SANDBOX"),
+            ("APNS_KEY_ID_SANDBOX", nil, "APNS_KEY_ID_SANDBOX"),
+            ("APNS_KEY_ID_SANDBOX", "", "APNS_KEY_ID_SANDBOX"),
+            ("APNS_TEAM_ID", nil, "APNS_TEAM_ID"),
+            ("APNS_TEAM_ID", "TEAM12345!", "APNS_TEAM_ID"),
+        ]
+        for (name, value, subject) in cases {
+            env = valid
+            env[name] = value
+            let error = failure(env)
+            #expect(error?.subject == subject, "\(name)")
+            if let value, value.count > 4, let error {
+                #expect(!error.description.contains(value))
+            }
+        }
+        env = valid
+        env["APNS_KEY_SANDBOX"] = nil
+        env["APNS_KEY_ID_SANDBOX"] = nil
+        #expect(failure(env)?.code == .missing)
+        env = valid
+        env["APNS_KEY_SANDBOX"] = nil
+        #expect(failure(env)?.subject == "APNS_KEY_SANDBOX")
+    }
+
+    @Test func rsaAndOtherCurvesAreRefused() throws {
+        var env = valid
+        env["APNS_KEY_SANDBOX"] = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
+        #expect(failure(env)?.subject == "APNS_KEY_SANDBOX")
+    }
+
+    @Test func fromFilesAndCredentials() throws {
+        var env = valid
+        let keys = env.removeValue(forKey: "RELAY_KEYS")!
+        env["RELAY_KEYS_FILE"] = "/run/secrets/relay_keys"
+        let secrets = try RelaySecrets.load(from: source(env, files: ["/run/secrets/relay_keys": keys + "\n"]))
+        #expect(secrets.relayKeys.ids == [1])
+
+        env["RELAY_KEYS"] = keys
+        #expect(failure(env, files: ["/run/secrets/relay_keys": keys])?.subject == "RELAY_KEYS")
+
+        env = valid
+        env["RELAY_KEYS"] = nil
+        env["CREDENTIALS_DIRECTORY"] = "/run/credentials/duo-relay.service"
+        #expect(throws: Never.self) {
+            try RelaySecrets.load(from: source(env, files: ["/run/credentials/duo-relay.service/RELAY_KEYS": keys]))
+        }
+        env["RELAY_KEYS_FILE"] = "/missing"
+        #expect(failure(env, files: [:])?.subject == "RELAY_KEYS_FILE")
+    }
+
+    @Test func grantKeyMustBeHeld() throws {
+        let secrets = try RelaySecrets.load(from: source(valid))
+        var config = RelayConfiguration(topic: "t")
+        config.grantKeyID = 2
+        #expect(throws: ConfigurationError(.invalid, "grant_key_id", "")) {
+            try RelaySetup(configuration: config, secrets: secrets)
+        }
+    }
+}
