@@ -95,7 +95,7 @@ import Testing
         }
     }
 
-    var valid: [String: String] {
+    var validEnvironment: [String: String] {
         [
             "APNS_KEY_SANDBOX": Self.apnsKey.pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
             "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(Self.relayKey)"}"#,
@@ -112,7 +112,7 @@ import Testing
     }
 
     @Test func valid() throws {
-        let secrets = try RelaySecrets.load(from: source(valid))
+        let secrets = try RelaySecrets.load(from: source(validEnvironment))
         #expect(secrets.environments == [.sandbox])
         #expect(secrets.relayKeys.ids == [1])
         #expect(secrets.teamID == "TEAM123456")
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func rejectedNamesTheVariableNotTheValue() {
-        var env = valid
+        var env = validEnvironment
         let cases: [(String, String?, String)] = [
             ("RELAY_KEYS", nil, "RELAY_KEYS"),
             ("RELAY_KEYS", "[1]", "RELAY_KEYS"),
@@ -141,7 +141,7 @@ import Testing
             ("APNS_TEAM_ID", "TEAM12345!", "APNS_TEAM_ID"),
         ]
         for (name, value, subject) in cases {
-            env = valid
+            env = validEnvironment
             env[name] = value
             let error = failure(env)
             #expect(error?.subject == subject, "\(name)")
@@ -149,23 +149,23 @@ import Testing
                 #expect(!error.description.contains(value))
             }
         }
-        env = valid
+        env = validEnvironment
         env["APNS_KEY_SANDBOX"] = nil
         env["APNS_KEY_ID_SANDBOX"] = nil
         #expect(failure(env)?.code == .missing)
-        env = valid
+        env = validEnvironment
         env["APNS_KEY_SANDBOX"] = nil
         #expect(failure(env)?.subject == "APNS_KEY_SANDBOX")
     }
 
     @Test func rsaAndOtherCurvesAreRefused() throws {
-        var env = valid
+        var env = validEnvironment
         env["APNS_KEY_SANDBOX"] = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
         #expect(failure(env)?.subject == "APNS_KEY_SANDBOX")
     }
 
     @Test func fromFilesAndCredentials() throws {
-        var env = valid
+        var env = validEnvironment
         let keys = env.removeValue(forKey: "RELAY_KEYS")!
         env["RELAY_KEYS_FILE"] = "/run/secrets/relay_keys"
         let secrets = try RelaySecrets.load(from: source(env, files: ["/run/secrets/relay_keys": keys + "\n"]))
@@ -174,7 +174,7 @@ import Testing
         env["RELAY_KEYS"] = keys
         #expect(failure(env, files: ["/run/secrets/relay_keys": keys])?.subject == "RELAY_KEYS")
 
-        env = valid
+        env = validEnvironment
         env["RELAY_KEYS"] = nil
         env["CREDENTIALS_DIRECTORY"] = "/run/credentials/duo-relay.service"
         #expect(throws: Never.self) {
@@ -185,7 +185,7 @@ import Testing
     }
 
     @Test func grantKeyMustBeHeld() throws {
-        let secrets = try RelaySecrets.load(from: source(valid))
+        let secrets = try RelaySecrets.load(from: source(validEnvironment))
         var config = RelayConfiguration(topic: "t")
         config.grantKeyID = 2
         #expect(throws: ConfigurationError(.invalid, "grant_key_id", "")) {

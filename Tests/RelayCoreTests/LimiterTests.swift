@@ -50,9 +50,12 @@ import Testing
         let limiter = InMemoryRateLimiter(policy: LimitPolicy(requests: 5, periodSeconds: 10))
         for i in 0..<1_000 { _ = limiter.admit(key(i), now: second) }
         #expect(limiter.trackedKeys == 1_000)
-        _ = limiter.admit(key(-1), now: 20 * second)
-        for i in 0..<50 { _ = limiter.admit(key(-2 - i), now: 20 * second) }
-        #expect(limiter.trackedKeys == 51)
+        limiter.sweep(now: 10 * second)
+        #expect(limiter.trackedKeys == 1_000)
+        limiter.sweep(now: 11 * second)
+        #expect(limiter.trackedKeys == 0)
+        for i in 0..<50 { _ = limiter.admit(key(i), now: 20 * second) }
+        #expect(limiter.trackedKeys == 50)
     }
 
     @Test func boundedUnderAFloodAndActiveKeysStillLimited() {

@@ -76,6 +76,11 @@ public final class InMemoryRateLimiter: RateLimiter {
         }
     }
 
+    /// Forgets every passed window now (admissions also do it, shard by shard, as they go).
+    public func sweep(now: UInt64) {
+        for shard in shards { shard.state.withLock { forgetPassed(&$0, now: now) } }
+    }
+
     public var trackedKeys: Int {
         shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } }
     }

@@ -65,6 +65,8 @@ public enum LimitDecision: Equatable, Sendable {
 public protocol RateLimiter: Sendable {
     /// Counts one request for `key` at `now` (monotonic nanoseconds) and decides it.
     func admit(_ key: LimiterKey, now: UInt64) -> LimitDecision
+    /// Forgets windows that have passed (called now and then, so idle memory is returned).
+    func sweep(now: UInt64)
     /// How many keys are currently held.
     var trackedKeys: Int { get }
 }
