@@ -6,11 +6,22 @@ public struct RelaySecrets: Sendable {
     public struct APNsKey: Sendable {
         public let keyID: String
         public let key: P256.Signing.PrivateKey
+
+        public init(keyID: String, key: P256.Signing.PrivateKey) {
+            self.keyID = keyID
+            self.key = key
+        }
     }
 
     public var teamID: String
     public var apnsKeys: [APNsEnvironment: APNsKey]
     public var relayKeys: RelayKeys
+
+    public init(teamID: String, apnsKeys: [APNsEnvironment: APNsKey], relayKeys: RelayKeys) {
+        self.teamID = teamID
+        self.apnsKeys = apnsKeys
+        self.relayKeys = relayKeys
+    }
 
     /// The environments that can deliver (have a key), in a stable order.
     public var environments: [APNsEnvironment] { APNsEnvironment.allCases.filter { apnsKeys[$0] != nil } }

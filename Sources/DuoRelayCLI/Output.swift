@@ -1,0 +1,9 @@
+import Foundation
+
+/// Standard output for command results (keygen's key, check's summary, dev's instructions).
+enum Output {
+    static func standard(_ text: String) {
+        let line = text.hasSuffix("\n") ? text : text + "\n"
+        FileHandle.standardOutput.write(Data(line.utf8))
+    }
+}

@@ -1,0 +1,39 @@
+import RelayCore
+import RelayServer
+
+/// `duo-relay serve --config FILE`: runs the relay until SIGTERM or SIGINT.
+enum ServeCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        let loaded: Result<RelaySetup, ConfigurationError>
+        do {
+            loaded = try SetupLoader.load(arguments)
+        } catch {
+            return Usage.fail(error.problem)
+        }
+        switch loaded {
+        case .success(let setup):
+            return serve(setup)
+        case .failure(let error):
+            Log.line("duo-relay: \(error)")
+            return 1
+        }
+    }
+
+    static func serve(_ setup: RelaySetup) -> Int32 {
+        let relay: Relay
+        do {
+            relay = try Relay(setup: setup)
+        } catch {
+            Log.line("duo-relay: cannot start: \(error)")
+            return 1
+        }
+        for line in setup.summary { Log.line("duo-relay: " + line) }
+        var listen = setup.configuration.listen
+        listen.port = relay.port
+        Log.line("duo-relay: listening on \(listen)")
+        relay.runUntilSignalled()
+        let counts = relay.counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        Log.line("duo-relay: stopped; " + (counts.isEmpty ? "no requests" : counts.joined(separator: " ")))
+        return 0
+    }
+}

@@ -1,0 +1,29 @@
+import Foundation
+import RelayCore
+import RelayServer
+
+/// Reads `--config FILE` and the secrets from the environment, as `serve` and `check` do.
+enum SetupLoader {
+    static func load(_ arguments: [String]) throws(UsageError) -> Result<RelaySetup, ConfigurationError> {
+        try Usage.check(arguments, allowed: ["--config"])
+        guard let path = try Usage.option("--config", in: arguments) else {
+            throw UsageError(problem: "--config FILE is required (the path is never guessed)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(ConfigurationError(.unreadable, path, "cannot be read"))
+        }
+        do {
+            let configuration = try RelayConfiguration.parse(Array(data))
+            let secrets = try RelaySecrets.load(from: environmentSecrets())
+            return .success(try RelaySetup(configuration: configuration, secrets: secrets))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static func environmentSecrets() -> SecretSource {
+        SecretSource(environment: ProcessInfo.processInfo.environment) { path in
+            try String(contentsOfFile: path, encoding: .utf8)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import APNsSimulator
+import Dispatch
+import Foundation
+import RelayCrypto
+import RelayServer
+
+/// `duo-relay apns-sim`: the APNs simulator alone, for trying a relay against it.
+enum SimulatorCommand {
+    static let help = """
+        usage: duo-relay apns-sim --team-id ID --key-id ID --public-key FILE [options]
+
+          --listen HOST:PORT     where to listen (default 127.0.0.1:4443)
+          --topic TOPIC          accepted apns-topic (default app.openduo.pocket)
+          --cert FILE --private-key FILE
+                                 TLS identity; without them a throwaway CA and certificate are made
+          --ca-out FILE          where to write the throwaway CA (default ./apns-sim-ca.pem)
+          --record FILE          append each delivered notification as a JSON line
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        if arguments.contains("--help") {
+            Output.standard(help)
+            return 0
+        }
+        do {
+            try Usage.check(
+                arguments,
+                allowed: [
+                    "--listen", "--topic", "--team-id", "--key-id", "--public-key", "--cert", "--private-key",
+                    "--ca-out", "--record",
+                ])
+            guard let teamID = try Usage.option("--team-id", in: arguments),
+                let keyID = try Usage.option("--key-id", in: arguments),
+                let keyFile = try Usage.option("--public-key", in: arguments)
+            else { throw UsageError(problem: "--team-id, --key-id and --public-key are required") }
+            let listen = try Usage.option("--listen", in: arguments) ?? "127.0.0.1:4443"
+            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+                throw UsageError(problem: "--listen must be HOST:PORT")
+            }
+            let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            let publicKey = try P256.Signing.PublicKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
+            var certificate: String
+            var privateKey: String
+            if let certFile = try Usage.option("--cert", in: arguments),
+                let keyFile = try Usage.option("--private-key", in: arguments)
+            {
+                certificate = try String(contentsOfFile: certFile, encoding: .utf8)
+                privateKey = try String(contentsOfFile: keyFile, encoding: .utf8)
+            } else {
+                let pki = try SimulatorPKI.generate()
+                let caOut = try Usage.option("--ca-out", in: arguments) ?? "apns-sim-ca.pem"
+                try pki.caCertificatePEM.write(toFile: caOut, atomically: true, encoding: .utf8)
+                Log.line("apns-sim: throwaway CA written to \(caOut)")
+                certificate = pki.certificatePEM
+                privateKey = pki.privateKeyPEM
+            }
+            var config = SimulatorConfiguration(
+                certificatePEM: certificate, privateKeyPEM: privateKey, teamID: teamID, keys: [keyID: publicKey],
+                topics: [try Usage.option("--topic", in: arguments) ?? "app.openduo.pocket"])
+            config.host = host
+            config.port = port
+            config.recordFile = try Usage.option("--record", in: arguments)
+            config.onDeliver = { note in Output.standard(DevCommand.describe(note)) }
+            let simulator = try APNsSimulator(configuration: config)
+            Log.line("apns-sim: listening on https://\(listen.hasPrefix("[") ? listen : "\(host):\(simulator.port)")")
+            waitForSignal()
+            simulator.stop()
+            return 0
+        } catch let error as UsageError {
+            return Usage.fail(error.problem)
+        } catch {
+            Log.line("apns-sim: cannot start: \(error)")
+            return 1
+        }
+    }
+
+    private static func waitForSignal() {
+        let done = DispatchSemaphore(value: 0)
+        let sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { done.signal() }
+            source.resume()
+            return source
+        }
+        done.wait()
+        sources.forEach { $0.cancel() }
+    }
+}

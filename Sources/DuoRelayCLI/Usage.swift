@@ -1,0 +1,49 @@
+import RelayServer
+
+/// Exit codes: 0 success, 1 a configuration or runtime problem, 64 a usage error.
+enum Usage {
+    static let text = """
+        usage: duo-relay <command> [options]
+
+          serve --config FILE     run the relay (secrets come from the environment)
+          check --config FILE     dry run before a deploy: validate configuration and secrets
+          keygen [--id N]         print a fresh relay key for RELAY_KEYS
+          dev [--port N]          relay plus APNs simulator on loopback with throwaway keys
+          apns-sim [options]      the APNs simulator alone (duo-relay apns-sim --help)
+        """
+
+    static func print() -> Int32 {
+        Output.standard(text)
+        return 0
+    }
+
+    static func fail(_ problem: String) -> Int32 {
+        Log.line("duo-relay: " + problem)
+        Log.line("run 'duo-relay help' for the commands")
+        return 64
+    }
+
+    /// The value after `--name`, if given; `nil` when absent; throws when it lacks a value.
+    static func option(_ name: String, in arguments: [String]) throws(UsageError) -> String? {
+        guard let index = arguments.firstIndex(of: name) else { return nil }
+        guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else {
+            throw UsageError(problem: "\(name) needs a value")
+        }
+        return arguments[index + 1]
+    }
+
+    /// Rejects anything but the known options (each followed by a value).
+    static func check(_ arguments: [String], allowed: Set<String>) throws(UsageError) {
+        var index = 0
+        while index < arguments.count {
+            guard allowed.contains(arguments[index]) else {
+                throw UsageError(problem: "unknown option '\(arguments[index].prefix(40))'")
+            }
+            index += 2
+        }
+    }
+}
+
+struct UsageError: Error {
+    let problem: String
+}
