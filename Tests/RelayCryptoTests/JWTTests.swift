@@ -63,6 +63,22 @@ struct JWTTests {
         #expect(JWT.verifyES256(token, using: publicKey))
     }
 
+    @Test("a DER-encoded signature is not accepted in place of raw r||s")
+    func derSignatureRejected() throws {
+        let tool = try OpenSSLTool()
+        try tool.succeed(P256SigningTests.p256Arguments)
+        try tool.succeed(["pkey", "-in", "key.pem", "-pubout", "-out", "pub.pem"])
+        let signingInput = Base64.urlEncode(Array(Self.header.utf8)) + "." + Base64.urlEncode(Array(Self.claims.utf8))
+        try tool.write("input", signingInput)
+        try tool.succeed(["dgst", "-sha256", "-sign", "key.pem", "-out", "sig.der", "input"])
+        let der = try tool.read("sig.der")
+        let publicKey = try P256.Signing.PublicKey(pemRepresentation: try tool.readText("pub.pem"))
+        #expect(!JWT.verifyES256(signingInput + "." + Base64.urlEncode(der), using: publicKey))
+        #expect(!publicKey.isValidSignature(der, for: Array(signingInput.utf8)))
+        let raw = try #require(DERSignature.decodeToRaw(der))
+        #expect(JWT.verifyES256(signingInput + "." + Base64.urlEncode(raw), using: publicKey))
+    }
+
     @Test("a header that does not declare ES256 is refused even with a valid signature")
     func algorithmMustBeES256() throws {
         let key = P256.Signing.PrivateKey()
