@@ -1,0 +1,118 @@
+import APNsSimulator
+import Foundation
+import RelayCrypto
+
+/// An APNs simulator in this process and the real relay binary pointed at it.
+final class PushFixture {
+    let simulator: APNsSimulator
+    let relay: RelayProcess
+    let secrets: TestSecrets
+    let topic = "app.openduo.pocket"
+
+    /// - Parameters:
+    ///   - relayConfig: extra top-level keys for the relay's configuration.
+    ///   - apnsConfig: extra keys for its `apns` section.
+    init(
+        relayConfig: String = #""ip_limit":{"requests":100000,"period_s":10,"block_s":10}"#,
+        apnsConfig: String = "", secrets: TestSecrets = TestSecrets(),
+        maxConcurrentStreams: UInt32 = 1000, simulatorKeys: [String: P256.Signing.PublicKey]? = nil
+    ) throws {
+        self.secrets = secrets
+        let pki = try SimulatorPKI.generate()
+        var config = SimulatorConfiguration(
+            certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM, teamID: secrets.teamID,
+            keys: simulatorKeys ?? [secrets.keyID: secrets.apnsKey.publicKey], topics: [topic])
+        config.maxConcurrentStreams = maxConcurrentStreams
+        simulator = try APNsSimulator(configuration: config)
+        let directory = try RelayProcess.temporaryDirectory()
+        let caFile = directory.appendingPathComponent("ca.pem").path
+        try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        let origin = "https://127.0.0.1:\(simulator.port)"
+        let apns =
+            #""sandbox_origin":"\#(origin)","production_origin":"\#(origin)","ca_file":"\#(caFile)""#
+            + (apnsConfig.isEmpty ? "" : "," + apnsConfig)
+        relay = try RelayProcess(config: RelayProcess.config(extra: relayConfig, apns: apns), secrets: secrets)
+    }
+
+    deinit {
+        simulator.stop()
+    }
+
+    static func randomToken() -> String {
+        SecureRandom.bytes(count: 32).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func hex64() -> String {
+        SecureRandom.bytes(count: 32).map { String(format: "%02X", $0) }.joined()
+    }
+
+    /// Mints a grant through the relay.
+    func grant(token: String, environment: String = "sandbox", on connection: TestConnection? = nil) throws -> String {
+        let connection = try connection ?? relay.connect()
+        let response = try connection.request(
+            "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"\#(environment)"}"#.utf8))
+        guard response.status == 200, let grant = response.json?["grant"] as? String else {
+            throw TestFailure("grant failed: \(response.status) \(response.text)")
+        }
+        return grant
+    }
+
+    static let sealed = Base64.encode(SecureRandom.bytes(count: 2934))
+
+    static func pushBody(grant: String, id: String = hex64(), thread: String = hex64(), sealed: String = sealed)
+        -> [UInt8]
+    {
+        Array(#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(id)","thread":"\#(thread)"}"#.utf8)
+    }
+
+    func push(grant: String, id: String = hex64(), on connection: TestConnection? = nil) throws
+        -> TestConnection.Response
+    {
+        let connection = try connection ?? relay.connect()
+        return try connection.request("POST", "/v1/push", body: Self.pushBody(grant: grant, id: id))
+    }
+
+    /// Waits (briefly) for the simulator to have recorded `count` notifications.
+    func waitForDeliveries(_ count: Int, timeoutSeconds: Double = 10) -> [DeliveredNotification] {
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        while simulator.delivered.count < count && Date() < deadline { usleep(10_000) }
+        return simulator.delivered
+    }
+}
+
+/// Runs `body` on `count` threads at once and collects what each returned.
+func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) -> [Result<T, any Error>] {
+    let results = ResultBox<T>(count: count)
+    let group = DispatchGroup()
+    for index in 0..<count {
+        let thread = Thread {
+            results.set(index, Result { try body(index) })
+            group.leave()
+        }
+        thread.stackSize = 1 << 20
+        group.enter()
+        thread.start()
+    }
+    group.wait()
+    return results.all
+}
+
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var values: [Result<T, any Error>?]
+
+    init(count: Int) { values = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ value: Result<T, any Error>) {
+        lock.lock()
+        values[index] = value
+        lock.unlock()
+    }
+
+    var all: [Result<T, any Error>] {
+        lock.lock()
+        defer { lock.unlock() }
+        return values.map { $0! }
+    }
+}
