@@ -1,3 +1,4 @@
+import Dispatch
 import HTTP2Client
 import RelayCore
 import Synchronization
@@ -5,12 +6,22 @@ import Synchronization
 /// Sends notifications to one APNs environment: the HTTP/2 client, the cached provider token,
 /// and what to do with APNs' answer (DESIGN.md, "The APNs request").
 final class APNsGateway: Sendable {
+    /// Whether this environment has lately been able to deliver, for readiness.
+    enum Health: String, Sendable {
+        /// Nothing sent yet: the key is loaded, no connection tried.
+        case idle
+        case ready
+        /// The last exchange failed: no connection, a timeout, or APNs rejected the key.
+        case failing
+    }
+
     let environment: APNsEnvironment
     let client: HTTP2Client
     let token: ProviderToken
     private let timeoutNanoseconds: UInt64
     private let clock: any RelayClock
     private let lastKeyComplaint = Mutex<UInt64?>(nil)
+    private let currentHealth = Mutex(Health.idle)
     /// What the relay asks a channel to wait after APNs' 429 (APNs gives no Retry-After).
     static let apnsRetryAfter = 30
 
@@ -28,14 +39,19 @@ final class APNsGateway: Sendable {
                 maxConnections: configuration.apns.maxConnections))
     }
 
+    var health: Health { currentHealth.withLock { $0 } }
+
     /// Sends one notification; `completion` gets the APNs id or the error to answer with.
-    func send(_ notification: Notification, completion: @escaping @Sendable (Result<String?, RelayError>) -> Void) {
+    func send(
+        _ notification: Notification, metrics: Metrics,
+        completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
+    ) {
         let deadline = clock.uptimeNanoseconds + timeoutNanoseconds
-        send(notification, deadline: deadline, mayRetry: true, completion: completion)
+        send(notification, deadline: deadline, mayRetry: true, metrics: metrics, completion: completion)
     }
 
     private func send(
-        _ notification: Notification, deadline: UInt64, mayRetry: Bool,
+        _ notification: Notification, deadline: UInt64, mayRetry: Bool, metrics: Metrics,
         completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
         let now = clock.uptimeNanoseconds
@@ -48,26 +64,39 @@ final class APNsGateway: Sendable {
         let request = HTTP2Request(
             method: "POST", path: notification.path, headers: headers, body: notification.payload,
             timeout: .nanoseconds(Int64(deadline - now)))
+        let sentAt = DispatchTime.now().uptimeNanoseconds
         client.send(request) { [self] result in
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - sentAt) / 1e9
             guard case .success(let response) = result else {
+                metrics.apnsAnswer(environment: environment.name, status: 0, reason: nil, seconds: seconds)
+                setHealth(.failing)
                 completion(.failure(.apns))
                 return
             }
             let answer = APNsAnswer(status: response.status, apnsID: response[header: "apns-id"], body: response.body)
+            metrics.apnsAnswer(
+                environment: environment.name, status: answer.status, reason: answer.reason, seconds: seconds)
             switch answer.action(retryAfter: Self.apnsRetryAfter) {
             case .answer(let outcome):
+                setHealth(.ready)
                 completion(outcome)
             case .refreshTokenAndRetry:
                 guard mayRetry, (try? token.tokenAfterExpiry(of: bearer)) != nil else {
+                    setHealth(.failing)
                     completion(.failure(.apns))
                     return
                 }
-                send(notification, deadline: deadline, mayRetry: false, completion: completion)
+                send(notification, deadline: deadline, mayRetry: false, metrics: metrics, completion: completion)
             case .rejectedKey:
+                setHealth(.failing)
                 complainAboutKey()
                 completion(.failure(.apns))
             }
         }
+    }
+
+    private func setHealth(_ health: Health) {
+        currentHealth.withLock { if $0 != health { $0 = health } }
     }
 
     /// One line, at most once a minute: APNs refuses this environment's key.

@@ -64,6 +64,6 @@ public final class Relay: Sendable {
         stopped.signal()
     }
 
-    /// Aggregate counts, for the end-of-run line.
-    public var counts: [String: Int] { service.counters.snapshot }
+    /// Requests answered by outcome, for the end-of-run line.
+    public var counts: [String: Int] { service.metrics.outcomes }
 }

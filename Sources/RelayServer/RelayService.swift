@@ -4,9 +4,13 @@ import RelayCrypto
 import Synchronization
 
 /// The relay's HTTP surface (DESIGN.md, "HTTP API"): routing, the per-address limit, and the
-/// grant and push endpoints. Every answer it gives is built by `answer(_:)` from a `RelayError`
-/// or a success body; nothing about a request is ever logged.
+/// grant and push endpoints. Every answer is built by `answer(_:_:)` from a `RelayError` or a
+/// success body; nothing about a request is ever logged.
 final class RelayService: HTTPHandler {
+    enum Endpoint: String, Sendable {
+        case grant, push, healthz, readyz, other
+    }
+
     private let state: Mutex<RelayState>
     private let ipLimiter: any RateLimiter
     private let phoneLimiter: any RateLimiter
@@ -15,7 +19,7 @@ final class RelayService: HTTPHandler {
     private let addressSecret = SecureRandom.bytes(count: 32)
     private let pushesInFlight = Atomic<Int>(0)
     let pending = PendingAnswers()
-    let counters = RelayCounters()
+    let metrics = Metrics()
 
     init(state: RelayState, clock: any RelayClock) {
         self.state = Mutex(state)
@@ -27,46 +31,80 @@ final class RelayService: HTTPHandler {
 
     var current: RelayState { state.withLock { $0 } }
 
+    /// Switches to a new state (rotation); requests already past their state lookup finish with the old one.
+    func replace(_ new: RelayState) {
+        state.withLock { $0 = new }
+    }
+
     /// Pushes accepted and not yet answered.
     var inFlight: Int { pushesInFlight.load(ordering: .relaxed) }
+
+    /// Forgets passed limiter windows (called periodically).
+    func sweepLimiters() {
+        let now = clock.uptimeNanoseconds
+        ipLimiter.sweep(now: now)
+        phoneLimiter.sweep(now: now)
+    }
 
     // MARK: HTTPHandler
 
     func head(_ head: HTTPRequestHead) -> HeadDecision {
         let path = head.path
-        if path == "/healthz" {
-            guard head.method == "GET" || head.method == "HEAD" else { return .respond(answer(.methodNotAllowed)) }
-            return .respond(HTTPResponse.json(200, #"{"status":"ok"}"#))
+        if path == "/healthz" || path == "/readyz" {
+            let endpoint = Endpoint(rawValue: String(path.dropFirst()))!
+            guard head.method == "GET" || head.method == "HEAD" else {
+                return .respond(answer(.methodNotAllowed, endpoint))
+            }
+            return .respond(endpoint == .healthz ? healthy() : readiness())
         }
-        guard path.hasPrefix("/v1/") else { return .respond(answer(.notFound)) }
-        let config = current.configuration
-        if case .limited(let retryAfter) = ipLimiter.admit(addressKey(head, config), now: clock.uptimeNanoseconds) {
-            counters.count(.addressLimited)
-            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter)))
-        }
+        guard path.hasPrefix("/v1/") else { return .respond(answer(.notFound, .other)) }
+        let endpoint: Endpoint
         let limit: Int
         switch path {
-        case "/v1/grant": limit = GrantRequest.bodyLimit
-        case "/v1/push": limit = PushRequest.bodyLimit
-        default: return .respond(answer(.notFound))
+        case "/v1/grant": (endpoint, limit) = (.grant, GrantRequest.bodyLimit)
+        case "/v1/push": (endpoint, limit) = (.push, PushRequest.bodyLimit)
+        default: (endpoint, limit) = (.other, 0)
         }
-        guard head.method == "POST" else { return .respond(answer(.methodNotAllowed)) }
+        let config = current.configuration
+        if case .limited(let retryAfter) = ipLimiter.admit(addressKey(head, config), now: clock.uptimeNanoseconds) {
+            metrics.limited("address")
+            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter), endpoint))
+        }
+        guard endpoint != .other else { return .respond(answer(.notFound, endpoint)) }
+        guard head.method == "POST" else { return .respond(answer(.methodNotAllowed, endpoint)) }
         return .readBody(limit: limit)
     }
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
-        answer(.tooLarge)
+        answer(.tooLarge, head.path == "/v1/push" ? .push : .grant)
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
         switch head.path {
         case "/v1/grant": responder.respond(grant(body))
         case "/v1/push": push(body, responder: responder)
-        default: responder.respond(answer(.notFound))
+        default: responder.respond(answer(.notFound, .other))
         }
     }
 
     // MARK: Endpoints
+
+    private func healthy() -> HTTPResponse {
+        metrics.request(endpoint: Endpoint.healthz.rawValue, outcome: "ok")
+        return HTTPResponse.json(200, #"{"status":"ok"}"#)
+    }
+
+    /// Ready when every configured APNs environment has a key and has not been failing.
+    func readiness() -> HTTPResponse {
+        let gateways = current.gateways
+        let states = gateways.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value.health) }
+        let ready = !states.isEmpty && states.allSatisfy { $0.1 != .failing }
+        let body =
+            #"{"status":""# + (ready ? "ready" : "not_ready") + #"","environments":{"#
+            + states.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",") + "}}"
+        metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: ready ? "ok" : "not_ready")
+        return HTTPResponse.json(ready ? 200 : 503, body)
+    }
 
     private func grant(_ body: [UInt8]) -> HTTPResponse {
         let state = current
@@ -79,11 +117,11 @@ final class RelayService: HTTPHandler {
                 let text = try? GrantCodec.seal(
                     grant, keyID: state.configuration.grantKeyID, keys: state.secrets.relayKeys)
             else { throw .badRequest }
-            counters.count(.grantIssued)
+            metrics.request(endpoint: Endpoint.grant.rawValue, outcome: "ok")
             return HTTPResponse.json(
                 200, GrantResponse(grant: text, expiresAt: now + state.configuration.grantLifetimeSeconds).json)
         } catch {
-            return answer(error)
+            return answer(error, .grant)
         }
     }
 
@@ -91,13 +129,12 @@ final class RelayService: HTTPHandler {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
         let ticket = pending.add(responder)
-        let finish: @Sendable (HTTPResponse) -> Void = { [pushesInFlight, pending] response in
+        let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
             pushesInFlight.subtract(1, ordering: .relaxed)
             if pending.claim(ticket) { responder.respond(response) }
         }
         guard admitted <= state.configuration.server.maxPushesInFlight else {
-            counters.count(.overloaded)
-            finish(answer(RelayError(.overloaded, retryAfter: 1)))
+            finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
             return
         }
         let request: PushRequest
@@ -111,29 +148,31 @@ final class RelayService: HTTPHandler {
             } catch {
                 throw error.relayError
             }
+            if let keyID = GrantCodec.keyID(of: request.grant) { metrics.grantOpened(keyID: keyID) }
             if case .limited(let retryAfter) = phoneLimiter.admit(
                 .phone(token: grant.token), now: clock.uptimeNanoseconds)
             {
-                counters.count(.phoneLimited)
+                metrics.limited("phone")
                 throw RelayError(.rateLimited, retryAfter: retryAfter)
             }
             // A grant for an environment whose key was removed can no longer deliver.
             guard state.gateways[grant.environment] != nil else { throw .apns }
         } catch {
-            finish(answer(error))
+            finish(answer(error, .push))
             return
         }
+        let settings = state.configuration.apns.notificationSettings
         let notification = Notification(
-            push: request, token: grant.token, settings: state.configuration.apns.notificationSettings,
-            expiresAt: state.configuration.apns.notificationSettings.expiration(now: clock.unixSeconds))
-        state.gateways[grant.environment]!.send(notification) { [self] outcome in
+            push: request, token: grant.token, settings: settings,
+            expiresAt: settings.expiration(now: clock.unixSeconds))
+        state.gateways[grant.environment]!.send(notification, metrics: metrics) { [self] outcome in
             switch outcome {
             case .success(let apnsID):
-                counters.count(.pushDelivered)
+                metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok")
                 let body = apnsID.map { #"{"apns_id":""# + JSONText.escape($0) + #""}"# } ?? "{}"
                 finish(HTTPResponse.json(200, body))
             case .failure(let error):
-                finish(answer(error))
+                finish(answer(error, .push))
             }
         }
     }
@@ -141,7 +180,7 @@ final class RelayService: HTTPHandler {
     /// Answers every push still waiting with 503 `overloaded` (the grace period has ended).
     func abandonPending() {
         for responder in pending.claimAll() {
-            responder.respond(answer(RelayError(.overloaded, retryAfter: 1)))
+            responder.respond(answer(RelayError(.overloaded, retryAfter: 1), .push))
         }
     }
 
@@ -150,25 +189,22 @@ final class RelayService: HTTPHandler {
     /// The per-address key: the socket peer, or the trusted proxy's header when configured.
     private func addressKey(_ head: HTTPRequestHead, _ config: RelayConfiguration) -> LimiterKey {
         var peer = head.peer
-        if let name = config.clientIPHeader, let value = head.headers[name] {
-            let last = value.split(separator: ",").last.map { $0.trimmingCharacters(in: " \t") } ?? ""
-            if let parsed = SocketPeer.parse(last) { peer = parsed }
+        // A list means the last entry: the one the trusted proxy appended.
+        if let name = config.clientIPHeader, let value = head.headers[name],
+            let last = value.split(separator: ",").last,
+            let parsed = SocketPeer.parse(last.filter { $0 != " " && $0 != "\t" })
+        {
+            peer = parsed
         }
         return .address(peer.bytes, secret: addressSecret)
     }
 
     /// The one place an error becomes an HTTP answer.
-    func answer(_ error: RelayError) -> HTTPResponse {
-        counters.count(error.code)
+    func answer(_ error: RelayError, _ endpoint: Endpoint) -> HTTPResponse {
+        metrics.request(endpoint: endpoint.rawValue, outcome: error.code.rawValue)
         var headers: [(name: String, value: String)] = []
         if let retryAfter = error.retryAfter { headers.append(("retry-after", String(retryAfter))) }
         return HTTPResponse.json(error.status, error.body, headers: headers)
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
     }
 }
 
@@ -180,7 +216,7 @@ enum JSONText {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            case _ where scalar.value < 0x20: out += " "
             default: out.unicodeScalars.append(scalar)
             }
         }

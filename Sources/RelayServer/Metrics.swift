@@ -1,0 +1,127 @@
+import Synchronization
+
+/// Aggregate counts for operators, exposed in the Prometheus text format. Labels only ever carry
+/// values from small fixed sets (endpoints, error codes, APNs statuses and reasons, key ids):
+/// never a token, address, grant, id or thread.
+final class Metrics: Sendable {
+    /// The APNs latency histogram's bucket bounds, in seconds.
+    static let latencyBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    /// APNs reasons worth their own label; any other reason counts as "other".
+    static let knownReasons: Set<String> = [
+        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
+        "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
+        "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken", "BadPath",
+        "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates",
+        "TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown",
+    ]
+
+    private struct Histogram {
+        var buckets = [Int](repeating: 0, count: Metrics.latencyBounds.count)
+        var count = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        var counters: [String: [String: Int]] = [:]
+        var histograms: [String: Histogram] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    private func add(_ name: String, _ labels: String) {
+        state.withLock { $0.counters[name, default: [:]][labels, default: 0] += 1 }
+    }
+
+    /// One request answered: `endpoint` is `grant`, `push`, `healthz` or `other`; `outcome` is
+    /// `ok` or the error code.
+    func request(endpoint: String, outcome: String) {
+        add("duo_relay_requests_total", #"endpoint="\#(endpoint)",outcome="\#(outcome)""#)
+    }
+
+    /// A limiter refused a request: `limit` is `address` or `phone`.
+    func limited(_ limit: String) {
+        add("duo_relay_limiter_rejections_total", #"limit="\#(limit)""#)
+    }
+
+    /// A grant opened with `keyID` (shows when an old key stops being used).
+    func grantOpened(keyID: UInt8) {
+        add("duo_relay_grants_opened_total", #"key_id="\#(keyID)""#)
+    }
+
+    /// APNs answered (status 0: no answer: timeout or connection failure).
+    func apnsAnswer(environment: String, status: Int, reason: String?, seconds: Double) {
+        let reasonLabel = reason.map { Self.knownReasons.contains($0) ? $0 : "other" } ?? ""
+        add(
+            "duo_relay_apns_responses_total",
+            #"environment="\#(environment)",status="\#(status)",reason="\#(reasonLabel)""#)
+        state.withLock { state in
+            var histogram = state.histograms[environment] ?? Histogram()
+            for (index, bound) in Self.latencyBounds.enumerated() where seconds <= bound {
+                histogram.buckets[index] += 1
+            }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.histograms[environment] = histogram
+        }
+    }
+
+    /// Requests answered, by outcome (for the line a stopping relay prints).
+    var outcomes: [String: Int] {
+        let counts = state.withLock { $0.counters["duo_relay_requests_total"] ?? [:] }
+        var totals: [String: Int] = [:]
+        for (labels, value) in counts {
+            let outcome = labels.split(separator: "\"").dropFirst(3).first.map(String.init) ?? "?"
+            totals[outcome, default: 0] += value
+        }
+        return totals
+    }
+
+    /// The Prometheus text exposition (version 0.0.4).
+    /// - Parameters:
+    ///   - inFlight: pushes currently waiting for APNs.
+    ///   - counters: values owned elsewhere (token refreshes, connections), already labelled.
+    func render(inFlight: Int, counters: [(name: String, help: String, labels: String, value: Int)]) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = ""
+        let help: [String: (String, String)] = [
+            "duo_relay_requests_total": ("counter", "Requests answered, by endpoint and outcome."),
+            "duo_relay_limiter_rejections_total": ("counter", "Requests refused by a limiter."),
+            "duo_relay_grants_opened_total": ("counter", "Grants opened, by relay key id."),
+            "duo_relay_apns_responses_total": ("counter", "APNs answers by status and reason (status 0: none)."),
+        ]
+        for name in help.keys.sorted() {
+            let (type, text) = help[name]!
+            out += "# HELP \(name) \(text)\n# TYPE \(name) \(type)\n"
+            for (labels, value) in (snapshot.counters[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                out += "\(name){\(labels)} \(value)\n"
+            }
+        }
+        out += "# HELP duo_relay_pushes_in_flight Pushes accepted and not yet answered.\n"
+        out += "# TYPE duo_relay_pushes_in_flight gauge\nduo_relay_pushes_in_flight \(inFlight)\n"
+        var described: Set<String> = []
+        for counter in counters {
+            if described.insert(counter.name).inserted {
+                out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n"
+            }
+            out += "\(counter.name){\(counter.labels)} \(counter.value)\n"
+        }
+        out += "# HELP duo_relay_apns_latency_seconds Time from sending a push to APNs' answer.\n"
+        out += "# TYPE duo_relay_apns_latency_seconds histogram\n"
+        for (environment, histogram) in snapshot.histograms.sorted(by: { $0.key < $1.key }) {
+            for (index, bound) in Self.latencyBounds.enumerated() {
+                out +=
+                    #"duo_relay_apns_latency_seconds_bucket{environment="\#(environment)",le="\#(bound)"} "#
+                    + "\(histogram.buckets[index])\n"
+            }
+            out += #"duo_relay_apns_latency_seconds_bucket{environment="\#(environment)",le="+Inf"} "#
+            out += "\(histogram.count)\n"
+            out += #"duo_relay_apns_latency_seconds_sum{environment="\#(environment)"} \#(histogram.sum)"# + "\n"
+            out += #"duo_relay_apns_latency_seconds_count{environment="\#(environment)"} \#(histogram.count)"# + "\n"
+        }
+        return out
+    }
+}
