@@ -18,7 +18,21 @@ final class APNsGateway: Sendable {
     let environment: APNsEnvironment
     let client: HTTP2Client
     let token: ProviderToken
-    private let timeoutNanoseconds: UInt64
+    private let timeoutNanoseconds: Atomic<UInt64>
+    /// What decides whether a new configuration can keep this gateway (and its connections).
+    let transport: Transport
+
+    struct Transport: Equatable, Sendable {
+        var origin: String
+        var caFile: String?
+        var maxConnections: Int
+
+        init(_ configuration: RelayConfiguration, _ environment: APNsEnvironment) {
+            origin = configuration.apns.origin(environment)
+            caFile = configuration.apns.caFile
+            maxConnections = configuration.apns.maxConnections
+        }
+    }
     private let clock: any RelayClock
     private let lastKeyComplaint = Mutex<UInt64?>(nil)
     private let currentHealth = Mutex(Health.idle)
@@ -31,12 +45,18 @@ final class APNsGateway: Sendable {
     ) throws {
         self.environment = environment
         self.clock = clock
-        timeoutNanoseconds = UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000
+        timeoutNanoseconds = Atomic(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000)
         token = ProviderToken(credentials: credentials, clock: clock)
+        transport = Transport(configuration, environment)
         client = try HTTP2Client(
             configuration: HTTP2ClientConfiguration(
-                origin: configuration.apns.origin(environment), caFile: configuration.apns.caFile,
-                maxConnections: configuration.apns.maxConnections))
+                origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections))
+    }
+
+    /// Takes a new configuration and key without touching connections (the transport is unchanged).
+    func update(configuration: RelayConfiguration, credentials: ProviderCredentials) {
+        timeoutNanoseconds.store(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000, ordering: .relaxed)
+        token.replaceCredentials(credentials)
     }
 
     var health: Health { currentHealth.withLock { $0 } }
@@ -46,7 +66,7 @@ final class APNsGateway: Sendable {
         _ notification: Notification, metrics: Metrics,
         completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
-        let deadline = clock.uptimeNanoseconds + timeoutNanoseconds
+        let deadline = clock.uptimeNanoseconds + timeoutNanoseconds.load(ordering: .relaxed)
         send(notification, deadline: deadline, mayRetry: true, metrics: metrics, completion: completion)
     }
 

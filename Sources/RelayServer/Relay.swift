@@ -8,62 +8,186 @@ import Synchronization
 public final class Relay: Sendable {
     private let service: RelayService
     private let server: HTTPServer
+    private let metricsServer: HTTPServer?
+    private let clock: any RelayClock
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
+    private let maintenance: Mutex<(any DispatchSourceTimer)?> = Mutex(nil)
+    /// Where a reload gets its new setup (re-reading the configuration file and secrets).
+    private let reloadSource: (@Sendable () -> Result<RelaySetup, ConfigurationError>)?
 
     /// Starts serving at once.
-    public init(setup: RelaySetup, clock: any RelayClock = SystemClock()) throws {
+    /// - Parameter reload: what SIGHUP re-reads; nil: SIGHUP is ignored.
+    public init(
+        setup: RelaySetup, clock: any RelayClock = SystemClock(),
+        reload: (@Sendable () -> Result<RelaySetup, ConfigurationError>)? = nil
+    ) throws {
         let config = setup.configuration
+        self.clock = clock
+        reloadSource = reload
         var gateways: [APNsEnvironment: APNsGateway] = [:]
         for environment in setup.secrets.environments {
             gateways[environment] = try APNsGateway(
                 environment: environment, configuration: config,
                 credentials: setup.secrets.credentials(environment)!, clock: clock)
         }
-        service = RelayService(
+        let service = RelayService(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock)
+        self.service = service
         var serverConfig = HTTPServerConfiguration(host: config.listen.host, port: config.listen.port)
         serverConfig.threads = config.server.threads
         serverConfig.connectionLimit = config.server.maxConnections
         serverConfig.perAddressConnectionLimit = config.server.maxConnectionsPerAddress
         serverConfig.connectionTimeoutSeconds = config.server.connectionTimeoutSeconds
         server = try HTTPServer(configuration: serverConfig, handler: service)
+        if let listen = config.metricsListen {
+            var metricsConfig = HTTPServerConfiguration(host: listen.host, port: listen.port)
+            metricsConfig.threads = 1
+            metricsConfig.connectionLimit = 64
+            metricsServer = try HTTPServer(
+                configuration: metricsConfig,
+                handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
+        } else {
+            metricsServer = nil
+        }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + 5, repeating: 5)
+        timer.setEventHandler { service.sweepLimiters() }
+        timer.resume()
+        maintenance.withLock { $0 = timer }
     }
 
     /// The bound port (useful when the configuration asked for port 0).
     public var port: UInt16 { server.port }
+    /// The metrics listener's bound port, if one is configured.
+    public var metricsPort: UInt16? { metricsServer?.port }
 
-    /// Stops on SIGTERM or SIGINT: stops accepting, lets pushes finish within the grace period,
-    /// answers the rest with 503, and returns. Blocks the calling thread until then.
+    /// Serves until SIGTERM or SIGINT, then stops gracefully; SIGHUP reloads. Blocks until stopped.
     public func runUntilSignalled() {
-        let sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT, SIGHUP] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in stop() }
+            if number == SIGHUP {
+                source.setEventHandler { [self] in reloadFromSource() }
+            } else {
+                source.setEventHandler { [self] in stop() }
+            }
             source.resume()
-            return source
+            sources.append(source)
         }
         stopped.wait()
         sources.forEach { $0.cancel() }
     }
 
-    /// Graceful stop; safe to call more than once and from any thread.
+    /// Graceful stop: stop accepting, let pushes finish within the grace period, answer the rest
+    /// with 503. Safe to call more than once and from any thread; returns when done.
     public func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        maintenance.withLock { $0?.cancel() }
         server.quiesce()
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         while DispatchTime.now() < grace && (service.pending.count > 0 || server.pendingResponses > 0) {
-            usleep(10_000)
+            usleep(5_000)
         }
         service.abandonPending()
         // Let the last answers leave before the connections close.
         let flush = DispatchTime.now() + .milliseconds(500)
         while DispatchTime.now() < flush && server.pendingResponses > 0 { usleep(5_000) }
         server.stop()
+        metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
         stopped.signal()
     }
 
+    private func reloadFromSource() {
+        guard let reloadSource else { return }
+        switch reloadSource() {
+        case .success(let setup):
+            reload(setup)
+        case .failure(let error):
+            Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
+        }
+    }
+
+    /// Switches to a new setup without dropping connections or pushes in flight: gateways whose
+    /// transport is unchanged are kept (with the new key), others are replaced, and the old ones
+    /// are shut down once their pushes have had time to finish.
+    public func reload(_ setup: RelaySetup) {
+        let old = service.current
+        let config = setup.configuration
+        if config.listen != old.configuration.listen || config.metricsListen != old.configuration.metricsListen
+            || config.server != old.configuration.server || config.ipLimit != old.configuration.ipLimit
+            || config.pushLimit != old.configuration.pushLimit || config.clientIPHeader != old.configuration.clientIPHeader
+        {
+            Log.line("duo-relay: reload: listen addresses, limits and server settings take effect at the next restart")
+        }
+        var gateways: [APNsEnvironment: APNsGateway] = [:]
+        var retired: [APNsGateway] = []
+        do {
+            for environment in setup.secrets.environments {
+                let credentials = setup.secrets.credentials(environment)!
+                if let gateway = old.gateways[environment],
+                    gateway.transport == APNsGateway.Transport(config, environment)
+                {
+                    gateway.update(configuration: config, credentials: credentials)
+                    gateways[environment] = gateway
+                } else {
+                    gateways[environment] = try APNsGateway(
+                        environment: environment, configuration: config, credentials: credentials, clock: clock)
+                }
+            }
+        } catch {
+            Log.line("duo-relay: reload refused, keeping the running configuration: cannot reach APNs: \(error)")
+            return
+        }
+        for (environment, gateway) in old.gateways where gateways[environment] !== gateway {
+            retired.append(gateway)
+        }
+        // Keep the limits and settings the server was started with; take keys, grant settings and APNs.
+        var merged = config
+        merged.listen = old.configuration.listen
+        merged.metricsListen = old.configuration.metricsListen
+        merged.server = old.configuration.server
+        merged.ipLimit = old.configuration.ipLimit
+        merged.pushLimit = old.configuration.pushLimit
+        merged.clientIPHeader = old.configuration.clientIPHeader
+        service.replace(RelayState(configuration: merged, secrets: setup.secrets, gateways: gateways))
+        if !retired.isEmpty {
+            let delay = Double(old.configuration.apns.timeoutMilliseconds) / 1000 + 1
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                for gateway in retired { gateway.shutdown() }
+            }
+        }
+        Log.line(
+            "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
+                + "; grants sealed with key \(config.grantKeyID); environments "
+                + setup.secrets.environments.map(\.name).joined(separator: ", "))
+    }
+
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
+
+    private static func gatewayCounters(_ service: RelayService) -> [(
+        name: String, help: String, labels: String, value: Int
+    )] {
+        var out: [(name: String, help: String, labels: String, value: Int)] = []
+        for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let labels = #"environment="\#(environment.name)""#
+            let stats = gateway.client.statistics
+            out.append(
+                (
+                    "duo_relay_provider_token_refreshes_total", "Provider tokens signed.", labels,
+                    gateway.token.refreshes
+                ))
+            out.append(
+                ("duo_relay_apns_connections_opened_total", "APNs connections opened.", labels, stats.connectionsOpened))
+            out.append(
+                (
+                    "duo_relay_apns_connections_replaced_total", "APNs connections retired and replaced.", labels,
+                    stats.connectionsReplaced
+                ))
+        }
+        return out
+    }
 }

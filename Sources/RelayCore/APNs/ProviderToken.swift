@@ -72,14 +72,17 @@ public final class ProviderToken: Sendable {
         }
     }
 
-    /// Switches to new credentials (key rotation); the next token is signed with them once the
-    /// current one may be replaced.
+    /// Switches to new credentials (key rotation). A different key or key id takes effect with the
+    /// next token; the same credentials keep the cached token.
     public func replaceCredentials(_ new: ProviderCredentials) {
-        credentials.withLock { $0 = new }
-        current.withLock { cached in
-            // A token signed by the old key is dropped only when APNs would accept an update.
-            if let old = cached, clock.uptimeNanoseconds &- old.signedAt >= Self.minimumInterval { cached = nil }
+        let changed = credentials.withLock { old -> Bool in
+            let same =
+                old.keyID == new.keyID && old.teamID == new.teamID
+                && old.key.publicKey.pemRepresentation == new.key.publicKey.pemRepresentation
+            old = new
+            return !same
         }
+        if changed { current.withLock { $0 = nil } }
     }
 
     private func refresh(_ current: inout Current?, now: UInt64) throws(CryptoError) -> String {

@@ -1,0 +1,45 @@
+import HTTPServer
+import RelayCore
+
+/// The operator's listener (`metrics_listen`): `GET /metrics`, `/healthz` and `/readyz`, and
+/// nothing else. Kept off the public port so that scrapes need no exposure to the internet.
+final class MetricsEndpoint: HTTPHandler {
+    private let service: RelayService
+    private let extraCounters: @Sendable () -> [(name: String, help: String, labels: String, value: Int)]
+
+    init(
+        service: RelayService,
+        extraCounters: @escaping @Sendable () -> [(name: String, help: String, labels: String, value: Int)]
+    ) {
+        self.service = service
+        self.extraCounters = extraCounters
+    }
+
+    func head(_ head: HTTPRequestHead) -> HeadDecision {
+        guard head.method == "GET" || head.method == "HEAD" else {
+            return .respond(HTTPResponse.json(405, RelayError.methodNotAllowed.body))
+        }
+        switch head.path {
+        case "/metrics":
+            let text = service.metrics.render(inFlight: service.inFlight, counters: extraCounters())
+            return .respond(
+                HTTPResponse(
+                    status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
+                    body: Array(text.utf8)))
+        case "/healthz":
+            return .respond(HTTPResponse.json(200, #"{"status":"ok"}"#))
+        case "/readyz":
+            return .respond(service.readiness())
+        default:
+            return .respond(HTTPResponse.json(404, RelayError.notFound.body))
+        }
+    }
+
+    func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
+        responder.respond(HTTPResponse.json(404, RelayError.notFound.body))
+    }
+
+    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
+        HTTPResponse.json(413, RelayError.tooLarge.body)
+    }
+}
