@@ -53,10 +53,9 @@ final class APNsGateway: Sendable {
                 origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections))
     }
 
-    /// Takes a new configuration and key without touching connections (the transport is unchanged).
-    func update(configuration: RelayConfiguration, credentials: ProviderCredentials) {
+    /// Takes a new configuration without touching connections (transport and key are unchanged).
+    func update(configuration: RelayConfiguration) {
         timeoutNanoseconds.store(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000, ordering: .relaxed)
-        token.replaceCredentials(credentials)
     }
 
     var health: Health { currentHealth.withLock { $0 } }

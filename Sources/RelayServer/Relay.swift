@@ -127,10 +127,13 @@ public final class Relay: Sendable {
         do {
             for environment in setup.secrets.environments {
                 let credentials = setup.secrets.credentials(environment)!
+                // A new APNs key gets new connections: APNs refuses a connection's token changing
+                // more often than every 20 minutes.
                 if let gateway = old.gateways[environment],
-                    gateway.transport == APNsGateway.Transport(config, environment)
+                    gateway.transport == APNsGateway.Transport(config, environment),
+                    gateway.token.signs(like: credentials)
                 {
-                    gateway.update(configuration: config, credentials: credentials)
+                    gateway.update(configuration: config)
                     gateways[environment] = gateway
                 } else {
                     gateways[environment] = try APNsGateway(

@@ -72,17 +72,12 @@ public final class ProviderToken: Sendable {
         }
     }
 
-    /// Switches to new credentials (key rotation). A different key or key id takes effect with the
-    /// next token; the same credentials keep the cached token.
-    public func replaceCredentials(_ new: ProviderCredentials) {
-        let changed = credentials.withLock { old -> Bool in
-            let same =
-                old.keyID == new.keyID && old.teamID == new.teamID
-                && old.key.publicKey.pemRepresentation == new.key.publicKey.pemRepresentation
-            old = new
-            return !same
+    /// True when `other` would sign the same tokens (same key, key id and team).
+    public func signs(like other: ProviderCredentials) -> Bool {
+        credentials.withLock { current in
+            current.keyID == other.keyID && current.teamID == other.teamID
+                && current.key.publicKey.pemRepresentation == other.key.publicKey.pemRepresentation
         }
-        if changed { current.withLock { $0 = nil } }
     }
 
     private func refresh(_ current: inout Current?, now: UInt64) throws(CryptoError) -> String {

@@ -15,7 +15,8 @@ final class PushFixture {
     init(
         relayConfig: String = #""ip_limit":{"requests":100000,"period_s":10,"block_s":10}"#,
         apnsConfig: String = "", secrets: TestSecrets = TestSecrets(),
-        maxConcurrentStreams: UInt32 = 1000, simulatorKeys: [String: P256.Signing.PublicKey]? = nil
+        maxConcurrentStreams: UInt32 = 1000, simulatorKeys: [String: P256.Signing.PublicKey]? = nil,
+        relayEnvironment: [String: String] = [:]
     ) throws {
         self.secrets = secrets
         let pki = try SimulatorPKI.generate()
@@ -31,7 +32,9 @@ final class PushFixture {
         let apns =
             #""sandbox_origin":"\#(origin)","production_origin":"\#(origin)","ca_file":"\#(caFile)""#
             + (apnsConfig.isEmpty ? "" : "," + apnsConfig)
-        relay = try RelayProcess(config: RelayProcess.config(extra: relayConfig, apns: apns), secrets: secrets)
+        relay = try RelayProcess(
+            config: RelayProcess.config(extra: relayConfig, apns: apns), secrets: secrets,
+            extraEnvironment: relayEnvironment)
     }
 
     deinit {

@@ -19,12 +19,28 @@ final class TestConnection {
         var error: String? { json?["error"] as? String }
     }
 
-    init(port: UInt16, host: String = "127.0.0.1", timeoutSeconds: Int = 20) throws {
+    /// - Parameter source: a loopback source address to connect from (e.g. 127.0.0.2), so one
+    ///   machine can play several clients.
+    init(port: UInt16, host: String = "127.0.0.1", source: String? = nil, timeoutSeconds: Int = 20) throws {
         let isIPv6 = host.contains(":")
         fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw TestFailure("bind to \(source) failed")
+            }
+        }
         let result: Int32
         if isIPv6 {
             var address = sockaddr_in6()

@@ -1,0 +1,327 @@
+import APNsSimulator
+import Foundation
+import RelayCore
+import RelayCrypto
+import Testing
+
+/// What an operator relies on: commands, metrics, readiness, secrets from files, rotation on
+/// SIGHUP, and a relay that never prints what it must not.
+@Suite(.serialized) struct OperationsTests {
+    static let limits = ResilienceTests.generousLimits
+
+    func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+        let process = try RelayProcess(arguments: arguments, environment: environment)
+        let status = try process.waitForExit()
+        return (status, process.allOutput)
+    }
+
+    @Test func keygenPrintsAKeyReadyForRelayKeys() throws {
+        let (status, output) = try run(["keygen", "--id", "7"], environment: [:])
+        #expect(status == 0)
+        let keys = try RelaySecrets.parseRelayKeys(output.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(keys.ids == [7])
+        #expect(try run(["keygen", "--id", "256"], environment: [:]).status == 64)
+        let other = try run(["keygen"], environment: [:]).output
+        #expect(other.hasPrefix(#"{"1":""#) && other != output)
+    }
+
+    @Test func checkCatchesEveryProblemWithoutPrintingSecrets() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        let config = directory.appendingPathComponent("relay.json").path
+        try RelayProcess.config().write(toFile: config, atomically: true, encoding: .utf8)
+        let secrets = TestSecrets()
+        let good = try run(["check", "--config", config], environment: secrets.environment)
+        #expect(good.status == 0)
+        #expect(good.output.contains("check: ok"))
+        for secret in secrets.secretStrings { #expect(!good.output.contains(secret)) }
+
+        let rsa = try String(
+            contentsOfFile: Self.opensslKey(directory: directory, algorithm: ["-algorithm", "RSA"]), encoding: .utf8)
+        let p384 = try String(
+            contentsOfFile: Self.opensslKey(
+                directory: directory, algorithm: ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]),
+            encoding: .utf8)
+        var cases: [(String, [String: String?], String)] = [
+            ("unparsable key", ["APNS_KEY_SANDBOX": "garbage"], "APNS_KEY_SANDBOX"),
+            ("RSA key", ["APNS_KEY_SANDBOX": rsa], "APNS_KEY_SANDBOX"),
+            ("P-384 key", ["APNS_KEY_SANDBOX": p384], "APNS_KEY_SANDBOX"),
+            ("bad key id", ["APNS_KEY_ID_SANDBOX": "abc"], "APNS_KEY_ID_SANDBOX"),
+            ("bad team id", ["APNS_TEAM_ID": "lowercase1"], "APNS_TEAM_ID"),
+            ("RELAY_KEYS not JSON", ["RELAY_KEYS": "nope"], "RELAY_KEYS"),
+            ("short relay key", ["RELAY_KEYS": #"{"1":"AAAA"}"#], "RELAY_KEYS"),
+            ("id out of range", ["RELAY_KEYS": #"{"300":"\#(Base64.urlEncode(SecureRandom.bytes(count: 32)))"}"#], "RELAY_KEYS"),
+            ("grant key missing", ["RELAY_KEYS": #"{"2":"\#(Base64.urlEncode(SecureRandom.bytes(count: 32)))"}"#], "grant_key_id"),
+            ("no environment", ["APNS_KEY_SANDBOX": nil, "APNS_KEY_ID_SANDBOX": nil], "APNS_KEY_SANDBOX"),
+        ]
+        cases.append(("key without id", ["APNS_KEY_ID_SANDBOX": nil], "APNS_KEY_ID_SANDBOX"))
+        for (name, changes, subject) in cases {
+            var environment = secrets.environment
+            for (key, value) in changes { environment[key] = value }
+            let result = try run(["check", "--config", config], environment: environment)
+            #expect(result.status == 1, "\(name)")
+            let lines = result.output.split(separator: "\n")
+            #expect(lines.count == 1, "\(name): \(result.output)")
+            #expect(result.output.contains(subject), "\(name): \(result.output)")
+            for value in changes.values.compactMap({ $0 }) where value.count > 8 {
+                #expect(!result.output.contains(value), "\(name)")
+            }
+        }
+        // A placeholder that would push the largest notification past 4096 bytes.
+        let long = directory.appendingPathComponent("long.json").path
+        try RelayProcess.config(apns: #""placeholder":"\#(String(repeating: "P", count: 120))""#)
+            .write(toFile: long, atomically: true, encoding: .utf8)
+        let tooBig = try run(["check", "--config", long], environment: secrets.environment)
+        #expect(tooBig.status == 1)
+        #expect(tooBig.output.contains("apns.placeholder"))
+        #expect(try run(["serve", "--config", long], environment: secrets.environment).status == 1)
+        // Unknown keys and a missing --config.
+        let typo = directory.appendingPathComponent("typo.json").path
+        try #"{"apns":{"topic":"t"},"grant_lifetme_s":5}"#.write(toFile: typo, atomically: true, encoding: .utf8)
+        #expect(try run(["check", "--config", typo], environment: secrets.environment).output.contains("grant_lifetme_s"))
+        #expect(try run(["check"], environment: secrets.environment).status == 64)
+    }
+
+    static func opensslKey(directory: URL, algorithm: [String]) throws -> String {
+        let path = directory.appendingPathComponent("key-\(UUID().uuidString).pem").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["genpkey"] + algorithm + ["-out", path]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return path
+    }
+
+    @Test func secretsFromFilesAndCredentials() throws {
+        let secrets = TestSecrets()
+        let directory = try RelayProcess.temporaryDirectory()
+        var environment = secrets.environment
+        let keyFile = directory.appendingPathComponent("apns.p8").path
+        try secrets.apnsKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        environment["APNS_KEY_SANDBOX"] = nil
+        environment["APNS_KEY_SANDBOX_FILE"] = keyFile
+        let credentials = directory.appendingPathComponent("credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try (secrets.relayKeysJSON + "\n").write(
+            to: credentials.appendingPathComponent("RELAY_KEYS"), atomically: true, encoding: .utf8)
+        environment["RELAY_KEYS"] = nil
+        environment["CREDENTIALS_DIRECTORY"] = credentials.path
+        let config = directory.appendingPathComponent("relay.json").path
+        try RelayProcess.config().write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(try run(["check", "--config", config], environment: environment).status == 0)
+        // Both forms of one secret: refused, naming it.
+        environment["APNS_KEY_SANDBOX"] = secrets.apnsKey.pemRepresentation
+        let both = try run(["check", "--config", config], environment: environment)
+        #expect(both.status == 1)
+        #expect(both.output.contains("APNS_KEY_SANDBOX"))
+        #expect(!both.output.contains("BEGIN"))
+    }
+
+    @Test func metricsCountWhatHappensAndNameNothingPrivate() throws {
+        let fixture = try PushFixture(relayConfig: Self.limits + #","metrics_listen":"127.0.0.1:0""#)
+        let metricsPort = try #require(
+            fixture.relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
+                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        func scrape() throws -> String {
+            let response = try TestConnection(port: metricsPort).request("GET", "/metrics")
+            #expect(response.status == 200)
+            #expect(response.headers["content-type"]?.hasPrefix("text/plain") == true)
+            return response.text
+        }
+        func value(_ text: String, _ series: String) -> Int {
+            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        let before = try scrape()
+        let token = PushFixture.randomToken()
+        let grant = try fixture.grant(token: token)
+        #expect(try fixture.push(grant: grant).status == 200)
+        #expect(try fixture.push(grant: "garbage").status == 401)
+        fixture.simulator.inject(.status(410, reason: "Unregistered"))
+        #expect(try fixture.push(grant: grant).status == 410)
+        let after = try scrape()
+        #expect(
+            value(after, #"duo_relay_requests_total{endpoint="grant",outcome="ok"}"#)
+                == value(before, #"duo_relay_requests_total{endpoint="grant",outcome="ok"}"#) + 1)
+        #expect(value(after, #"duo_relay_requests_total{endpoint="push",outcome="ok"}"#) == 1)
+        #expect(value(after, #"duo_relay_requests_total{endpoint="push",outcome="grant_invalid"}"#) == 1)
+        #expect(value(after, #"duo_relay_requests_total{endpoint="push",outcome="unregistered"}"#) == 1)
+        #expect(value(after, #"duo_relay_apns_responses_total{environment="sandbox",status="200",reason=""}"#) == 1)
+        #expect(
+            value(after, #"duo_relay_apns_responses_total{environment="sandbox",status="410",reason="Unregistered"}"#)
+                == 1)
+        #expect(value(after, #"duo_relay_grants_opened_total{key_id="1"}"#) == 2)
+        #expect(value(after, #"duo_relay_apns_latency_seconds_count{environment="sandbox"}"#) == 2)
+        #expect(value(after, #"duo_relay_provider_token_refreshes_total{environment="sandbox"}"#) == 1)
+        #expect(value(after, #"duo_relay_apns_connections_opened_total{environment="sandbox"}"#) >= 1)
+        #expect(after.contains("duo_relay_pushes_in_flight 0"))
+        for secret in [token, grant] { #expect(!after.contains(secret)) }
+        // Not on the public port.
+        #expect(try fixture.relay.connect().request("GET", "/metrics").status == 404)
+        // Readiness: the environment has delivered.
+        let ready = try fixture.relay.connect().request("GET", "/readyz")
+        #expect(ready.status == 200)
+        #expect((ready.json?["environments"] as? [String: String])?["sandbox"] == "ready")
+    }
+
+    @Test func sighupRotatesRelayKeysUnderLoadWithoutAFailedRequest() throws {
+        var secrets = TestSecrets()
+        let directory = try RelayProcess.temporaryDirectory()
+        let keysFile = directory.appendingPathComponent("relay_keys").path
+        try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
+        let fixture = try PushFixture(
+            relayConfig: Self.limits, secrets: secrets, relayEnvironment: ["RELAY_KEYS": "", "RELAY_KEYS_FILE": keysFile])
+        let oldGrant = try fixture.grant(token: PushFixture.randomToken())
+        let load = LoadLoop(fixture: fixture, grant: oldGrant)
+        load.start()
+        usleep(300_000)
+        // Add key 2 and seal with it: one reload.
+        secrets.relayKeys[2] = SecureRandom.bytes(count: 32)
+        try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
+        let configPath = fixture.relay.directory.appendingPathComponent("relay.json").path
+        var config = try String(contentsOfFile: configPath, encoding: .utf8)
+        config = config.replacingOccurrences(of: #""listen""#, with: #""grant_key_id":2,"listen""#)
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        fixture.relay.signal(SIGHUP)
+        try waitFor { fixture.relay.standardError.contains("reloaded") }
+        let newGrant = try fixture.grant(token: PushFixture.randomToken())
+        #expect(Base64.urlDecode(newGrant)?[1] == 2)
+        #expect(try fixture.push(grant: oldGrant).status == 200)
+        #expect(try fixture.push(grant: newGrant).status == 200)
+        // A broken reload keeps the running keys and says why in one line.
+        try "{broken".write(toFile: keysFile, atomically: true, encoding: .utf8)
+        fixture.relay.signal(SIGHUP)
+        try waitFor { fixture.relay.standardError.contains("reload refused") }
+        #expect(try fixture.push(grant: newGrant).status == 200)
+        // Remove key 1: its grants stop opening.
+        secrets.relayKeys[1] = nil
+        try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
+        let results = load.stop()
+        fixture.relay.signal(SIGHUP)
+        try waitFor { fixture.relay.standardError.components(separatedBy: "reloaded").count == 3 }
+        #expect(try fixture.push(grant: oldGrant).error == "grant_invalid")
+        #expect(try fixture.push(grant: newGrant).status == 200)
+        #expect(results.count > 10)
+        #expect(results.allSatisfy { $0 == 200 }, "\(Set(results))")
+    }
+
+    @Test func sighupRotatesTheAPNsKey() throws {
+        var secrets = TestSecrets()
+        let newKey = P256.Signing.PrivateKey()
+        let directory = try RelayProcess.temporaryDirectory()
+        let keyFile = directory.appendingPathComponent("apns.p8").path
+        try secrets.apnsKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let idFile = directory.appendingPathComponent("apns.id").path
+        try secrets.keyID.write(toFile: idFile, atomically: true, encoding: .utf8)
+        let fixture = try PushFixture(
+            relayConfig: Self.limits, secrets: secrets,
+            simulatorKeys: [secrets.keyID: secrets.apnsKey.publicKey, "NEWKEY0002": newKey.publicKey],
+            relayEnvironment: [
+                "APNS_KEY_SANDBOX": "", "APNS_KEY_SANDBOX_FILE": keyFile, "APNS_KEY_ID_SANDBOX": "",
+                "APNS_KEY_ID_SANDBOX_FILE": idFile,
+            ])
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        secrets.apnsKey = newKey
+        try newKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try "NEWKEY0002".write(toFile: idFile, atomically: true, encoding: .utf8)
+        fixture.relay.signal(SIGHUP)
+        try waitFor { fixture.relay.standardError.contains("reloaded") }
+        #expect(try fixture.push(grant: grant).status == 200)
+        let keyIDs = fixture.waitForDeliveries(2).map(\.keyID)
+        #expect(keyIDs == ["TESTKEY001", "NEWKEY0002"])
+    }
+
+    @Test func privacyAcrossAFullScenario() throws {
+        let secrets = TestSecrets()
+        let fixture = try PushFixture(
+            relayConfig: #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60}"#,
+            apnsConfig: #""timeout_ms":800"#, secrets: secrets)
+        let connection = try fixture.relay.connect()
+        let token = PushFixture.randomToken()
+        let grant = try fixture.grant(token: token, on: connection)
+        let ids = (0..<8).map { _ in PushFixture.hex64() }
+        let thread = PushFixture.hex64()
+        var seen: [String] = [token, token.uppercased(), grant, thread, PushFixture.sealed] + ids + secrets.secretStrings
+        let bodies: [[UInt8]] = [
+            PushFixture.pushBody(grant: grant, id: ids[0], thread: thread),
+            PushFixture.pushBody(grant: grant + "x", id: ids[1], thread: thread),
+            PushFixture.pushBody(grant: grant, id: ids[2], thread: "zz"),
+            Array(#"{"token":"\#(token)"}"#.utf8),
+        ]
+        for body in bodies { _ = try connection.request("POST", "/v1/push", body: body) }
+        fixture.simulator.inject(.status(410, reason: "Unregistered"))
+        _ = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[3], thread: thread))
+        fixture.simulator.inject(.stall)
+        _ = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[4], thread: thread))
+        _ = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[5], thread: thread))
+        _ = try connection.request("POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"production"}"#.utf8))
+        // Exhaust the per-address limit, with a forged header that must not be trusted or printed.
+        for _ in 0..<40 {
+            _ = try connection.request("POST", "/v1/grant", body: Array("x".utf8), headers: ["X-Forwarded-For": "198.51.100.77"])
+        }
+        seen.append("198.51.100.77")
+        seen.append("127.0.0.1:\(connection.localPort)")
+        fixture.relay.signal(SIGTERM)
+        #expect(try fixture.relay.waitForExit() == 0)
+        let output = fixture.relay.allOutput
+        #expect(output.contains("stopped"))
+        for secret in seen { #expect(!output.contains(secret), "printed: \(secret.prefix(12))…") }
+    }
+
+    func waitFor(timeoutSeconds: Double = 10, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        while !condition() {
+            guard Date() < deadline else { throw TestFailure("condition not met in time") }
+            usleep(20_000)
+        }
+    }
+}
+
+/// Pushes in a loop on four threads until stopped; collects every status.
+final class LoadLoop: @unchecked Sendable {
+    // @unchecked: `statuses` and `running` are only touched under `lock`.
+    private let fixture: PushFixture
+    private let grant: String
+    private let lock = NSLock()
+    private var statuses: [Int] = []
+    private var running = true
+    private let group = DispatchGroup()
+
+    init(fixture: PushFixture, grant: String) {
+        self.fixture = fixture
+        self.grant = grant
+    }
+
+    private var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return running
+    }
+
+    func start() {
+        for _ in 0..<4 {
+            group.enter()
+            Thread { [self] in
+                defer { group.leave() }
+                guard let connection = try? fixture.relay.connect() else { return }
+                while isRunning {
+                    let status = (try? fixture.push(grant: grant, on: connection).status) ?? -1
+                    lock.lock()
+                    statuses.append(status)
+                    lock.unlock()
+                }
+            }.start()
+        }
+    }
+
+    func stop() -> [Int] {
+        lock.lock()
+        running = false
+        lock.unlock()
+        group.wait()
+        lock.lock()
+        defer { lock.unlock() }
+        return statuses
+    }
+}

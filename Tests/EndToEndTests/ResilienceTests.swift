@@ -1,0 +1,221 @@
+import APNsSimulator
+import Foundation
+import RelayCrypto
+import Testing
+
+/// Load, hostile clients, stops and APNs faults, through the real binary and the simulator.
+@Suite(.serialized) struct ResilienceTests {
+    static let generousLimits =
+        #""ip_limit":{"requests":100000,"period_s":10,"block_s":10},"push_limit":{"requests":100000,"period_s":60}"#
+
+    /// Resident memory of a process, in KiB.
+    static func residentKiB(_ pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    @Test func shedsLoadWith503AndMemoryStaysFlat() throws {
+        let fixture = try PushFixture(
+            relayConfig: Self.generousLimits + #","server":{"max_pushes_in_flight":20}"#,
+            apnsConfig: #""timeout_ms":5000"#)
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        fixture.simulator.setDefaultFault(.delay(.milliseconds(400)))
+
+        func flood() -> [Int] {
+            concurrently(120) { _ -> [Int] in
+                let connection = try fixture.relay.connect()
+                var statuses: [Int] = []
+                for _ in 0..<3 {
+                    let start = Date()
+                    let response = try fixture.push(grant: grant, on: connection)
+                    statuses.append(response.status)
+                    if response.status == 503 {
+                        // Shedding is immediate, with advice on when to come back.
+                        #expect(Date().timeIntervalSince(start) < 0.3)
+                        #expect(response.error == "overloaded")
+                        #expect(response.headers["retry-after"] != nil)
+                    }
+                }
+                return statuses
+            }.flatMap { (try? $0.get()) ?? [] }
+        }
+        let first = flood()
+        let afterFirst = Self.residentKiB(fixture.relay.process.processIdentifier)
+        let second = flood()
+        let afterSecond = Self.residentKiB(fixture.relay.process.processIdentifier)
+        for statuses in [first, second] {
+            #expect(statuses.count == 360)
+            #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 })
+            #expect(statuses.contains(503))
+            #expect(statuses.contains(200))
+        }
+        // A second flood like the first must not grow memory (allow 8 MiB of allocator noise).
+        #expect(afterSecond - afterFirst < 8 * 1024, "RSS \(afterFirst) KiB -> \(afterSecond) KiB")
+        fixture.simulator.setDefaultFault(nil)
+        #expect(try fixture.push(grant: grant).status == 200)
+    }
+
+    @Test func sigtermDuringABurstAnswersEveryRequestAndExitsZero() throws {
+        let fixture = try PushFixture(
+            relayConfig: Self.generousLimits + #","server":{"shutdown_grace_s":5}"#)
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        fixture.simulator.setDefaultFault(.delay(.milliseconds(500)))
+        let signaller = Thread {
+            usleep(200_000)
+            fixture.relay.signal(SIGTERM)
+        }
+        let connections = try (0..<40).map { _ in try fixture.relay.connect() }
+        signaller.start()
+        let results = concurrently(40) { index -> Int in
+            try fixture.push(grant: grant, on: connections[index]).status
+        }
+        let statuses = results.compactMap { try? $0.get() }
+        // Every request sent before the stop got a definite answer: delivered, or 503 if the grace ended.
+        #expect(statuses.count == 40)
+        #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 })
+        #expect(try fixture.relay.waitForExit() == 0)
+        #expect(fixture.relay.standardError.contains("stopped"))
+        // No longer accepting.
+        #expect(throws: (any Error).self) { _ = try fixture.relay.connect().request("GET", "/healthz") }
+    }
+
+    @Test func graceEndingEarlyAnswers503() throws {
+        let fixture = try PushFixture(relayConfig: Self.generousLimits + #","server":{"shutdown_grace_s":1}"#)
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        fixture.simulator.setDefaultFault(.stall)
+        let connection = try fixture.relay.connect()
+        try connection.send(
+            TestConnection.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
+        usleep(300_000)
+        fixture.relay.signal(SIGINT)
+        let response = try connection.readResponse()
+        #expect(response.status == 503)
+        #expect(response.error == "overloaded")
+        #expect(try fixture.relay.waitForExit() == 0)
+    }
+
+    @Test func slowAndGreedyClientsDoNotStarveAWellBehavedOne() throws {
+        let fixture = try PushFixture(
+            relayConfig: Self.generousLimits
+                + #","server":{"connection_timeout_s":2,"max_connections_per_address":50}"#)
+        let port = fixture.relay.port
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+
+        // 200 trickling connections from other loopback addresses, and 50 idle ones.
+        var hostile: [TestConnection] = []
+        for index in 0..<200 {
+            let connection = try TestConnection(port: port, source: "127.0.0.\(2 + index % 40)", timeoutSeconds: 5)
+            try connection.send(Array("POST /v1/push HTTP/1.1\r\nHost: x\r\n".utf8))
+            hostile.append(connection)
+        }
+        for index in 0..<50 {
+            hostile.append(try TestConnection(port: port, source: "127.0.0.\(50 + index % 10)", timeoutSeconds: 5))
+        }
+        // Oversized headers, and bodies announced or sent larger than the limit.
+        let huge = try TestConnection(port: port, source: "127.0.0.90")
+        let headerResponse = try huge.request(
+            "GET", "/healthz", headers: ["X-Padding": String(repeating: "a", count: 64 * 1024)])
+        #expect(headerResponse.status == 431)
+        #expect(headerResponse.error == "too_large")
+        let longURL = try TestConnection(port: port, source: "127.0.0.91")
+        let urlResponse = try longURL.request("GET", "/v1/" + String(repeating: "a", count: 32 * 1024))
+        #expect(urlResponse.status == 414 || urlResponse.status == 431)
+        #expect(urlResponse.error == "too_large")
+        let chunked = try TestConnection(port: port, source: "127.0.0.92")
+        try chunked.send(
+            Array("POST /v1/grant HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+                + Array("1000\r\n".utf8) + [UInt8](repeating: 0x41, count: 4096) + Array("\r\n".utf8))
+        #expect(try chunked.readResponse().error == "too_large")
+
+        // Meanwhile the well-behaved client is answered promptly, again and again.
+        let good = try fixture.relay.connect()
+        for _ in 0..<20 {
+            let start = Date()
+            #expect(try fixture.push(grant: grant, on: good).status == 200)
+            #expect(Date().timeIntervalSince(start) < 1)
+        }
+        // The trickling connections are closed by the connection timeout.
+        usleep(3_500_000)
+        #expect(hostile.prefix(20).allSatisfy { $0.isClosedByPeer() })
+        // A connection beyond the per-address cap is refused or closed at once.
+        let crowd = try (0..<50).map { _ in try TestConnection(port: port, source: "127.0.0.99", timeoutSeconds: 3) }
+        let extra = try TestConnection(port: port, source: "127.0.0.99", timeoutSeconds: 3)
+        #expect(throws: (any Error).self) { _ = try extra.request("GET", "/healthz") }
+        #expect(try crowd[0].request("GET", "/healthz").status == 200)
+        #expect(try fixture.push(grant: grant, on: good).status == 200)
+    }
+
+    @Test func apnsFaultsAnswer502WithinTheDeadlineAndTheRelayRecovers() throws {
+        let fixture = try PushFixture(relayConfig: Self.generousLimits, apnsConfig: #""timeout_ms":1500"#)
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        let faults: [SimulatorFault] = [
+            .delay(.seconds(3)), .dropConnection, .status(500, reason: "InternalServerError"),
+            .status(503, reason: "ServiceUnavailable"),
+        ]
+        for fault in faults {
+            fixture.simulator.setDefaultFault(fault)
+            let start = Date()
+            let response = try fixture.push(grant: grant)
+            #expect(response.status == 502, "\(fault)")
+            #expect(response.error == "apns")
+            #expect(Date().timeIntervalSince(start) < 1.5 + 1.0, "\(fault)")
+            fixture.simulator.setDefaultFault(nil)
+            #expect(try fixture.push(grant: grant).status == 200, "recovered after \(fault)")
+        }
+        // Repeated GOAWAY: each push is retried once on a fresh connection, then answered.
+        fixture.simulator.setDefaultFault(.goaway)
+        let start = Date()
+        let response = try fixture.push(grant: grant)
+        #expect(response.status == 502)
+        #expect(Date().timeIntervalSince(start) < 2.5)
+        fixture.simulator.setDefaultFault(nil)
+        #expect(try fixture.push(grant: grant).status == 200)
+    }
+
+    @Test(arguments: ["wrong-ca", "closed-port", "unresolvable"])
+    func unreachableAPNsAnswers502(_ kind: String) throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        let apns: String
+        switch kind {
+        case "wrong-ca":
+            let simulator = try PushFixture()
+            let otherCA = try SimulatorPKI.generate().caCertificatePEM
+            let path = directory.appendingPathComponent("other-ca.pem").path
+            try otherCA.write(toFile: path, atomically: true, encoding: .utf8)
+            apns =
+                #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(path)","timeout_ms":2000"#
+            try check(apns: apns, keepAlive: simulator)
+        case "closed-port":
+            try check(apns: #""sandbox_origin":"https://127.0.0.1:9","timeout_ms":2000"#, keepAlive: nil)
+        default:
+            try check(apns: #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#, keepAlive: nil)
+        }
+    }
+
+    private func check(apns: String, keepAlive: PushFixture?) throws {
+        let relay = try RelayProcess(
+            config: RelayProcess.config(extra: Self.generousLimits, apns: apns), secrets: TestSecrets())
+        let connection = try relay.connect()
+        let grant = try #require(
+            try connection.request(
+                "POST", "/v1/grant",
+                body: Array(#"{"token":"\#(PushFixture.randomToken())","environment":"sandbox"}"#.utf8)
+            ).json?["grant"] as? String)
+        for _ in 0..<2 {
+            let start = Date()
+            let response = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
+            #expect(response.status == 502)
+            #expect(response.error == "apns")
+            #expect(Date().timeIntervalSince(start) < 3.5)
+        }
+        let ready = try connection.request("GET", "/readyz")
+        #expect(ready.status == 503)
+        withExtendedLifetime(keepAlive) {}
+    }
+}
