@@ -31,13 +31,17 @@ public final class HTTPServer: Sendable {
         let core = ServerCore(
             handler: handler, maxHeaderBytes: configuration.maxHeaderBytes, maxURLBytes: configuration.maxURLBytes)
 
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
+        var flags =
+            MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
+            | MHD_USE_TURBO.rawValue
         if socket.isIPv6 {
             flags |= MHD_USE_IPv6.rawValue
         }
-        // Headers between the configured limit and MHD's own buffer get our JSON 431/414; only beyond this pool
-        // does MHD answer by itself. The pool is allocated lazily, so idle connections stay cheap.
-        let pool = max(32 * 1024, 4 * (configuration.maxHeaderBytes + configuration.maxURLBytes))
+        // MHD keeps each connection's request line, headers and body chunks in a pool of this size, which it
+        // zeroes after every request, so every open connection costs all of it (10,000 idle connections: about
+        // 10,000 times this). Headers up to a few KiB over the limit still get our JSON 431/414; beyond the pool,
+        // MHD answers 431/414 by itself (its own HTML body).
+        let pool = max(8192, configuration.maxHeaderBytes + 4096)
         let coreOpaque = Unmanaged.passUnretained(core).toOpaque()
         // C function pointers cannot be CVarArgs; MHD reads them back through va_arg as the same pointer bits.
         func pointer<F>(_ function: F) -> OpaquePointer {
@@ -98,24 +102,27 @@ public final class HTTPServer: Sendable {
     /// Closes every connection and stops the server threads. Requests still waiting for an answer are dropped (their
     /// responders then do nothing). Idempotent.
     public func stop() {
-        lifecycle.withLock { state in
-            guard let daemon = state.daemon else { return }
+        // MHD_stop_daemon waits for the server threads, so no lock is held while it runs.
+        let taken = lifecycle.withLock { state -> (daemon: OpaquePointer, listener: Int32)? in
+            guard let daemon = state.daemon else { return nil }
             state.daemon = nil
-            core.quiesced.store(true, ordering: .relaxed)
-            // Take the socket back from MHD, so that it is closed exactly once, by us.
-            _ = MHD_quiesce_daemon(daemon)
-            // MHD aborts if it stops with suspended connections; from now on none are suspended (see handOver).
-            let suspended = core.suspended.withLock { registry in
-                registry.stopping = true
-                defer { registry.contexts = [:] }
-                return Array(registry.contexts.values)
-            }
-            for context in suspended {
-                context.resumeForStop()
-            }
-            MHD_stop_daemon(daemon)
-            close(state.listener)
+            return (daemon, state.listener)
         }
+        guard let (daemon, listener) = taken else { return }
+        core.quiesced.store(true, ordering: .relaxed)
+        // Take the socket back from MHD (a second quiesce is harmless), so that it is closed exactly once, by us.
+        _ = MHD_quiesce_daemon(daemon)
+        // MHD aborts if it stops with suspended connections; from now on none are suspended (see handOver).
+        let suspended = core.suspended.withLock { registry in
+            registry.stopping = true
+            defer { registry.contexts = [:] }
+            return Array(registry.contexts.values)
+        }
+        for context in suspended {
+            context.resumeForStop()
+        }
+        MHD_stop_daemon(daemon)
+        close(listener)
     }
 
     /// Request contexts MHD holds right now (for leak checks in tests).
@@ -143,9 +150,9 @@ public final class HTTPServer: Sendable {
     private static let processPrepared: Bool = {
         signal(SIGPIPE, SIG_IGN)
         var limit = rlimit()
-        if getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 && limit.rlim_cur < limit.rlim_max {
+        if getrlimit(fileLimitResource, &limit) == 0 && limit.rlim_cur < limit.rlim_max {
             limit.rlim_cur = limit.rlim_max
-            _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+            _ = setrlimit(fileLimitResource, &limit)
         }
         return true
     }()
@@ -153,11 +160,11 @@ public final class HTTPServer: Sendable {
     /// The configured limit, lowered to leave descriptors for the rest of the process.
     private static func affordableConnections(_ configured: Int) -> Int {
         var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur != rlim_t.max else { return configured }
+        guard getrlimit(fileLimitResource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return configured }
         let available = Int(clamping: limit.rlim_cur)
         let reserve = max(64, available / 16)
         return max(1, min(configured, available - reserve))
     }
 }
 
-private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+private let fileLimitResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)

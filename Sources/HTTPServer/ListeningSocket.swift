@@ -40,10 +40,10 @@ enum ListeningSocket {
             throw HTTPServerError(.invalidConfiguration, "host \"\(host)\" is not an IPv4 or IPv6 address")
         }
 
-        let where_ = family == AF_INET6 ? "[\(literal)]:\(port)" : "\(literal):\(port)"
+        let endpoint = family == AF_INET6 ? "[\(literal)]:\(port)" : "\(literal):\(port)"
         let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
-            throw HTTPServerError(.bindFailed, "cannot open a socket for \(where_): \(errorText())")
+            throw HTTPServerError(.bindFailed, "cannot open a socket for \(endpoint): \(errorText())")
         }
         var one: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -58,12 +58,12 @@ enum ListeningSocket {
         guard bound == 0 else {
             let text = errorText()
             close(descriptor)
-            throw HTTPServerError(.bindFailed, "cannot bind \(where_): \(text)")
+            throw HTTPServerError(.bindFailed, "cannot bind \(endpoint): \(text)")
         }
         guard listen(descriptor, backlog) == 0 else {
             let text = errorText()
             close(descriptor)
-            throw HTTPServerError(.bindFailed, "cannot listen on \(where_): \(text)")
+            throw HTTPServerError(.bindFailed, "cannot listen on \(endpoint): \(text)")
         }
         // MHD's worker threads all accept from this socket, so it must not block.
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)

@@ -54,6 +54,10 @@ final class RequestContext: @unchecked Sendable {
 
     let shared = Mutex(Shared())
 
+    /// The largest declared body that is read and dropped (rather than refused by closing the connection) when the
+    /// handler answers from the head alone.
+    static let discardableBodyBytes = 64 * 1024
+
     init(core: ServerCore, connection: OpaquePointer, uriLength: Int) {
         self.core = core
         self.connection = connection
@@ -158,13 +162,17 @@ final class RequestContext: @unchecked Sendable {
             return queue(ServerCore.tooLarge(431), close: true)
         }
         let head = makeHead(url: url, method: method)
-        let hasBody = (head.contentLength ?? 0) > 0 || head.headers["transfer-encoding"] != nil
         switch core.handler.head(head) {
         case .respond(let response):
-            if hasBody {
+            let length = head.contentLength ?? 0
+            let chunked = head.headers["transfer-encoding"] != nil
+            let waitsForContinue = head.headers["expect"].map { HTTPHeaders.namesMatch($0, "100-continue") } ?? false
+            if chunked || waitsForContinue || length > Self.discardableBodyBytes {
                 // Answering before the body makes MHD skip the body and close the connection.
                 return queue(response, close: true)
             }
+            // No body, or a small one: drop it as it arrives and answer at its end, so that the connection stays
+            // open and a client still sending is not reset.
             deferred = response
             return .YES
         case .readBody(let limit):

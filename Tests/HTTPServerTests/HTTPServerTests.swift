@@ -100,6 +100,27 @@ struct HTTPServerTests {
         #expect(try client.isClosedByServer())
     }
 
+    @Test func answerFromHeadDropsASmallBodyAndKeepsTheConnection() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /missing HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+        try client.send("hello")
+        #expect(try client.readResponse().status == 404)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test func expectContinueOverTheLimitGetsTheRefusalInsteadOfContinue() throws {
+        let server = try makeServer(TestHandler(limit: 64))
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(try client.isClosedByServer())
+    }
+
     @Test func bodyAtTheLimitIsAccepted() throws {
         let server = try makeServer(TestHandler(limit: 8))
         defer { server.stop() }
