@@ -1,0 +1,22 @@
+/// What the server knows about a request once its headers are in.
+public struct HTTPRequestHead: Sendable {
+    /// The method as sent (`GET`, `POST`, or any other token).
+    public let method: String
+    /// The path, percent-decoded by the server, without the query string.
+    public let path: String
+    /// The request header fields.
+    public let headers: HTTPHeaders
+    /// The socket peer (never the value of a forwarding header).
+    public let peer: SocketPeer
+    /// The declared `Content-Length`, or nil when none was sent (for example a chunked body).
+    public let contentLength: Int?
+
+    /// Creates a request head (the server builds these; tests of handlers may too).
+    public init(method: String, path: String, headers: HTTPHeaders, peer: SocketPeer, contentLength: Int?) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.peer = peer
+        self.contentLength = contentLength
+    }
+}

@@ -1,0 +1,43 @@
+/// How an ``HTTPServer`` listens and which limits it enforces.
+public struct HTTPServerConfiguration: Sendable {
+    /// The IP address to listen on: `"127.0.0.1"`, `"::1"`, `"0.0.0.0"`, `"::"` (IPv6 and IPv4), or any other literal.
+    public var host: String
+    /// The port; 0 picks a free one (read it back from ``HTTPServer/port``).
+    public var port: UInt16
+    /// Server threads (an epoll thread pool); at least 1.
+    public var threads: Int
+    /// The most connections open at once, across all clients. Lowered at start if the process's file descriptor
+    /// limit cannot hold it (see ``HTTPServer/connectionLimit``).
+    public var connectionLimit: Int
+    /// The most connections open at once from one client address; 0 means no limit. Excess connections are closed
+    /// as soon as they are accepted.
+    public var perAddressConnectionLimit: Int
+    /// Seconds of inactivity after which a connection is closed; 0 means never. Suspended requests (waiting for an
+    /// asynchronous answer) are exempt.
+    public var connectionTimeoutSeconds: Int
+    /// The largest request line plus headers answered normally; larger: 431 `{"error":"too_large"}`.
+    public var maxHeaderBytes: Int
+    /// The longest request target (path and query) answered normally; longer: 414 `{"error":"too_large"}`.
+    public var maxURLBytes: Int
+
+    /// Creates a configuration; every limit has a production default.
+    public init(
+        host: String = "127.0.0.1",
+        port: UInt16 = 0,
+        threads: Int = 2,
+        connectionLimit: Int = 16_384,
+        perAddressConnectionLimit: Int = 64,
+        connectionTimeoutSeconds: Int = 30,
+        maxHeaderBytes: Int = 8192,
+        maxURLBytes: Int = 4096
+    ) {
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.connectionLimit = connectionLimit
+        self.perAddressConnectionLimit = perAddressConnectionLimit
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxURLBytes = maxURLBytes
+    }
+}

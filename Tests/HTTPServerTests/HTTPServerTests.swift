@@ -1,0 +1,303 @@
+import Dispatch
+import Glibc
+import Testing
+
+@testable import HTTPServer
+
+@Suite("HTTPServer over loopback")
+struct HTTPServerTests {
+    func makeServer(
+        _ handler: TestHandler = TestHandler(), host: String = "127.0.0.1",
+        configure: (inout HTTPServerConfiguration) -> Void = { _ in }
+    ) throws -> HTTPServer {
+        var configuration = HTTPServerConfiguration(host: host, port: 0)
+        configure(&configuration)
+        return try HTTPServer(configuration: configuration, handler: handler)
+    }
+
+    @Test func getAnsweredFromHead() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == #"{"hello":"world"}"#)
+        #expect(response.header("content-type") == "application/json")
+        #expect(response.header("connection")?.lowercased() != "close")
+    }
+
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde")
+        let echoed = try client.readResponse()
+        #expect(echoed.status == 200)
+        #expect(echoed.text == "abcde")
+        #expect(echoed.header("x-echo") == "yes")
+        try client.send("GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 404)
+    }
+
+    @Test func headAndUnknownMethodsReachTheHandler() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try client.readResponse(expectBody: false)
+        #expect(head.status == 200)
+        try client.send("BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n")
+        let brew = try client.readResponse()
+        #expect(brew.status == 404)
+        #expect(brew.text.contains("BREW"))
+        #expect(handler.methodsSeen.withLock { $0 } == ["HEAD", "BREW"])
+    }
+
+    @Test func asynchronousAnswerDoesNotHoldUpOtherConnections() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        defer { server.stop() }
+        let slow = try RawClient(port: server.port)
+        try slow.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: a\r\nContent-Length: 3\r\n\r\nabc")
+        let responder = try handler.responder("a")
+        #expect(server.pendingResponses == 1)
+
+        // Other connections are served while the first waits.
+        for _ in 0..<3 {
+            let other = try RawClient(port: server.port)
+            try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try other.readResponse().status == 200)
+        }
+
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) {
+            responder.respond(.json(202, #"{"late":true}"#))
+        }
+        let answer = try slow.readResponse()
+        #expect(answer.status == 202)
+        #expect(answer.text == #"{"late":true}"#)
+        #expect(server.pendingResponses == 0)
+
+        // The connection is still usable, and a second answer to the same request is ignored.
+        responder.respond(.json(500, "{}"))
+        try slow.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try slow.readResponse().status == 200)
+    }
+
+    @Test func declaredLengthOverTheLimitIsRefusedBeforeTheBody() throws {
+        let server = try makeServer(TestHandler(limit: 64))
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        // Only the headers are sent: the answer must not wait for the body.
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.text == #"{"error":"too_large"}"#)
+        #expect(response.header("connection")?.lowercased() == "close")
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func answerFromHeadDropsASmallBodyAndKeepsTheConnection() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /missing HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+        try client.send("hello")
+        #expect(try client.readResponse().status == 404)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test func expectContinueOverTheLimitGetsTheRefusalInsteadOfContinue() throws {
+        let server = try makeServer(TestHandler(limit: 64))
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func bodyAtTheLimitIsAccepted() throws {
+        let server = try makeServer(TestHandler(limit: 8))
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n12345678")
+        #expect(try client.readResponse().text == "12345678")
+        try client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n4\r\nefgh\r\n0\r\n\r\n")
+        #expect(try client.readResponse().text == "abcdefgh")
+    }
+
+    @Test func chunkedBodyGrowingPastTheLimitIsRefused() throws {
+        let server = try makeServer(TestHandler(limit: 64))
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = String(repeating: "z", count: 40)
+        // 80 bytes, over the limit of 64; the end of the body is never sent.
+        try client.send("28\r\n\(chunk)\r\n28\r\n\(chunk)\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.text == #"{"error":"too_large"}"#)
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func oversizedHeadersGet431() throws {
+        let server = try makeServer { $0.maxHeaderBytes = 4096 }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        let filler = String(repeating: "a", count: 6000)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Filler: \(filler)\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 431)
+        #expect(response.text == #"{"error":"too_large"}"#)
+        #expect(response.header("content-type") == "application/json")
+    }
+
+    @Test func hugeHeadersStillGet431() throws {
+        let server = try makeServer { $0.maxHeaderBytes = 4096 }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        let filler = String(repeating: "a", count: 200_000)
+        // The server may answer and close before reading everything; a failed send is fine.
+        try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Filler: \(filler)\r\n\r\n")
+        #expect(try client.readResponse().status == 431)
+    }
+
+    @Test func longURLGets414() throws {
+        let server = try makeServer { $0.maxURLBytes = 1024 }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        let path = "/" + String(repeating: "p", count: 2000)
+        try client.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 414)
+        #expect(response.text == #"{"error":"too_large"}"#)
+        #expect(response.header("content-type") == "application/json")
+    }
+
+    @Test func idleConnectionIsClosedAfterTheTimeout() throws {
+        let server = try makeServer { $0.connectionTimeoutSeconds = 1 }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        let start = ContinuousClock.now
+        #expect(try client.isClosedByServer())
+        let waited = ContinuousClock.now - start
+        #expect(waited >= .milliseconds(500))
+        #expect(waited < .seconds(8))
+    }
+
+    @Test func perAddressConnectionLimitIsEnforced() throws {
+        let server = try makeServer { $0.perAddressConnectionLimit = 2 }
+        defer { server.stop() }
+        let first = try RawClient(port: server.port)
+        let second = try RawClient(port: server.port)
+        for client in [first, second] {
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        let third = try RawClient(port: server.port)
+        try? third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try third.isClosedByServer())
+        // Once one closes, a new connection is accepted again.
+        _ = consume first
+        try waitUntil {
+            guard let fourth = try? RawClient(port: server.port),
+                (try? fourth.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")) != nil
+            else { return false }
+            return (try? fourth.readResponse().status) == 200
+        }
+    }
+
+    @Test func clientLeavingWhileSuspendedIsHarmless() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        defer { server.stop() }
+        do {
+            let client = try RawClient(port: server.port)
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: gone\r\nContent-Length: 1\r\n\r\nx")
+            _ = try handler.responder("gone")
+        }  // the client closes here
+        let responder = try handler.responder("gone")
+        responder.respond(.json(200, "{}"))
+        responder.respond(.json(200, "{}"))
+        try waitUntil { server.openRequestContexts == 0 && server.pendingResponses == 0 }
+
+        let client = try RawClient(port: server.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test func quiesceRefusesNewConnectionsButAnswersPendingOnes() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: q\r\nContent-Length: 1\r\n\r\nx")
+        let responder = try handler.responder("q")
+
+        server.quiesce()
+        #expect(throws: RawClient.Failure.self) {
+            let late = try RawClient(port: server.port)
+            try late.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try late.readResponse()
+        }
+        #expect(server.pendingResponses == 1)
+        responder.respond(.json(200, #"{"done":true}"#))
+        let answer = try client.readResponse()
+        #expect(answer.status == 200)
+        #expect(answer.text == #"{"done":true}"#)
+        #expect(answer.header("connection")?.lowercased() == "close")
+        #expect(server.pendingResponses == 0)
+    }
+
+    @Test func stopWithASuspendedRequestIsHarmless() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        let client = try RawClient(port: server.port)
+        try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: s\r\nContent-Length: 1\r\n\r\nx")
+        let responder = try handler.responder("s")
+        server.stop()
+        #expect(try client.isClosedByServer())
+        responder.respond(.json(200, "{}"))
+        #expect(server.openRequestContexts == 0)
+        #expect(server.pendingResponses == 0)
+        server.stop()
+    }
+
+    @Test func peerIsIPv4LoopbackOnAnIPv4Listener() throws {
+        let server = try makeServer(host: "127.0.0.1")
+        defer { server.stop() }
+        let client = try RawClient(host: "127.0.0.1", port: server.port)
+        try client.send("GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text == "ipv4 127.0.0.1")
+    }
+
+    @Test func peerIsIPv6LoopbackOnAnIPv6Listener() throws {
+        let server = try makeServer(host: "::1")
+        defer { server.stop() }
+        let client = try RawClient(host: "::1", port: server.port)
+        try client.send("GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(
+            try client.readResponse().text == "ipv6 "
+                + (Array(repeating: "0", count: 15) + ["1"]).joined(separator: "."))
+    }
+
+    @Test func bindingAPortInUseFails() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        #expect(throws: HTTPServerError(.bindFailed, "")) {
+            _ = try HTTPServer(
+                configuration: HTTPServerConfiguration(host: "127.0.0.1", port: server.port), handler: TestHandler())
+        }
+        #expect(throws: HTTPServerError(.invalidConfiguration, "")) {
+            _ = try HTTPServer(configuration: HTTPServerConfiguration(host: "localhost"), handler: TestHandler())
+        }
+    }
+}

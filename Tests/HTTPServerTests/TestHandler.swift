@@ -1,0 +1,65 @@
+import Glibc
+import Synchronization
+
+@testable import HTTPServer
+
+/// Routes for the tests:
+/// - `GET /hello`: answered from `head()`.
+/// - `POST /echo`: body up to `limit`, echoed inline from `request()`.
+/// - `POST /async`: body up to `limit`; the responder is parked under the `x-id` header until the test answers.
+/// - `GET /peer`: the peer as "<family> <bytes>".
+/// - anything else: 404, with the method in the body.
+final class TestHandler: HTTPHandler {
+    let limit: Int
+    let parked = Mutex<[String: HTTPResponder]>([:])
+    let methodsSeen = Mutex<[String]>([])
+
+    init(limit: Int = 64) {
+        self.limit = limit
+    }
+
+    func head(_ head: HTTPRequestHead) -> HeadDecision {
+        methodsSeen.withLock { $0.append(head.method) }
+        switch (head.method, head.path) {
+        case ("GET", "/hello"), ("HEAD", "/hello"):
+            return .respond(.json(200, #"{"hello":"world"}"#))
+        case ("POST", "/echo"), ("POST", "/async"):
+            return .readBody(limit: limit)
+        case ("GET", "/peer"):
+            let family = head.peer.family == .ipv4 ? "ipv4" : "ipv6"
+            let bytes = head.peer.bytes.map(String.init).joined(separator: ".")
+            return .respond(HTTPResponse(status: 200, body: Array("\(family) \(bytes)".utf8)))
+        default:
+            return .respond(.json(404, #"{"error":"not_found","method":"\#(head.method)"}"#))
+        }
+    }
+
+    func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
+        if head.path == "/async" {
+            parked.withLock { $0[head.headers["x-id"] ?? ""] = responder }
+        } else {
+            responder.respond(HTTPResponse(status: 200, headers: [("x-echo", "yes")], body: body))
+        }
+    }
+
+    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
+        .json(413, #"{"error":"too_large"}"#)
+    }
+
+    /// Waits until the request with this `x-id` is parked, and returns its responder.
+    func responder(_ id: String) throws -> HTTPResponder {
+        try waitUntil { self.parked.withLock { $0[id] } != nil }
+        return parked.withLock { $0[id]! }
+    }
+}
+
+struct TimedOut: Error {}
+
+/// Polls `condition` every 5 ms until it holds; throws after `seconds`.
+func waitUntil(seconds: Double = 10, _ condition: () -> Bool) throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while !condition() {
+        if ContinuousClock.now > deadline { throw TimedOut() }
+        usleep(5000)
+    }
+}
