@@ -1,0 +1,99 @@
+import Foundation
+import Synchronization
+
+/// The shared heart of an ``HTTP2Client``: the ``DispatchState`` and the running connections
+/// behind one lock. `send` hands requests in; connection threads exchange reports for work.
+/// Decisions are made under the lock; threads are started and completions called after it.
+final class ClientCore: Sendable {
+    struct State: ~Copyable {
+        var dispatch: DispatchState
+        var connections: [Int: Connection] = [:]
+    }
+
+    /// What a connection's thread gets back from `exchange`.
+    struct Step {
+        var deliveries: [(request: PendingRequest, result: Result<HTTP2Response, HTTP2ClientError>)]
+        var inbox: [PendingRequest]
+        var exit: Bool
+        var shutDown: Bool
+        var queueDeadline: ContinuousClock.Instant?
+    }
+
+    let settings: TransferSettings
+    private let state: Mutex<State>
+
+    init(settings: TransferSettings, maxConnections: Int) {
+        self.settings = settings
+        state = Mutex(State(dispatch: DispatchState(maxConnections: maxConnections, maxStreams: settings.maxStreams)))
+    }
+
+    var statistics: HTTP2ClientStatistics { state.withLock { $0.dispatch.statistics } }
+
+    func submit(_ request: PendingRequest) {
+        var started: Connection?
+        let placement = state.withLock { state -> DispatchState.Placement in
+            let placement = state.dispatch.submit(request)
+            switch placement {
+            case .slot(let id, let wake): if wake { state.connections[id]?.wake() }
+            case .newConnection(let id): started = register(id, in: &state)
+            case .queued, .rejected: break
+            }
+            return placement
+        }
+        started?.start()
+        if placement == .rejected {
+            request.completion(
+                .failure(HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
+        }
+    }
+
+    private func register(_ id: Int, in state: inout State) -> Connection {
+        let connection = Connection(id: id, core: self, settings: settings)
+        state.connections[id] = connection
+        return connection
+    }
+
+    /// A connection's thread reports what ended and takes its new requests.
+    func exchange(connection: Connection, report: DispatchState.Report, now: ContinuousClock.Instant) -> Step {
+        var started: [Connection] = []
+        let step = state.withLock { state -> Step in
+            let effects = state.dispatch.finish(connection: connection.id, report: report, now: now)
+            var deliveries = effects.deliveries
+            for request in state.dispatch.removeExpired(now: now) {
+                deliveries.append(
+                    (request, .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))))
+            }
+            for id in effects.wake { state.connections[id]?.wake() }
+            for id in effects.start { started.append(register(id, in: &state)) }
+            if effects.exit { state.connections[connection.id] = nil }
+            return Step(
+                deliveries: deliveries, inbox: state.dispatch.takeInbox(of: connection.id), exit: effects.exit,
+                shutDown: state.dispatch.isShutDown, queueDeadline: state.dispatch.earliestQueuedDeadline)
+        }
+        for connection in started { connection.start() }
+        return step
+    }
+
+    /// A connection's thread leaves at shutdown, having failed `completed` requests.
+    func departed(connection: Connection, completed: Int) {
+        state.withLock { state in
+            state.dispatch.remove(connection: connection.id, completed: completed)
+            state.connections[connection.id] = nil
+        }
+    }
+
+    /// Fails queued requests, tells every connection to fail its own and end, and waits for them.
+    func shutDown() {
+        let (queued, connections) = state.withLock { state in
+            let queued = state.dispatch.isShutDown ? [] : state.dispatch.shutDown()
+            let connections = Array(state.connections.values)
+            for connection in connections { connection.wake() }
+            return (queued, connections)
+        }
+        for request in queued {
+            request.completion(
+                .failure(HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
+        }
+        for connection in connections { connection.join() }
+    }
+}

@@ -1,0 +1,29 @@
+/// Where and how an ``HTTP2Client`` connects.
+public struct HTTP2ClientConfiguration: Sendable {
+    /// The origin every request goes to: `https://host[:port]`, no path (for example
+    /// `https://api.push.apple.com` or `https://127.0.0.1:8443`).
+    public var origin: String
+    /// A PEM file of extra certificate authorities, trusted in addition to the system's roots
+    /// (for a local test server). `nil` trusts the system's roots only.
+    public var caFile: String?
+    /// The most connections open at once to the origin (connections being replaced, which
+    /// take no new requests, are not counted). At least 1.
+    public var maxConnections: Int
+    /// The most requests in flight on one connection; the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// caps it further. At least 1.
+    public var maxStreamsPerConnection: Int
+    /// How long a new connection may take to connect and finish its TLS handshake.
+    public var connectTimeout: Duration
+
+    /// Creates a configuration; see the properties for the meaning of each value.
+    public init(
+        origin: String, caFile: String? = nil, maxConnections: Int = 2, maxStreamsPerConnection: Int = 500,
+        connectTimeout: Duration = .seconds(5)
+    ) {
+        self.origin = origin
+        self.caFile = caFile
+        self.maxConnections = maxConnections
+        self.maxStreamsPerConnection = maxStreamsPerConnection
+        self.connectTimeout = connectTimeout
+    }
+}
