@@ -10,7 +10,7 @@ public enum Log {
     public static func line(_ text: String) {
         var bytes = Array(text.utf8.map { $0 == 0x0a || $0 == 0x0d ? 0x20 : $0 })
         bytes.append(0x0a)
-        lock.withLock {
+        lock.withLock { _ in
             bytes.withUnsafeBytes { buffer in
                 var offset = 0
                 while offset < buffer.count {

@@ -12,7 +12,7 @@ public final class Relay: Sendable {
     private let clock: any RelayClock
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
-    private let maintenance: Mutex<(any DispatchSourceTimer)?> = Mutex(nil)
+    private let maintenance: TimerBox
     /// Where a reload gets its new setup (re-reading the configuration file and secrets).
     private let reloadSource: (@Sendable () -> Result<RelaySetup, ConfigurationError>)?
 
@@ -54,7 +54,7 @@ public final class Relay: Sendable {
         timer.schedule(deadline: .now() + 5, repeating: 5)
         timer.setEventHandler { service.sweepLimiters() }
         timer.resume()
-        maintenance.withLock { $0 = timer }
+        maintenance = TimerBox(timer)
     }
 
     /// The bound port (useful when the configuration asked for port 0).
@@ -84,7 +84,7 @@ public final class Relay: Sendable {
     /// with 503. Safe to call more than once and from any thread; returns when done.
     public func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        maintenance.withLock { $0?.cancel() }
+        maintenance.timer.cancel()
         server.quiesce()
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         while DispatchTime.now() < grace && (service.pending.count > 0 || server.pendingResponses > 0) {
@@ -157,6 +157,7 @@ public final class Relay: Sendable {
         merged.clientIPHeader = old.configuration.clientIPHeader
         service.replace(RelayState(configuration: merged, secrets: setup.secrets, gateways: gateways))
         if !retired.isEmpty {
+            let retired = retired
             let delay = Double(old.configuration.apns.timeoutMilliseconds) / 1000 + 1
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
                 for gateway in retired { gateway.shutdown() }
@@ -193,4 +194,11 @@ public final class Relay: Sendable {
         }
         return out
     }
+}
+
+/// Holds the maintenance timer. Dispatch sources are safe to use from any thread, which Swift's
+/// types do not express; the box is only ever read.
+private final class TimerBox: @unchecked Sendable {
+    let timer: any DispatchSourceTimer
+    init(_ timer: any DispatchSourceTimer) { self.timer = timer }
 }
