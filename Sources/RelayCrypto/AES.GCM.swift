@@ -1,0 +1,186 @@
+import COpenSSL
+import Foundation
+
+extension AES {
+    /// AES-256 in Galois/Counter Mode (authenticated encryption with associated data), through
+    /// OpenSSL's EVP interface. Each call uses its own cipher context, so calls are safe from
+    /// any number of threads.
+    public enum GCM {
+        /// The nonce size this API accepts: 12 bytes.
+        public static let nonceByteCount = 12
+        /// The tag size this API produces and accepts: 16 bytes.
+        public static let tagByteCount = 16
+
+        /// Encrypts `plaintext` and authenticates it together with `aad`.
+        ///
+        /// - Parameters:
+        ///   - nonce: 12 bytes, never reused with the same key; any other size throws `.invalidNonce`.
+        /// - Returns: the ciphertext (as long as the plaintext) and the 16-byte tag.
+        public static func seal(
+            _ plaintext: some ContiguousBytes, using key: SymmetricKey, nonce: some ContiguousBytes,
+            authenticating aad: some ContiguousBytes
+        ) throws(CryptoError) -> (ciphertext: [UInt8], tag: [UInt8]) {
+            let result = key.withUnsafeBytes { keyBytes in
+                nonce.withUnsafeBytes { nonceBytes in
+                    aad.withUnsafeBytes { aadBytes in
+                        plaintext.withUnsafeBytes { plainBytes in
+                            Result { () throws(CryptoError) in
+                                try seal(plainBytes, key: keyBytes, nonce: nonceBytes, aad: aadBytes)
+                            }
+                        }
+                    }
+                }
+            }
+            return try result.get()
+        }
+
+        /// Checks the tag over `ciphertext`, `nonce` and `aad`, and decrypts.
+        ///
+        /// Throws `.invalidNonce` for a nonce that is not 12 bytes and `.authenticationFailure`
+        /// when anything was altered or the tag is not 16 bytes. No plaintext is returned
+        /// unless authentication succeeds.
+        public static func open(
+            ciphertext: some ContiguousBytes, tag: some ContiguousBytes, nonce: some ContiguousBytes,
+            using key: SymmetricKey, authenticating aad: some ContiguousBytes
+        ) throws(CryptoError) -> [UInt8] {
+            let result = key.withUnsafeBytes { keyBytes in
+                nonce.withUnsafeBytes { nonceBytes in
+                    aad.withUnsafeBytes { aadBytes in
+                        tag.withUnsafeBytes { tagBytes in
+                            ciphertext.withUnsafeBytes { cipherBytes in
+                                Result { () throws(CryptoError) in
+                                    try open(
+                                        cipherBytes, tag: tagBytes, nonce: nonceBytes, key: keyBytes, aad: aadBytes)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return try result.get()
+        }
+
+        // MARK: - Over raw buffers
+
+        private static func seal(
+            _ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+            aad: UnsafeRawBufferPointer
+        ) throws(CryptoError) -> (ciphertext: [UInt8], tag: [UInt8]) {
+            guard nonce.count == nonceByteCount else {
+                throw CryptoError(.invalidNonce, "an AES-GCM nonce must be \(nonceByteCount) bytes")
+            }
+            guard plaintext.count <= Int(Int32.max), aad.count <= Int(Int32.max) else {
+                throw CryptoError(.internalError, "AES-GCM input larger than 2 GiB")
+            }
+            let context = try CipherContext()
+            guard
+                EVP_EncryptInit_ex2(context.pointer, OpenSSLAlgorithms.aes256GCM.pointer, key.cBytes, nonce.cBytes, nil)
+                    == 1
+            else { throw OpenSSLErrorQueue.error(.internalError, "AES-GCM encryption setup failed") }
+            try context.addAssociatedData(aad)
+
+            var failed = false
+            // One spare byte of capacity so the buffer has an address even for empty plaintext.
+            let ciphertext = [UInt8](unsafeUninitializedCapacity: plaintext.count + 1) { out, initialized in
+                var written: Int32 = 0
+                if plaintext.count > 0 {
+                    guard
+                        EVP_EncryptUpdate(
+                            context.pointer, out.baseAddress, &written, plaintext.cBytes, Int32(plaintext.count)) == 1
+                    else { failed = true; return }
+                }
+                var finalWritten: Int32 = 0
+                guard EVP_EncryptFinal_ex(context.pointer, out.baseAddress! + Int(written), &finalWritten) == 1
+                else { failed = true; return }
+                initialized = Int(written + finalWritten)
+            }
+            guard !failed, ciphertext.count == plaintext.count else {
+                throw OpenSSLErrorQueue.error(.internalError, "AES-GCM encryption failed")
+            }
+            let tag = [UInt8](unsafeUninitializedCapacity: tagByteCount) { out, initialized in
+                if EVP_CIPHER_CTX_ctrl(context.pointer, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), out.baseAddress) == 1
+                {
+                    initialized = tagByteCount
+                }
+            }
+            guard tag.count == tagByteCount else {
+                throw OpenSSLErrorQueue.error(.internalError, "AES-GCM tag could not be read")
+            }
+            return (ciphertext, tag)
+        }
+
+        private static func open(
+            _ ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+            key: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
+        ) throws(CryptoError) -> [UInt8] {
+            guard nonce.count == nonceByteCount else {
+                throw CryptoError(.invalidNonce, "an AES-GCM nonce must be \(nonceByteCount) bytes")
+            }
+            guard tag.count == tagByteCount else {
+                throw CryptoError(.authenticationFailure, "an AES-GCM tag must be \(tagByteCount) bytes")
+            }
+            guard ciphertext.count <= Int(Int32.max), aad.count <= Int(Int32.max) else {
+                throw CryptoError(.internalError, "AES-GCM input larger than 2 GiB")
+            }
+            let context = try CipherContext()
+            guard
+                EVP_DecryptInit_ex2(context.pointer, OpenSSLAlgorithms.aes256GCM.pointer, key.cBytes, nonce.cBytes, nil)
+                    == 1
+            else { throw OpenSSLErrorQueue.error(.internalError, "AES-GCM decryption setup failed") }
+            try context.addAssociatedData(aad)
+            // OpenSSL only reads the tag; the parameter is not const for historical reasons.
+            guard
+                EVP_CIPHER_CTX_ctrl(
+                    context.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
+                    UnsafeMutableRawPointer(mutating: tag.cBytes))
+                    == 1
+            else { throw OpenSSLErrorQueue.error(.internalError, "AES-GCM tag could not be set") }
+
+            var authenticated = false
+            var plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count + 1) { out, initialized in
+                var written: Int32 = 0
+                if ciphertext.count > 0 {
+                    guard
+                        EVP_DecryptUpdate(
+                            context.pointer, out.baseAddress, &written, ciphertext.cBytes, Int32(ciphertext.count)) == 1
+                    else { return }
+                }
+                initialized = Int(written)
+                var finalWritten: Int32 = 0
+                // The result of the final call is the authentication check.
+                authenticated =
+                    EVP_DecryptFinal_ex(context.pointer, out.baseAddress! + Int(written), &finalWritten) == 1
+                initialized += Int(finalWritten)
+            }
+            guard authenticated, plaintext.count == ciphertext.count else {
+                // Unauthenticated plaintext must not linger in memory.
+                plaintext.withUnsafeMutableBytes { if let base = $0.baseAddress { OPENSSL_cleanse(base, $0.count) } }
+                ERR_clear_error()
+                throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
+            }
+            return plaintext
+        }
+    }
+}
+
+/// Owns one `EVP_CIPHER_CTX`, freed in deinit. Used by one call on one thread.
+private final class CipherContext {
+    let pointer: OpaquePointer
+
+    init() throws(CryptoError) {
+        guard let pointer = EVP_CIPHER_CTX_new() else {
+            throw OpenSSLErrorQueue.error(.internalError, "EVP_CIPHER_CTX_new failed")
+        }
+        self.pointer = pointer
+    }
+
+    deinit { EVP_CIPHER_CTX_free(pointer) }
+
+    func addAssociatedData(_ aad: UnsafeRawBufferPointer) throws(CryptoError) {
+        guard aad.count > 0 else { return }
+        var written: Int32 = 0
+        guard EVP_CipherUpdate(pointer, nil, &written, aad.cBytes, Int32(aad.count)) == 1 else {
+            throw OpenSSLErrorQueue.error(.internalError, "AES-GCM associated data rejected")
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/// The AES block cipher; see `AES.GCM`.
+public enum AES {}

@@ -1,2 +1,0 @@
-// RelayCrypto
-import COpenSSL
