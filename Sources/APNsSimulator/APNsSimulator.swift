@@ -10,7 +10,7 @@ import Synchronization
 /// It validates requests as APNs does (provider token, path, headers, payload), answers 200 with
 /// an `apns-id` or an APNs error body, and records what it delivered. Faults (error statuses,
 /// stalls, delays, GOAWAY, stream resets, dropped connections) apply to requests that passed
-/// validation. It serves on two epoll threads, never prints, and stops on ``stop()`` or deinit.
+/// validation. It serves on two poll(2) threads, never prints, and stops on ``stop()`` or deinit.
 ///
 /// Starting a simulator sets the process to ignore `SIGPIPE`.
 public final class APNsSimulator: Sendable {
@@ -105,8 +105,9 @@ public final class APNsSimulator: Sendable {
             close(fd)
             throw SimulatorError(.bindFailed, "getsockname: \(String(cString: strerror(errno)))")
         }
+        let family = Int32(address.ss_family)
         let boundPort: UInt16 = withUnsafePointer(to: &address) { pointer in
-            if Int32(address.ss_family) == AF_INET6 {
+            if family == AF_INET6 {
                 return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
             }
             return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }

@@ -14,7 +14,7 @@ import Foundation
 final class Connection {
     let id: Int
     let fd: Int32
-    private let ssl: OpaquePointer
+    let ssl: OpaquePointer
     private unowned let loop: EventLoop
     private var core: SimulatorCore { loop.core }
 
@@ -45,7 +45,7 @@ final class Connection {
 
     // MARK: events
 
-    func handle(events: UInt32) {
+    func handle() {
         guard !isClosed else { return }
         if session == nil {
             handshake()

@@ -8,16 +8,17 @@ import Synchronization
     import Glibc
 #endif
 
-/// One epoll thread serving TLS + HTTP/2 connections. The accepting loop also owns the listening
+/// One poll(2) thread serving TLS + HTTP/2 connections. The accepting loop also owns the listening
 /// socket and hands new connections round-robin to its siblings.
 ///
 /// Everything but `inbox` is touched only by the loop's own thread (after `start`).
 // @unchecked Sendable: mutable state is confined to the loop thread; other threads only use the
-// Mutex-protected inbox and the eventfd to talk to it.
+// Mutex-protected inbox and the wake pipe to talk to it.
 final class EventLoop: @unchecked Sendable {
     let core: SimulatorCore
-    private let epollFD: Int32
+    /// The wake pipe: other threads write a byte to `wakeWriteFD`; the loop polls `wakeFD`.
     private let wakeFD: Int32
+    private let wakeWriteFD: Int32
     private let listenFD: Int32
     /// Shared nghttp2 callback table (sessions copy it); freed in deinit.
     let callbacks: OpaquePointer
@@ -36,6 +37,10 @@ final class EventLoop: @unchecked Sendable {
     var siblings: [EventLoop] = []
     private var nextSibling = 0
     private var connections: [Int32: Connection] = [:]
+    /// The poll set, rebuilt when connections or their interest change.
+    private var pollSet: [pollfd] = []
+    private var interests: [Int32: Int16] = [:]
+    private var pollSetIsStale = true
     private var timers: [DelayedAnswer] = []
 
     private struct DelayedAnswer {
@@ -53,21 +58,22 @@ final class EventLoop: @unchecked Sendable {
         }
         HTTP2Callbacks.install(in: table)
         callbacks = table
-        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard epollFD >= 0, wakeFD >= 0 else {
-            if epollFD >= 0 { close(epollFD) }
-            if wakeFD >= 0 { close(wakeFD) }
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else {
             nghttp2_session_callbacks_del(table)
-            throw SimulatorError(.system, "cannot create epoll or eventfd: \(String(cString: strerror(errno)))")
+            throw SimulatorError(.system, "cannot create the wake pipe: \(String(cString: strerror(errno)))")
         }
-        watch(wakeFD, writable: false, add: true)
-        if listenFD >= 0 { watch(listenFD, writable: false, add: true) }
+        for fd in pipeFDs {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeFD = pipeFDs[0]
+        wakeWriteFD = pipeFDs[1]
     }
 
     deinit {
-        close(epollFD)
         close(wakeFD)
+        close(wakeWriteFD)
         nghttp2_session_callbacks_del(callbacks)
         readBuffer.deallocate()
     }
@@ -94,30 +100,32 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        var byte: UInt8 = 1
+        _ = write(wakeWriteFD, &byte, 1)
     }
 
     // MARK: loop thread
 
     private func run() {
         loopThread.withLock { $0 = pthread_self() }
-        var events = [epoll_event](repeating: epoll_event(), count: 128)
         running: while true {
-            let count = epoll_wait(epollFD, &events, Int32(events.count), timeoutMilliseconds())
+            if pollSetIsStale { rebuildPollSet() }
+            let count = poll(&pollSet, nfds_t(pollSet.count), timeoutMilliseconds())
             if count < 0 {
                 if errno == EINTR { continue }
                 break
             }
-            for index in 0..<Int(count) {
-                let fd = events[index].data.fd
-                let mask = events[index].events
-                if fd == wakeFD {
-                    if drainInbox() { break running }
-                } else if fd == listenFD {
-                    acceptConnections()
-                } else if let connection = connections[fd] {
-                    connection.handle(events: mask)
+            if count > 0 {
+                // Connections may close while others are served; look each one up again.
+                let ready = pollSet.filter { $0.revents != 0 }
+                for entry in ready {
+                    if entry.fd == wakeFD {
+                        if drainInbox() { break running }
+                    } else if entry.fd == listenFD {
+                        acceptConnections()
+                    } else if let connection = connections[entry.fd] {
+                        connection.handle()
+                    }
                 }
             }
             fireTimers()
@@ -130,8 +138,8 @@ final class EventLoop: @unchecked Sendable {
 
     /// Adopts handed-over connections; true when the loop must stop.
     private func drainInbox() -> Bool {
-        var counter: UInt64 = 0
-        _ = read(wakeFD, &counter, 8)
+        var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        while read(wakeFD, &bytes, MemoryLayout.size(ofValue: bytes)) > 0 {}
         let (adopted, stopping) = inbox.withLock { inbox in
             defer { inbox.adopted.removeAll() }
             return (inbox.adopted, inbox.stopping)
@@ -144,11 +152,13 @@ final class EventLoop: @unchecked Sendable {
 
     private func acceptConnections() {
         while true {
-            let fd = accept4(listenFD, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+            let fd = accept(listenFD, nil, nil)
             if fd < 0 {
                 if errno == EINTR { continue }
                 return  // EAGAIN, or a transient error such as EMFILE: try again on the next event
             }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var on: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
             let id = core.connectionAccepted()
@@ -172,21 +182,29 @@ final class EventLoop: @unchecked Sendable {
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
         connections[fd] = Connection(id: id, fd: fd, ssl: ssl, loop: self)
-        watch(fd, writable: false, add: true)
+        watch(fd, writable: false)
     }
 
-    /// Sets the epoll interest of `fd`: always readable, writable when asked.
-    func watch(_ fd: Int32, writable: Bool, add: Bool = false) {
-        var event = epoll_event()
-        event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (writable ? EPOLLOUT.rawValue : 0)
-        event.data.fd = fd
-        _ = epoll_ctl(epollFD, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+    /// Sets the poll interest of a connection: always readable, writable when asked.
+    func watch(_ fd: Int32, writable: Bool) {
+        interests[fd] = Int16(POLLIN) | (writable ? Int16(POLLOUT) : 0)
+        pollSetIsStale = true
     }
 
     /// Called by a connection as it closes, before its descriptor is closed.
     func forget(_ connection: Connection) {
-        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, connection.fd, nil)
-        if connections[connection.fd] === connection { connections[connection.fd] = nil }
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
+        interests[connection.fd] = nil
+        pollSetIsStale = true
+    }
+
+    private func rebuildPollSet() {
+        pollSet.removeAll(keepingCapacity: true)
+        pollSet.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+        if listenFD >= 0 { pollSet.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
+        for (fd, events) in interests { pollSet.append(pollfd(fd: fd, events: events, revents: 0)) }
+        pollSetIsStale = false
     }
 
     // MARK: delayed answers

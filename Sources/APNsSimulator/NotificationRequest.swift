@@ -41,7 +41,7 @@ enum NotificationRequestValidator {
     ]
     static let devicePathPrefix = "/3/device/"
 
-    struct Rejection: Equatable {
+    struct Rejection: Error, Equatable {
         let status: Int
         let reason: String
     }

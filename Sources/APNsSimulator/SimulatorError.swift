@@ -20,7 +20,7 @@ public struct SimulatorError: Error, Equatable, CustomStringConvertible {
         public static let invalidHost = Code("invalidHost")
         /// The record file could not be opened for appending.
         public static let recordFile = Code("recordFile")
-        /// A system resource (epoll, eventfd, thread) could not be created.
+        /// A system resource (wake pipe, nghttp2 callbacks) could not be created.
         public static let system = Code("system")
 
         public var description: String { name }

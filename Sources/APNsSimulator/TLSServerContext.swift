@@ -18,7 +18,6 @@ final class TLSServerContext: @unchecked Sendable {
         _ = SSL_CTX_ctrl(
             context, SSL_CTRL_MODE,
             Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS), nil)
-        _ = SSL_CTX_set_options(context, UInt64(SSL_OP_NO_RENEGOTIATION))
 
         let certificate = try Self.read(certificatePEM) { PEM_read_bio_X509($0, nil, nil, nil) }
         defer { X509_free(certificate) }
