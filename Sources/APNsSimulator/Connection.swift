@@ -30,7 +30,7 @@ final class Connection {
     private var watchingWritable = false
     private var tokenState = ProviderTokenVerifier.ConnectionState()
     private var raisedStreamLimit = false
-    private var goawayLastStreamID: Int32?
+    private var progress = SimulatorCore.StreamProgress()
     private var peakOpenStreams = 0
     private var reportedPeak = 0
     private(set) var isClosed = false
@@ -169,7 +169,7 @@ final class Connection {
         var tokenAccepted = false
         for stream in completed {
             guard let request = streams[stream] else { continue }
-            if let last = goawayLastStreamID, stream > last { continue }
+            if let last = progress.goawayLastStreamID, stream > last { continue }
             let authorization = request.headers["authorization"]
             if let authorization, authorization != tokenState.lastPresented {
                 tokenState.lastPresented = authorization
@@ -201,7 +201,7 @@ final class Connection {
             submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
         }
         reportPeakIfNeeded(tokens: newTokens)
-        let decisions = core.decide(batch, goawayLastStreamID: &goawayLastStreamID)
+        let decisions = core.decide(batch, progress: &progress)
         var delivered: [DeliveredNotification] = []
         for decision in decisions {
             switch decision {
@@ -214,9 +214,13 @@ final class Connection {
                 break
             case .delay(let duration, let notification):
                 loop.schedule(after: duration, connection: self, notification: notification)
-            case .goaway(_, let lastStreamID):
+            case .goaway(let stream, let lastStreamID, let reset):
                 _ = nghttp2_submit_goaway(
                     session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+                if reset {
+                    _ = nghttp2_submit_rst_stream(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_REFUSED_STREAM.rawValue)
+                }
             case .reset(let stream):
                 _ = nghttp2_submit_rst_stream(
                     session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_REFUSED_STREAM.rawValue)
@@ -326,7 +330,7 @@ final class Connection {
     /// Closes the connection once nghttp2 is done, or once a GOAWAY's earlier streams are answered.
     private func finishIfDone() {
         guard let session, !isClosed, !watchingWritable, outputOffset == output.count else { return }
-        if let last = goawayLastStreamID {
+        if let last = progress.goawayLastStreamID {
             if !streams.keys.contains(where: { $0 <= last }) && nghttp2_session_want_write(session) == 0 {
                 close(graceful: true)
             }

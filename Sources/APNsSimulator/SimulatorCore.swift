@@ -55,7 +55,9 @@ final class SimulatorCore: Sendable {
         case deliver(DeliveredNotification)
         case stall(stream: Int32)
         case delay(Duration, DeliveredNotification)
-        case goaway(stream: Int32, lastStreamID: Int32)
+        /// GOAWAY with `lastStreamID`; `reset` when a higher stream was already processed, so the
+        /// last-stream-id alone cannot mark this one unprocessed.
+        case goaway(stream: Int32, lastStreamID: Int32, reset: Bool)
         case reset(stream: Int32)
         case drop
     }
@@ -98,18 +100,28 @@ final class SimulatorCore: Sendable {
         }
     }
 
+    /// Per-connection stream bookkeeping that faults need.
+    struct StreamProgress {
+        /// The last-stream-id of a GOAWAY this connection sent; requests above it are ignored.
+        var goawayLastStreamID: Int32?
+        /// The highest stream id processed (decided) so far.
+        var highestProcessed: Int32 = 0
+    }
+
     /// Applies faults to a batch of validated requests of one connection, in order, under one lock.
     ///
-    /// `goawayLastStreamID` carries an earlier GOAWAY of the connection: requests above it are
-    /// ignored (not counted, no fault consumed). A drop ends the batch.
-    func decide(_ batch: [Validated], goawayLastStreamID: inout Int32?) -> [Decision] {
+    /// Requests above an earlier GOAWAY's last-stream-id are ignored (not counted, no fault
+    /// consumed). A drop ends the batch.
+    func decide(_ batch: [Validated], progress: inout StreamProgress) -> [Decision] {
         var decisions: [Decision] = []
         decisions.reserveCapacity(batch.count)
         let timestamp = Int64((configuration.now().timeIntervalSince1970 * 1000).rounded(.down))
         state.withLock { state in
             for item in batch {
-                if let last = goawayLastStreamID, item.stream > last { continue }
+                if let last = progress.goawayLastStreamID, item.stream > last { continue }
                 state.statistics.requests += 1
+                let previous = progress.highestProcessed
+                progress.highestProcessed = max(previous, item.stream)
                 switch item.outcome {
                 case .rejected(let status, let reason):
                     decisions.append(
@@ -131,10 +143,11 @@ final class SimulatorCore: Sendable {
                     case .delay(let duration):
                         decisions.append(.delay(duration, notification))
                     case .goaway:
-                        let last = max(0, item.stream - 2)
-                        goawayLastStreamID = last
+                        // Only streams processed before this one are covered by the GOAWAY.
+                        progress.goawayLastStreamID = previous
                         state.statistics.goawaysSent += 1
-                        decisions.append(.goaway(stream: item.stream, lastStreamID: last))
+                        decisions.append(
+                            .goaway(stream: item.stream, lastStreamID: previous, reset: previous > item.stream))
                     case .resetStream:
                         decisions.append(.reset(stream: item.stream))
                     case .dropConnection:

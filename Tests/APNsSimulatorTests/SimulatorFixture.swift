@@ -64,14 +64,19 @@ final class SimulatorFixture: Sendable {
             header: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claims: claimsJSON, using: key ?? signingKey)
     }
 
-    /// The standard APNs headers for a push with `token`, as curl/nghttp `-H` arguments.
+    /// The standard APNs headers for a push with `token`, as curl/nghttp `-H` arguments; `extra`
+    /// headers replace standard ones of the same name.
     func headers(token: String, extra: [String] = []) -> [String] {
-        var list = [
+        let standard = [
             "authorization: bearer \(token)", "apns-topic: \(Self.topic)", "apns-push-type: alert",
             "apns-priority: 10",
         ]
-        list += extra
-        return list
+        let replaced = Set(extra.map(Self.headerName))
+        return standard.filter { !replaced.contains(Self.headerName($0)) } + extra
+    }
+
+    static func headerName(_ header: String) -> String {
+        String(header.prefix { $0 != ":" }).lowercased()
     }
 
     func writeFile(_ name: String, _ contents: String) throws -> String {
