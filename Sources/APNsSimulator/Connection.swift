@@ -1,0 +1,366 @@
+import CNGHTTP2
+import COpenSSL
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One client connection: a non-blocking socket, its OpenSSL object and its nghttp2 server session.
+///
+/// Owned by its event loop and used only on that loop's thread. The nghttp2 session holds a
+/// retained context pointer to this object, released exactly once in `close` after the session
+/// is deleted.
+final class Connection {
+    let id: Int
+    let fd: Int32
+    let ssl: OpaquePointer
+    private unowned let loop: EventLoop
+    private var core: SimulatorCore { loop.core }
+
+    private var session: OpaquePointer?
+    private var context: UnsafeMutableRawPointer?
+    /// Requests by stream id, from their first HEADERS until nghttp2 closes the stream.
+    var streams: [Int32: NotificationRequest] = [:]
+    /// Streams whose request ended (END_STREAM), in arrival order, not yet answered.
+    var completedStreams: [Int32] = []
+
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var watchingWritable = false
+    private var tokenState = ProviderTokenVerifier.ConnectionState()
+    private var raisedStreamLimit = false
+    private var progress = SimulatorCore.StreamProgress()
+    private var peakOpenStreams = 0
+    private var reportedPeak = 0
+    private(set) var isClosed = false
+
+    init(id: Int, fd: Int32, ssl: OpaquePointer, loop: EventLoop) {
+        self.id = id
+        self.fd = fd
+        self.ssl = ssl
+        self.loop = loop
+        output.reserveCapacity(64 * 1024)
+    }
+
+    // MARK: events
+
+    func handle() {
+        guard !isClosed else { return }
+        if session == nil {
+            handshake()
+            guard session != nil, !isClosed else { return }
+        }
+        readAvailable()
+        guard !isClosed else { return }
+        processCompletedStreams()
+        guard !isClosed else { return }
+        flush()
+        finishIfDone()
+    }
+
+    private func handshake() {
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result != 1 {
+            switch SSL_get_error(ssl, result) {
+            case SSL_ERROR_WANT_READ: setWatchingWritable(false)
+            case SSL_ERROR_WANT_WRITE: setWatchingWritable(true)
+            default: close(graceful: false)
+            }
+            return
+        }
+        var protocolName: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &protocolName, &length)
+        guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2")
+        else {
+            close(graceful: false)
+            return
+        }
+        var created: OpaquePointer?
+        let context = Unmanaged.passRetained(self).toOpaque()
+        guard nghttp2_session_server_new(&created, loop.callbacks, context) == 0, let created else {
+            Unmanaged<Connection>.fromOpaque(context).release()
+            close(graceful: false)
+            return
+        }
+        self.context = context
+        session = created
+        submitSettings(maxConcurrentStreams: core.configuration.initialMaxConcurrentStreams)
+        // Let many requests' bodies arrive without waiting for connection-level WINDOW_UPDATEs.
+        _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
+    }
+
+    private func readAvailable() {
+        guard let session else { return }
+        let buffer = loop.readBuffer
+        while !isClosed {
+            ERR_clear_error()
+            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+            if count > 0 {
+                let consumed = nghttp2_session_mem_recv(
+                    session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(count))
+                if consumed < 0 {
+                    flush()
+                    close(graceful: false)
+                    return
+                }
+                if completedStreams.count >= 256 {
+                    processCompletedStreams()
+                    flush()
+                }
+                continue
+            }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ:
+                return
+            case SSL_ERROR_WANT_WRITE:
+                setWatchingWritable(true)
+                return
+            default:
+                // Close notify, EOF or a TLS error: the client is gone.
+                close(graceful: false)
+                return
+            }
+        }
+    }
+
+    // MARK: nghttp2 callback entry points
+
+    func streamOpened(_ stream: Int32) {
+        streams[stream] = NotificationRequest()
+        peakOpenStreams = max(peakOpenStreams, streams.count)
+    }
+
+    func streamEnded(_ stream: Int32) {
+        if streams[stream] != nil { completedStreams.append(stream) }
+    }
+
+    func streamClosed(_ stream: Int32) {
+        streams[stream] = nil
+    }
+
+    /// Copies the next part of a stream's answer body into nghttp2's buffer.
+    func readResponseBody(stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
+        guard let request = streams[stream] else { return (0, true) }
+        let remaining = request.responseBody.count - request.responseOffset
+        let count = min(remaining, length)
+        request.responseBody.withUnsafeBufferPointer { body in
+            buffer.update(from: body.baseAddress! + request.responseOffset, count: count)
+        }
+        request.responseOffset += count
+        return (count, request.responseOffset == request.responseBody.count)
+    }
+
+    // MARK: requests
+
+    private func processCompletedStreams() {
+        guard !completedStreams.isEmpty, session != nil else {
+            reportPeakIfNeeded(tokens: [])
+            return
+        }
+        let completed = completedStreams
+        completedStreams.removeAll(keepingCapacity: true)
+        let now = core.nowSeconds()
+        var batch: [SimulatorCore.Validated] = []
+        batch.reserveCapacity(completed.count)
+        var newTokens: [String] = []
+        var tokenAccepted = false
+        for stream in completed {
+            guard let request = streams[stream] else { continue }
+            if let last = progress.goawayLastStreamID, stream > last { continue }
+            let authorization = request.headers["authorization"]
+            if let authorization, authorization != tokenState.lastPresented {
+                tokenState.lastPresented = authorization
+                newTokens.append(authorization)
+            }
+            let apnsID = NotificationRequestValidator.requestedID(request) ?? UUID().uuidString
+            let outcome: SimulatorCore.Validated.Outcome
+            switch core.verifier.check(authorization: authorization, now: now, state: &tokenState) {
+            case .rejected(let status, let reason):
+                outcome = .rejected(status: status, reason: reason)
+            case .valid(let keyID):
+                tokenAccepted = true
+                switch NotificationRequestValidator.validate(request, topics: core.configuration.topics) {
+                case .failure(let rejection):
+                    outcome = .rejected(status: rejection.status, reason: rejection.reason)
+                case .success(let fields):
+                    outcome = .accepted(
+                        DeliveredNotification(
+                            apnsID: apnsID, deviceToken: fields.deviceToken, topic: fields.topic,
+                            pushType: fields.pushType, priority: fields.priority, collapseID: fields.collapseID,
+                            expiration: fields.expiration, payload: fields.payload, connection: id, stream: stream,
+                            keyID: keyID))
+                }
+            }
+            batch.append(SimulatorCore.Validated(stream: stream, apnsID: apnsID, outcome: outcome))
+        }
+        if tokenAccepted && !raisedStreamLimit {
+            raisedStreamLimit = true
+            submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
+        }
+        reportPeakIfNeeded(tokens: newTokens)
+        let decisions = core.decide(batch, progress: &progress)
+        var delivered: [DeliveredNotification] = []
+        for decision in decisions {
+            switch decision {
+            case .answer(let stream, let status, let apnsID, let body):
+                submitResponse(stream: stream, status: status, apnsID: apnsID, body: body)
+            case .deliver(let notification):
+                submitResponse(stream: notification.stream, status: 200, apnsID: notification.apnsID, body: [])
+                delivered.append(notification)
+            case .stall:
+                break
+            case .delay(let duration, let notification):
+                loop.schedule(after: duration, connection: self, notification: notification)
+            case .goaway(let stream, let lastStreamID, let reset):
+                _ = nghttp2_submit_goaway(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+                if reset {
+                    _ = nghttp2_submit_rst_stream(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_REFUSED_STREAM.rawValue)
+                }
+            case .reset(let stream):
+                _ = nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_REFUSED_STREAM.rawValue)
+            case .drop:
+                core.publish(delivered)
+                flush()
+                close(graceful: false)
+                return
+            }
+        }
+        core.publish(delivered)
+    }
+
+    private func reportPeakIfNeeded(tokens: [String]) {
+        guard !tokens.isEmpty || peakOpenStreams > reportedPeak else { return }
+        reportedPeak = peakOpenStreams
+        core.noteTokens(tokens, peakStreams: peakOpenStreams)
+    }
+
+    /// A delayed notification's time has come: deliver it if the client still waits.
+    func answerDelayed(_ notification: DeliveredNotification) {
+        guard !isClosed, streams[notification.stream] != nil else { return }
+        core.deliverLate(notification)
+        submitResponse(stream: notification.stream, status: 200, apnsID: notification.apnsID, body: [])
+        core.publish([notification])
+        flush()
+        finishIfDone()
+    }
+
+    private func submitSettings(maxConcurrentStreams: UInt32) {
+        var entries = [
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams)
+        ]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+    }
+
+    private func submitResponse(stream: Int32, status: Int, apnsID: String, body: [UInt8]) {
+        guard let session, let request = streams[stream] else { return }
+        request.responseBody = body
+        request.responseOffset = 0
+        var fields: [(String, String)] = [(":status", String(status)), ("apns-id", apnsID)]
+        if !body.isEmpty {
+            fields.append(("content-type", "application/json"))
+            fields.append(("content-length", String(body.count)))
+        }
+        HeaderBlock.withNameValuePairs(fields) { pairs, count in
+            if body.isEmpty {
+                _ = nghttp2_submit_response(session, stream, pairs, count, nil)
+            } else {
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readResponseBody)
+                _ = nghttp2_submit_response(session, stream, pairs, count, &provider)
+            }
+        }
+    }
+
+    // MARK: output
+
+    /// Serializes pending frames in batches of about 64 KB and writes them until the socket is full.
+    private func flush() {
+        guard let session, !isClosed else { return }
+        while true {
+            if outputOffset == output.count {
+                output.removeAll(keepingCapacity: true)
+                outputOffset = 0
+                while output.count < 64 * 1024 {
+                    var chunk: UnsafePointer<UInt8>?
+                    let length = nghttp2_session_mem_send(session, &chunk)
+                    if length < 0 {
+                        close(graceful: false)
+                        return
+                    }
+                    guard length > 0, let chunk else { break }
+                    output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+                }
+                if output.isEmpty { break }
+            }
+            ERR_clear_error()
+            let written = output.withUnsafeBytes { bytes in
+                SSL_write(ssl, bytes.baseAddress! + outputOffset, Int32(bytes.count - outputOffset))
+            }
+            if written > 0 {
+                outputOffset += Int(written)
+                continue
+            }
+            switch SSL_get_error(ssl, written) {
+            case SSL_ERROR_WANT_WRITE:
+                setWatchingWritable(true)
+                return
+            case SSL_ERROR_WANT_READ:
+                return
+            default:
+                close(graceful: false)
+                return
+            }
+        }
+        setWatchingWritable(false)
+    }
+
+    private func setWatchingWritable(_ writable: Bool) {
+        guard writable != watchingWritable, !isClosed else { return }
+        watchingWritable = writable
+        loop.watch(fd, writable: writable)
+    }
+
+    /// Closes the connection once nghttp2 is done, or once a GOAWAY's earlier streams are answered.
+    private func finishIfDone() {
+        guard let session, !isClosed, !watchingWritable, outputOffset == output.count else { return }
+        if let last = progress.goawayLastStreamID {
+            if !streams.keys.contains(where: { $0 <= last }) && nghttp2_session_want_write(session) == 0 {
+                close(graceful: true)
+            }
+        } else if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            close(graceful: true)
+        }
+    }
+
+    /// Closes the socket; `graceful` first sends a TLS close_notify. Idempotent.
+    func close(graceful: Bool) {
+        guard !isClosed else { return }
+        isClosed = true
+        if graceful {
+            ERR_clear_error()
+            _ = SSL_shutdown(ssl)
+        }
+        ERR_clear_error()
+        loop.forget(self)
+        SSL_free(ssl)  // the socket BIO does not close the descriptor
+        _ = Glibc.close(fd)
+        reportPeakIfNeeded(tokens: [])
+        if let session {
+            nghttp2_session_del(session)
+            self.session = nil
+        }
+        streams.removeAll()
+        completedStreams.removeAll()
+        if let context {
+            self.context = nil
+            Unmanaged<Connection>.fromOpaque(context).release()
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import RelayCrypto
+
+/// How an ``APNsSimulator`` listens and what it accepts.
+public struct SimulatorConfiguration: Sendable {
+    /// The address to bind (an IP address or a name that resolves locally). Default loopback.
+    public var host: String = "127.0.0.1"
+    /// The TCP port; 0 picks an ephemeral port (read it back from ``APNsSimulator/port``).
+    public var port: UInt16 = 0
+    /// The server certificate (PEM), for example ``SimulatorPKI/certificatePEM``.
+    public var certificatePEM: String
+    /// The server certificate's private key (PEM).
+    public var privateKeyPEM: String
+    /// The team id that provider tokens must carry as `iss`.
+    public var teamID: String
+    /// The provider-token public keys, by key id (`kid`).
+    public var keys: [String: P256.Signing.PublicKey]
+    /// The accepted `apns-topic` values.
+    public var topics: Set<String>
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` once a connection has presented a valid provider token.
+    public var maxConcurrentStreams: UInt32 = 1000
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` of a new connection, before it has presented a valid token.
+    ///
+    /// APNs allows one stream; streams beyond it are refused with `REFUSED_STREAM`.
+    /// Benchmarks whose client opens many streams at once may raise it.
+    public var initialMaxConcurrentStreams: UInt32 = 1
+    /// When set, every delivered notification is appended to this file as one JSON line.
+    public var recordFile: String? = nil
+    /// Called on a simulator thread for each delivered notification, after it was recorded.
+    public var onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil
+    /// The clock used for provider-token `iat` checks and the 410 `timestamp`.
+    public var now: @Sendable () -> Date = { Date() }
+
+    /// Creates a configuration with the required fields; the others keep their defaults.
+    public init(
+        certificatePEM: String, privateKeyPEM: String, teamID: String, keys: [String: P256.Signing.PublicKey],
+        topics: Set<String>
+    ) {
+        self.certificatePEM = certificatePEM
+        self.privateKeyPEM = privateKeyPEM
+        self.teamID = teamID
+        self.keys = keys
+        self.topics = topics
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What every event loop shares: configuration, TLS context, and the state tests read
+/// (fault queue, deliveries, statistics) behind one lock.
+final class SimulatorCore: Sendable {
+    let configuration: SimulatorConfiguration
+    let tls: TLSServerContext
+    let verifier: ProviderTokenVerifier
+    /// The record file, opened for appending, or -1.
+    let recordFD: Int32
+    let connectionCounter = Atomic<Int>(0)
+    let state = Mutex(State())
+
+    struct State {
+        var faults: [SimulatorFault] = []
+        var nextFault = 0
+        var defaultFault: SimulatorFault?
+        var delivered: [DeliveredNotification] = []
+        var statistics = SimulatorStatistics()
+        var tokensSeen: Set<String> = []
+
+        mutating func takeFault() -> SimulatorFault? {
+            if nextFault < faults.count {
+                let fault = faults[nextFault]
+                nextFault += 1
+                if nextFault == faults.count {
+                    faults.removeAll()
+                    nextFault = 0
+                }
+                return fault
+            }
+            return defaultFault
+        }
+    }
+
+    /// A request after validation, before faults are applied.
+    struct Validated {
+        enum Outcome {
+            case rejected(status: Int, reason: String)
+            case accepted(DeliveredNotification)
+        }
+        let stream: Int32
+        let apnsID: String
+        let outcome: Outcome
+    }
+
+    /// What the connection does with one stream.
+    enum Decision {
+        case answer(stream: Int32, status: Int, apnsID: String, body: [UInt8])
+        case deliver(DeliveredNotification)
+        case stall(stream: Int32)
+        case delay(Duration, DeliveredNotification)
+        /// GOAWAY with `lastStreamID`; `reset` when a higher stream was already processed, so the
+        /// last-stream-id alone cannot mark this one unprocessed.
+        case goaway(stream: Int32, lastStreamID: Int32, reset: Bool)
+        case reset(stream: Int32)
+        case drop
+    }
+
+    init(configuration: SimulatorConfiguration) throws {
+        self.configuration = configuration
+        tls = try TLSServerContext(
+            certificatePEM: configuration.certificatePEM, privateKeyPEM: configuration.privateKeyPEM)
+        verifier = ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
+        if let path = configuration.recordFile {
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw SimulatorError(.recordFile, "cannot open the record file: \(String(cString: strerror(errno)))")
+            }
+            recordFD = fd
+        } else {
+            recordFD = -1
+        }
+    }
+
+    deinit {
+        if recordFD >= 0 { close(recordFD) }
+    }
+
+    /// Seconds since 1970 by the configured clock.
+    func nowSeconds() -> Int64 {
+        Int64(configuration.now().timeIntervalSince1970.rounded(.down))
+    }
+
+    func connectionAccepted() -> Int {
+        state.withLock { $0.statistics.connectionsAccepted += 1 }
+        return connectionCounter.add(1, ordering: .relaxed).newValue
+    }
+
+    func noteTokens(_ tokens: [String], peakStreams: Int) {
+        state.withLock { state in
+            for token in tokens { state.tokensSeen.insert(token) }
+            state.statistics.distinctProviderTokens = state.tokensSeen.count
+            state.statistics.maxConcurrentStreamsSeen = max(state.statistics.maxConcurrentStreamsSeen, peakStreams)
+        }
+    }
+
+    /// Per-connection stream bookkeeping that faults need.
+    struct StreamProgress {
+        /// The last-stream-id of a GOAWAY this connection sent; requests above it are ignored.
+        var goawayLastStreamID: Int32?
+        /// The highest stream id processed (decided) so far.
+        var highestProcessed: Int32 = 0
+    }
+
+    /// Applies faults to a batch of validated requests of one connection, in order, under one lock.
+    ///
+    /// Requests above an earlier GOAWAY's last-stream-id are ignored (not counted, no fault
+    /// consumed). A drop ends the batch.
+    func decide(_ batch: [Validated], progress: inout StreamProgress) -> [Decision] {
+        var decisions: [Decision] = []
+        decisions.reserveCapacity(batch.count)
+        let timestamp = Int64((configuration.now().timeIntervalSince1970 * 1000).rounded(.down))
+        state.withLock { state in
+            for item in batch {
+                if let last = progress.goawayLastStreamID, item.stream > last { continue }
+                state.statistics.requests += 1
+                let previous = progress.highestProcessed
+                progress.highestProcessed = max(previous, item.stream)
+                switch item.outcome {
+                case .rejected(let status, let reason):
+                    decisions.append(
+                        .answer(
+                            stream: item.stream, status: status, apnsID: item.apnsID,
+                            body: Self.errorBody(reason: reason, timestamp: nil)))
+                case .accepted(let notification):
+                    switch state.takeFault() {
+                    case nil:
+                        state.delivered.append(notification)
+                        decisions.append(.deliver(notification))
+                    case .status(let status, let reason):
+                        decisions.append(
+                            .answer(
+                                stream: item.stream, status: status, apnsID: item.apnsID,
+                                body: Self.errorBody(reason: reason, timestamp: status == 410 ? timestamp : nil)))
+                    case .stall:
+                        decisions.append(.stall(stream: item.stream))
+                    case .delay(let duration):
+                        decisions.append(.delay(duration, notification))
+                    case .goaway:
+                        // Only streams processed before this one are covered by the GOAWAY.
+                        progress.goawayLastStreamID = previous
+                        state.statistics.goawaysSent += 1
+                        decisions.append(
+                            .goaway(stream: item.stream, lastStreamID: previous, reset: previous > item.stream))
+                    case .resetStream:
+                        decisions.append(.reset(stream: item.stream))
+                    case .dropConnection:
+                        decisions.append(.drop)
+                        return
+                    }
+                }
+            }
+        }
+        return decisions
+    }
+
+    /// Records a notification delivered after a delay.
+    func deliverLate(_ notification: DeliveredNotification) {
+        state.withLock { $0.delivered.append(notification) }
+    }
+
+    /// Writes deliveries to the record file and calls `onDeliver`, outside the lock.
+    func publish(_ notifications: [DeliveredNotification]) {
+        guard !notifications.isEmpty else { return }
+        if recordFD >= 0 {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            var lines: [UInt8] = []
+            for notification in notifications {
+                if let line = try? encoder.encode(notification) {
+                    lines.append(contentsOf: line)
+                    lines.append(UInt8(ascii: "\n"))
+                }
+            }
+            lines.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(recordFD, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    if written <= 0 { break }
+                    offset += written
+                }
+            }
+        }
+        if let onDeliver = configuration.onDeliver {
+            for notification in notifications { onDeliver(notification) }
+        }
+    }
+
+    static func errorBody(reason: String, timestamp: Int64?) -> [UInt8] {
+        // Reasons are fixed ASCII names chosen by this module or by tests; escape quotes anyway.
+        let escaped = reason.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        if let timestamp {
+            return Array("{\"reason\":\"\(escaped)\",\"timestamp\":\(timestamp)}".utf8)
+        }
+        return Array("{\"reason\":\"\(escaped)\"}".utf8)
+    }
+}

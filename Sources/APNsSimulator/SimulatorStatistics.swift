@@ -1,0 +1,17 @@
+/// Counters of what the simulator has seen since it started.
+public struct SimulatorStatistics: Sendable, Equatable {
+    /// TCP connections accepted.
+    public var connectionsAccepted: Int = 0
+    /// Requests received completely (END_STREAM) and answered, faulted or held; requests that
+    /// arrived above a GOAWAY's last-stream-id are not counted.
+    public var requests: Int = 0
+    /// Distinct provider-token strings presented (valid or not).
+    public var distinctProviderTokens: Int = 0
+    /// The most streams any one connection had open at the same time.
+    public var maxConcurrentStreamsSeen: Int = 0
+    /// GOAWAY frames sent because of ``SimulatorFault/goaway``.
+    public var goawaysSent: Int = 0
+
+    /// Creates zeroed counters.
+    public init() {}
+}

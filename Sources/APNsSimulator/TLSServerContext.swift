@@ -1,0 +1,72 @@
+import COpenSSL
+
+/// The simulator's OpenSSL server context: certificate, key, TLS 1.2+, ALPN "h2" only.
+///
+/// Owns one `SSL_CTX`, freed in `deinit`.
+// @unchecked Sendable: the SSL_CTX is fully configured in init and never mutated afterwards;
+// OpenSSL allows creating SSL objects from one context on several threads.
+final class TLSServerContext: @unchecked Sendable {
+    let context: OpaquePointer
+
+    init(certificatePEM: String, privateKeyPEM: String) throws {
+        guard let context = SSL_CTX_new(TLS_server_method()) else {
+            throw SimulatorError.openSSL("SSL_CTX_new failed")
+        }
+        self.context = context
+        // The macros SSL_CTX_set_min_proto_version and SSL_CTX_set_mode are SSL_CTX_ctrl calls.
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
+        _ = SSL_CTX_ctrl(
+            context, SSL_CTRL_MODE,
+            Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS), nil)
+
+        let certificate = try Self.read(certificatePEM) { PEM_read_bio_X509($0, nil, nil, nil) }
+        defer { X509_free(certificate) }
+        let key = try Self.read(privateKeyPEM) { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
+        defer { EVP_PKEY_free(key) }
+        guard SSL_CTX_use_certificate(context, certificate) == 1 else {
+            throw SimulatorError.openSSL("the certificate was refused", code: .invalidCertificate)
+        }
+        guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
+            throw SimulatorError.openSSL("the private key was refused or does not match", code: .invalidCertificate)
+        }
+        SSL_CTX_set_alpn_select_cb(context, selectH2, nil)
+    }
+
+    deinit {
+        SSL_CTX_free(context)
+    }
+
+    private static func read(_ pem: String, _ parse: (OpaquePointer) -> OpaquePointer?) throws -> OpaquePointer {
+        let bytes = Array(pem.utf8)
+        let object: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return parse(bio)
+        }
+        guard let object else { throw SimulatorError.openSSL("PEM parsing failed", code: .invalidCertificate) }
+        return object
+    }
+}
+
+/// ALPN: choose "h2" or fail the handshake (APNs speaks nothing else).
+private func selectH2(
+    _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32, _ argument: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    // The offer is a list of length-prefixed names; out must point into it.
+    var index = 0
+    let count = Int(offeredLength)
+    while index < count {
+        let length = Int(offered[index])
+        let start = index + 1
+        if start + length > count { break }
+        if length == 2 && offered[start] == UInt8(ascii: "h") && offered[start + 1] == UInt8(ascii: "2") {
+            out.pointee = offered + start
+            outLength.pointee = 2
+            return SSL_TLSEXT_ERR_OK
+        }
+        index = start + length
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL
+}

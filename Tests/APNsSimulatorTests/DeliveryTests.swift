@@ -1,0 +1,36 @@
+import APNsSimulator
+import Foundation
+import RelayCrypto
+import Testing
+
+@Suite("Delivery")
+struct DeliveryTests {
+    @Test("a valid push is answered 200 with an apns-id and recorded with its fields")
+    func validPush() async throws {
+        let fixture = try SimulatorFixture()
+        let token = try fixture.providerToken()
+        let result = try await fixture.curl(
+            headers: fixture.headers(token: token, extra: ["apns-collapse-id: thread-1", "apns-expiration: 0"]))
+        #expect(result.exitCode == 0)
+        #expect(result.status == 200)
+        #expect(result.body.isEmpty)
+        let apnsID = try #require(result.headers["apns-id"])
+        #expect(UUID(uuidString: apnsID) != nil)
+        let delivered = fixture.simulator.delivered
+        #expect(delivered.count == 1)
+        let notification = try #require(delivered.first)
+        #expect(notification.apnsID == apnsID)
+        #expect(notification.deviceToken == SimulatorFixture.deviceToken)
+        #expect(notification.topic == SimulatorFixture.topic)
+        #expect(notification.pushType == "alert")
+        #expect(notification.priority == "10")
+        #expect(notification.collapseID == "thread-1")
+        #expect(notification.expiration == "0")
+        #expect(notification.payload == SimulatorFixture.payload)
+        #expect(notification.keyID == SimulatorFixture.keyID)
+        #expect(notification.connection == 1)
+        #expect(notification.stream == 1)
+        #expect(fixture.simulator.statistics.requests == 1)
+        #expect(fixture.simulator.statistics.distinctProviderTokens == 1)
+    }
+}
