@@ -14,7 +14,7 @@ enum DevCommand {
 
     static func run(_ arguments: [String]) -> Int32 {
         let port: UInt16
-        do {
+        do throws(UsageError) {
             try Usage.check(arguments, allowed: ["--port"])
             let text = try Usage.option("--port", in: arguments) ?? "8787"
             guard let value = UInt16(text) else { throw UsageError(problem: "--port must be 0 to 65535") }

@@ -4,7 +4,7 @@ import RelayCrypto
 enum KeygenCommand {
     static func run(_ arguments: [String]) -> Int32 {
         let id: UInt8
-        do {
+        do throws(UsageError) {
             try Usage.check(arguments, allowed: ["--id"])
             let text = try Usage.option("--id", in: arguments) ?? "1"
             guard let parsed = UInt8(text), String(parsed) == text else {

@@ -3,7 +3,7 @@ import Foundation
 import RelayCrypto
 
 /// An APNs simulator in this process and the real relay binary pointed at it.
-final class PushFixture {
+final class PushFixture: Sendable {
     let simulator: APNsSimulator
     let relay: RelayProcess
     let secrets: TestSecrets

@@ -3,7 +3,7 @@ import RelayCrypto
 import Synchronization
 
 /// Secrets for one test relay: a throwaway APNs key per environment and relay keys.
-struct TestSecrets {
+struct TestSecrets: Sendable {
     var apnsKey = P256.Signing.PrivateKey()
     var keyID = "TESTKEY001"
     var teamID = "TESTTEAM01"
@@ -38,7 +38,7 @@ final class RelayProcess: @unchecked Sendable {
     let process = Process()
     let directory: URL
     private(set) var port: UInt16 = 0
-    private let output = Mutex<(stdout: [UInt8], stderr: [UInt8])>(([], []))
+    private let output = OutputBuffer()
 
     /// The binary beside the test bundle (both are products of the same build).
     static var binary: URL {
@@ -68,11 +68,11 @@ final class RelayProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         out.fileHandleForReading.readabilityHandler = { [output] handle in
             let data = handle.availableData
-            output.withLock { $0.stdout.append(contentsOf: data) }
+            output.state.withLock { $0.stdout.append(contentsOf: data) }
         }
         err.fileHandleForReading.readabilityHandler = { [output] handle in
             let data = handle.availableData
-            output.withLock { $0.stderr.append(contentsOf: data) }
+            output.state.withLock { $0.stderr.append(contentsOf: data) }
         }
         try process.run()
     }
@@ -89,8 +89,8 @@ final class RelayProcess: @unchecked Sendable {
         try waitForPort()
     }
 
-    var standardOutput: String { output.withLock { String(decoding: $0.stdout, as: UTF8.self) } }
-    var standardError: String { output.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
+    var standardOutput: String { output.state.withLock { String(decoding: $0.stdout, as: UTF8.self) } }
+    var standardError: String { output.state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
     var allOutput: String { standardOutput + standardError }
 
     private func waitForPort() throws {
@@ -145,4 +145,9 @@ final class RelayProcess: @unchecked Sendable {
         \(extra.isEmpty ? "" : "," + extra)}
         """
     }
+}
+
+/// What a child process has printed so far, filled from pipe handlers on other threads.
+final class OutputBuffer: Sendable {
+    let state = Mutex<(stdout: [UInt8], stderr: [UInt8])>(([], []))
 }

@@ -6,7 +6,8 @@ import Foundation
 
 /// A minimal blocking HTTP/1.1 client over a POSIX socket, for driving the real binary. Tests
 /// need control that URLSession does not give: exact bytes, keep-alive, half-sent requests.
-final class TestConnection {
+final class TestConnection: @unchecked Sendable {
+    // @unchecked: a connection is used by one thread at a time (tests hand it over, never share it).
     let fd: Int32
     private var buffer: [UInt8] = []
 
