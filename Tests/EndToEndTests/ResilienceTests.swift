@@ -64,15 +64,15 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.delay(.milliseconds(500)))
-        let signaller = Thread {
-            usleep(200_000)
-            fixture.relay.signal(SIGTERM)
-        }
+        // Forty pushes are sent, then SIGTERM arrives while they wait for APNs.
         let connections = try (0..<40).map { _ in try fixture.relay.connect() }
-        signaller.start()
-        let results = concurrently(40) { index -> Int in
-            try fixture.push(grant: grant, on: connections[index]).status
+        for connection in connections {
+            try connection.send(
+                TestConnection.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
         }
+        usleep(100_000)
+        fixture.relay.signal(SIGTERM)
+        let results = concurrently(40) { index -> Int in try connections[index].readResponse().status }
         let statuses = results.compactMap { try? $0.get() }
         // Every request sent before the stop got a definite answer: delivered, or 503 if the grace ended.
         #expect(statuses.count == 40)
