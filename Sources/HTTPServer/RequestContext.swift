@@ -48,8 +48,8 @@ final class RequestContext: @unchecked Sendable {
     var head: HTTPRequestHead?
     var bodyLimit = 0
     var body: [UInt8] = []
-    /// An answer chosen from the head alone, sent at the end of a request that has no body (sending it earlier
-    /// would make MHD close the connection).
+    /// An answer chosen from the head alone, sent once the (empty or small, dropped) body is in: sent any earlier,
+    /// it would make MHD close the connection.
     var deferred: HTTPResponse?
 
     let shared = Mutex(Shared())

@@ -3,7 +3,7 @@ import Glibc
 /// The address of a connected client, as the socket reports it.
 ///
 /// Its `description` never shows the address: addresses are personal data and must not reach a log.
-public struct SocketPeer: Sendable, Hashable, CustomStringConvertible {
+public struct SocketPeer: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The address family.
     public enum Family: Sendable, Hashable {
         case ipv4
@@ -17,6 +17,9 @@ public struct SocketPeer: Sendable, Hashable, CustomStringConvertible {
 
     /// Always `"<redacted>"`.
     public var description: String { "<redacted>" }
+
+    /// No children, so that `dump` and debuggers do not show the address either.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 
     /// Creates a peer from raw address bytes (4 or 16, network order); an IPv4-mapped IPv6 address becomes IPv4.
     /// Returns nil for any other length.

@@ -271,6 +271,32 @@ struct HTTPServerTests {
         server.stop()
     }
 
+    @Test func stopRacingWithLateAnswersIsHarmless() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        let clients = try (0..<40).map { index in
+            let client = try RawClient(port: server.port)
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: r\(index)\r\nContent-Length: 1\r\n\r\nx")
+            return client
+        }
+        let responders = try (0..<40).map { try handler.responder("r\($0)") }
+        #expect(server.pendingResponses == 40)
+        let answering = DispatchGroup()
+        DispatchQueue.global().async(group: answering) {
+            for responder in responders {
+                responder.respond(.json(200, "{}"))
+            }
+        }
+        server.stop()
+        answering.wait()
+        #expect(server.openRequestContexts == 0)
+        #expect(server.pendingResponses == 0)
+        for client in clients {
+            // Each got its answer or was closed; none hangs.
+            _ = try? client.readResponse()
+        }
+    }
+
     @Test func peerIsIPv4LoopbackOnAnIPv4Listener() throws {
         let server = try makeServer(host: "127.0.0.1")
         defer { server.stop() }

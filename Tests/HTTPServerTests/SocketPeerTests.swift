@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import HTTPServer
@@ -34,6 +35,9 @@ struct SocketPeerTests {
         #expect(peer.description == "<redacted>")
         #expect("\(peer)" == "<redacted>")
         #expect(!String(reflecting: peer).contains("203"))
+        var dumped = ""
+        dump(peer, to: &dumped)
+        #expect(!dumped.contains("203"))
     }
 
     @Test func headerLookupIgnoresCase() {
@@ -42,5 +46,24 @@ struct SocketPeerTests {
         #expect(headers["CONTENT-TYPE"] == "a")
         #expect(headers["content-typ"] == nil)
         #expect(headers.values("X-FORWARDED-FOR") == ["1", "2"])
+    }
+}
+
+@Suite("HTTPResponder without a server")
+struct HTTPResponderTests {
+    @Test func closureResponderAnswersOnce() {
+        let seen = Mutex<[Int]>([])
+        let responder = HTTPResponder { response in seen.withLock { $0.append(response.status) } }
+        responder.respond(.json(201, "{}"))
+        responder.respond(.json(500, "{}"))
+        #expect(seen.withLock { $0 } == [201])
+    }
+
+    @Test func jsonResponseSetsTheContentType() {
+        let response = HTTPResponse.json(429, #"{"error":"rate_limited"}"#, headers: [("retry-after", "10")])
+        #expect(response.status == 429)
+        #expect(response.headers.map(\.name) == ["content-type", "retry-after"])
+        #expect(response.headers.first?.value == "application/json")
+        #expect(response.body == Array(#"{"error":"rate_limited"}"#.utf8))
     }
 }

@@ -27,10 +27,4 @@ static inline int CMicroHTTPD_connection_fd(struct MHD_Connection *connection) {
     return info != NULL ? info->connect_fd : -1;
 }
 
-/* The port a daemon is bound to, or 0 if unknown. */
-static inline uint16_t CMicroHTTPD_bind_port(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    return info != NULL ? info->port : 0;
-}
-
 #endif
