@@ -90,10 +90,13 @@ public final class Relay: Sendable {
         while DispatchTime.now() < grace && (service.pending.count > 0 || server.pendingResponses > 0) {
             usleep(5_000)
         }
+        let abandoned = service.pending.count
         service.abandonPending()
-        // Let the last answers leave before the connections close.
+        // Let the last answers leave before the connections close: resumed connections are
+        // written by the server's threads shortly after they are answered.
         let flush = DispatchTime.now() + .milliseconds(500)
         while DispatchTime.now() < flush && server.pendingResponses > 0 { usleep(5_000) }
+        if abandoned > 0 { usleep(200_000) }
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
