@@ -116,6 +116,15 @@ import Testing
         for index in 0..<50 {
             hostile.append(try TestConnection(port: port, source: "127.0.0.\(50 + index % 10)", timeoutSeconds: 5))
         }
+        // The first 200 keep trickling: one header byte each, every second, for three seconds.
+        let tricklers = hostile.prefix(200)
+        let trickling = Thread {
+            for _ in 0..<3 {
+                for connection in tricklers { try? connection.send(Array("x".utf8)) }
+                usleep(1_000_000)
+            }
+        }
+        trickling.start()
         // Oversized headers, and bodies announced or sent larger than the limit.
         let big = try TestConnection(port: port, source: "127.0.0.90")
         let headerResponse = try big.request(
@@ -144,8 +153,8 @@ import Testing
             #expect(try fixture.push(grant: grant, on: good).status == 200)
             #expect(Date().timeIntervalSince(start) < 1)
         }
-        // The trickling connections are closed by the connection timeout.
-        usleep(3_500_000)
+        // Once they fall silent, the trickling connections are closed by the connection timeout.
+        usleep(5_000_000)
         #expect(hostile.prefix(20).allSatisfy { $0.isClosedByPeer() })
         // A connection beyond the per-address cap is refused or closed at once.
         let crowd = try (0..<50).map { _ in try TestConnection(port: port, source: "127.0.0.99", timeoutSeconds: 3) }
