@@ -38,7 +38,8 @@ enum SimulatorCommand {
                 throw UsageError(problem: "--listen must be HOST:PORT")
             }
             let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-            let publicKey = try P256.Signing.PublicKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
+            let publicKey = try P256.Signing.PublicKey(
+                pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
             var certificate: String
             var privateKey: String
             if let certFile = try Usage.option("--cert", in: arguments),

@@ -121,7 +121,8 @@ public final class Relay: Sendable {
         let config = setup.configuration
         if config.listen != old.configuration.listen || config.metricsListen != old.configuration.metricsListen
             || config.server != old.configuration.server || config.ipLimit != old.configuration.ipLimit
-            || config.pushLimit != old.configuration.pushLimit || config.clientIPHeader != old.configuration.clientIPHeader
+            || config.pushLimit != old.configuration.pushLimit
+            || config.clientIPHeader != old.configuration.clientIPHeader
         {
             Log.line("duo-relay: reload: listen addresses, limits and server settings take effect at the next restart")
         }
@@ -188,7 +189,8 @@ public final class Relay: Sendable {
                     gateway.token.refreshes
                 ))
             out.append(
-                ("duo_relay_apns_connections_opened_total", "APNs connections opened.", labels, stats.connectionsOpened))
+                ("duo_relay_apns_connections_opened_total", "APNs connections opened.", labels, stats.connectionsOpened)
+            )
             out.append(
                 (
                     "duo_relay_apns_connections_replaced_total", "APNs connections retired and replaced.", labels,

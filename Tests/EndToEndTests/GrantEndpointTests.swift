@@ -78,7 +78,9 @@ import Testing
             #expect(response.headers["content-type"] == "application/json")
         }
         // 1024 characters is the longest token accepted.
-        #expect(try connection.request("POST", "/v1/grant", body: grantBody(String(repeating: "a", count: 1024))).status == 200)
+        #expect(
+            try connection.request("POST", "/v1/grant", body: grantBody(String(repeating: "a", count: 1024))).status
+                == 200)
 
         // Wrong method and unknown paths.
         let wrongMethod = try connection.request("GET", "/v1/grant")
@@ -165,7 +167,8 @@ import Testing
         let secrets = TestSecrets()
         let relay = try relay(secrets: secrets)
         let connection = try relay.connect()
-        let grant = try #require(try connection.request("POST", "/v1/grant", body: grantBody()).json?["grant"] as? String)
+        let grant = try #require(
+            try connection.request("POST", "/v1/grant", body: grantBody()).json?["grant"] as? String)
         _ = try connection.request("POST", "/v1/grant", body: grantBody("zz"))
         _ = try connection.request("POST", "/v1/grant", body: Array("garbage".utf8))
         relay.signal(SIGTERM)

@@ -49,8 +49,14 @@ import Testing
             ("bad team id", ["APNS_TEAM_ID": "lowercase1"], "APNS_TEAM_ID"),
             ("RELAY_KEYS not JSON", ["RELAY_KEYS": "nope"], "RELAY_KEYS"),
             ("short relay key", ["RELAY_KEYS": #"{"1":"AAAA"}"#], "RELAY_KEYS"),
-            ("id out of range", ["RELAY_KEYS": #"{"300":"\#(Base64.urlEncode(SecureRandom.bytes(count: 32)))"}"#], "RELAY_KEYS"),
-            ("grant key missing", ["RELAY_KEYS": #"{"2":"\#(Base64.urlEncode(SecureRandom.bytes(count: 32)))"}"#], "grant_key_id"),
+            (
+                "id out of range", ["RELAY_KEYS": #"{"300":"\#(Base64.urlEncode(SecureRandom.bytes(count: 32)))"}"#],
+                "RELAY_KEYS"
+            ),
+            (
+                "grant key missing", ["RELAY_KEYS": #"{"2":"\#(Base64.urlEncode(SecureRandom.bytes(count: 32)))"}"#],
+                "grant_key_id"
+            ),
             ("no environment", ["APNS_KEY_SANDBOX": nil, "APNS_KEY_ID_SANDBOX": nil], "APNS_KEY_SANDBOX"),
         ]
         cases.append(("key without id", ["APNS_KEY_ID_SANDBOX": nil], "APNS_KEY_ID_SANDBOX"))
@@ -77,7 +83,8 @@ import Testing
         // Unknown keys and a missing --config.
         let typo = directory.appendingPathComponent("typo.json").path
         try #"{"apns":{"topic":"t"},"grant_lifetme_s":5}"#.write(toFile: typo, atomically: true, encoding: .utf8)
-        #expect(try run(["check", "--config", typo], environment: secrets.environment).output.contains("grant_lifetme_s"))
+        #expect(
+            try run(["check", "--config", typo], environment: secrets.environment).output.contains("grant_lifetme_s"))
         #expect(try run(["check"], environment: secrets.environment).status == 64)
     }
 
@@ -170,7 +177,8 @@ import Testing
         let keysFile = directory.appendingPathComponent("relay_keys").path
         try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
         let fixture = try PushFixture(
-            relayConfig: Self.limits, secrets: secrets, relayEnvironment: ["RELAY_KEYS": "", "RELAY_KEYS_FILE": keysFile])
+            relayConfig: Self.limits, secrets: secrets,
+            relayEnvironment: ["RELAY_KEYS": "", "RELAY_KEYS_FILE": keysFile])
         let oldGrant = try fixture.grant(token: PushFixture.randomToken())
         let load = LoadLoop(fixture: fixture, grant: oldGrant)
         load.start()
@@ -235,14 +243,16 @@ import Testing
     @Test func privacyAcrossAFullScenario() throws {
         let secrets = TestSecrets()
         let fixture = try PushFixture(
-            relayConfig: #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60}"#,
+            relayConfig:
+                #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60}"#,
             apnsConfig: #""timeout_ms":800"#, secrets: secrets)
         let connection = try fixture.relay.connect()
         let token = PushFixture.randomToken()
         let grant = try fixture.grant(token: token, on: connection)
         let ids = (0..<8).map { _ in PushFixture.hex64() }
         let thread = PushFixture.hex64()
-        var seen: [String] = [token, token.uppercased(), grant, thread, PushFixture.sealed] + ids + secrets.secretStrings
+        var seen: [String] =
+            [token, token.uppercased(), grant, thread, PushFixture.sealed] + ids + secrets.secretStrings
         let bodies: [[UInt8]] = [
             PushFixture.pushBody(grant: grant, id: ids[0], thread: thread),
             PushFixture.pushBody(grant: grant + "x", id: ids[1], thread: thread),
@@ -251,14 +261,19 @@ import Testing
         ]
         for body in bodies { _ = try connection.request("POST", "/v1/push", body: body) }
         fixture.simulator.inject(.status(410, reason: "Unregistered"))
-        _ = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[3], thread: thread))
+        _ = try connection.request(
+            "POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[3], thread: thread))
         fixture.simulator.inject(.stall)
-        _ = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[4], thread: thread))
-        _ = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[5], thread: thread))
-        _ = try connection.request("POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"production"}"#.utf8))
+        _ = try connection.request(
+            "POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[4], thread: thread))
+        _ = try connection.request(
+            "POST", "/v1/push", body: PushFixture.pushBody(grant: grant, id: ids[5], thread: thread))
+        _ = try connection.request(
+            "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"production"}"#.utf8))
         // Exhaust the per-address limit, with a forged header that must not be trusted or printed.
         for _ in 0..<40 {
-            _ = try connection.request("POST", "/v1/grant", body: Array("x".utf8), headers: ["X-Forwarded-For": "198.51.100.77"])
+            _ = try connection.request(
+                "POST", "/v1/grant", body: Array("x".utf8), headers: ["X-Forwarded-For": "198.51.100.77"])
         }
         seen.append("198.51.100.77")
         seen.append("127.0.0.1:\(connection.localPort)")

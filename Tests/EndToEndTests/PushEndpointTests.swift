@@ -41,12 +41,21 @@ import Testing
             ("not json", 400, "bad_request"),
             (#"{"sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 400, "bad_request"),
             (#"{"grant":7,"sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 400, "bad_request"),
-            (#"{"grant":"\#(grant)","sealed":"\#(sealed.dropLast(4))","id":"\#(hex)","thread":"\#(hex)"}"#, 400, "bad_request"),
-            (#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(hex.dropLast())","thread":"\#(hex)"}"#, 400, "bad_request"),
+            (
+                #"{"grant":"\#(grant)","sealed":"\#(sealed.dropLast(4))","id":"\#(hex)","thread":"\#(hex)"}"#, 400,
+                "bad_request"
+            ),
+            (
+                #"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(hex.dropLast())","thread":"\#(hex)"}"#, 400,
+                "bad_request"
+            ),
             (#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(hex)","thread":"xyz"}"#, 400, "bad_request"),
             (#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(hex)"}"#, 400, "bad_request"),
             (#"{"grant":"nope","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 401, "grant_invalid"),
-            (#"{"grant":"\#(grant.dropLast())A","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 401, "grant_invalid"),
+            (
+                #"{"grant":"\#(grant.dropLast())A","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 401,
+                "grant_invalid"
+            ),
         ]
         for (body, status, error) in cases {
             let response = try connection.request("POST", "/v1/push", body: Array(body.utf8))
@@ -85,7 +94,8 @@ import Testing
         #expect(unavailable.error == "apns")
         // A key id the relay does not hold.
         let other = RelayKeys([9: SymmetricKey.generate()])
-        let stranger = try GrantCodec.seal(Grant(environment: .sandbox, issuedAt: now, token: token), keyID: 9, keys: other)
+        let stranger = try GrantCodec.seal(
+            Grant(environment: .sandbox, issuedAt: now, token: token), keyID: 9, keys: other)
         #expect(try fixture.push(grant: stranger).error == "grant_invalid")
     }
 
@@ -144,7 +154,8 @@ import Testing
 
     @Test func perPhoneLimitIsSharedByEveryGrantOfTheToken() throws {
         let fixture = try PushFixture(
-            relayConfig: #""ip_limit":{"requests":1000,"period_s":10,"block_s":10},"push_limit":{"requests":3,"period_s":60}"#
+            relayConfig:
+                #""ip_limit":{"requests":1000,"period_s":10,"block_s":10},"push_limit":{"requests":3,"period_s":60}"#
         )
         let token = PushFixture.randomToken()
         let first = try fixture.grant(token: token)
@@ -199,7 +210,8 @@ import Testing
 
     @Test func goawayMidBurstGivesEveryPushADefiniteAnswerAndNoDuplicate() throws {
         let fixture = try PushFixture(
-            relayConfig: #""ip_limit":{"requests":100000,"period_s":10,"block_s":10},"push_limit":{"requests":1000,"period_s":60}"#
+            relayConfig:
+                #""ip_limit":{"requests":100000,"period_s":10,"block_s":10},"push_limit":{"requests":1000,"period_s":60}"#
         )
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)

@@ -34,13 +34,16 @@ import Testing
             ciphertext: bytes[14..<(bytes.count - 16)], tag: bytes[(bytes.count - 16)...], nonce: nonce, using: key1,
             authenticating: [1, 1] as [UInt8])
         var expected: [UInt8] = [0]
-        for shift in stride(from: 56, through: 0, by: -8) { expected.append(UInt8(truncatingIfNeeded: issued >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            expected.append(UInt8(truncatingIfNeeded: issued >> UInt64(shift)))
+        }
         expected += token
         #expect(plain == expected)
     }
 
     @Test func everySingleByteChangeIsInvalid() throws {
-        let text = try GrantCodec.seal(Grant(environment: .sandbox, issuedAt: issued, token: token), keyID: 1, keys: keys)
+        let text = try GrantCodec.seal(
+            Grant(environment: .sandbox, issuedAt: issued, token: token), keyID: 1, keys: keys)
         let bytes = try #require(Base64.urlDecode(text))
         for index in bytes.indices {
             for delta: UInt8 in [1, 0x80] {
@@ -59,7 +62,8 @@ import Testing
         // Truncated or extended grants too.
         for cut in [1, 5, 16] {
             #expect(throws: GrantError.self) {
-                _ = try GrantCodec.open(Base64.urlEncode(bytes.dropLast(cut)), keys: keys, now: issued, lifetime: lifetime)
+                _ = try GrantCodec.open(
+                    Base64.urlEncode(bytes.dropLast(cut)), keys: keys, now: issued, lifetime: lifetime)
             }
         }
         #expect(throws: GrantError.self) {
@@ -75,7 +79,8 @@ import Testing
     }
 
     @Test func unknownVersionAndKeyID() throws {
-        let text = try GrantCodec.seal(Grant(environment: .sandbox, issuedAt: issued, token: token), keyID: 1, keys: keys)
+        let text = try GrantCodec.seal(
+            Grant(environment: .sandbox, issuedAt: issued, token: token), keyID: 1, keys: keys)
         var bytes = try #require(Base64.urlDecode(text))
         bytes[0] = 0x02
         #expect(throws: GrantError(.malformed)) {
@@ -130,7 +135,8 @@ import Testing
 
     @Test func longestTokenFits() throws {
         let long = [UInt8](repeating: 0xab, count: GrantCodec.maximumTokenBytes)
-        let text = try GrantCodec.seal(Grant(environment: .sandbox, issuedAt: issued, token: long), keyID: 1, keys: keys)
+        let text = try GrantCodec.seal(
+            Grant(environment: .sandbox, issuedAt: issued, token: long), keyID: 1, keys: keys)
         #expect(text.utf8.count <= PushRequest.maximumGrantLength)
         #expect(try GrantCodec.open(text, keys: keys, now: issued, lifetime: lifetime).token == long)
     }

@@ -40,7 +40,8 @@ import Testing
         let c: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 2] + [UInt8](repeating: 1, count: 8)
         #expect(LimiterKey.address(a, secret: secret) == LimiterKey.address(b, secret: secret))
         #expect(LimiterKey.address(a, secret: secret) != LimiterKey.address(c, secret: secret))
-        #expect(LimiterKey.address([127, 0, 0, 1], secret: secret) != LimiterKey.address([127, 0, 0, 2], secret: secret))
+        #expect(
+            LimiterKey.address([127, 0, 0, 1], secret: secret) != LimiterKey.address([127, 0, 0, 2], secret: secret))
         #expect(
             LimiterKey.address([127, 0, 0, 1], secret: secret)
                 != LimiterKey.address([127, 0, 0, 1], secret: SecureRandom.bytes(count: 32)))

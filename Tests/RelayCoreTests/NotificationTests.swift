@@ -9,13 +9,15 @@ import Testing
     @Test func requestMatchesDesign() throws {
         let sealed = Base64.encode([UInt8](repeating: 7, count: 2934))
         let push = PushRequest(
-            grant: "g", sealed: sealed, id: String(repeating: "Ab", count: 32), thread: String(repeating: "c", count: 64))
+            grant: "g", sealed: sealed, id: String(repeating: "Ab", count: 32),
+            thread: String(repeating: "c", count: 64))
         let note = Notification(
             push: push, token: [0xAB, 0x01], settings: settings, expiresAt: settings.expiration(now: 1_000))
         #expect(note.path == "/3/device/ab01")
-        #expect(note.headers.map(\.name) == [
-            "apns-topic", "apns-push-type", "apns-priority", "apns-collapse-id", "apns-expiration",
-        ])
+        #expect(
+            note.headers.map(\.name) == [
+                "apns-topic", "apns-push-type", "apns-priority", "apns-collapse-id", "apns-expiration",
+            ])
         #expect(note.headers.map(\.value) == ["app.openduo.pocket", "alert", "10", push.id, "87400"])
         let text = String(decoding: note.payload, as: UTF8.self)
         #expect(
@@ -59,7 +61,9 @@ import Testing
         #expect(action(400, "BadCollapseId") == .answer(.failure(.apns)))
         #expect(action(500, "InternalServerError") == .answer(.failure(.apns)))
         #expect(action(503, "ServiceUnavailable") == .answer(.failure(.apns)))
-        #expect(APNsAnswer(status: 410, apnsID: nil, body: Array(#"{"reason":"Unregistered","timestamp":1}"#.utf8)).reason == "Unregistered")
+        #expect(
+            APNsAnswer(status: 410, apnsID: nil, body: Array(#"{"reason":"Unregistered","timestamp":1}"#.utf8)).reason
+                == "Unregistered")
         #expect(APNsAnswer(status: 500, apnsID: nil, body: Array("garbage".utf8)).reason == nil)
     }
 

@@ -125,7 +125,9 @@ public struct RelayConfiguration: Equatable, Sendable {
             guard !path.isEmpty else { throw ConfigurationError(.invalid, "apns.ca_file", "must be a file path") }
             config.apns.caFile = path
         }
-        if let value = try apns.integer("timeout_ms", in: 100...600_000) { config.apns.timeoutMilliseconds = Int(value) }
+        if let value = try apns.integer("timeout_ms", in: 100...600_000) {
+            config.apns.timeoutMilliseconds = Int(value)
+        }
         if let value = try apns.integer("max_connections", in: 1...64) { config.apns.maxConnections = Int(value) }
         guard Notification.largestPayloadSize(placeholder: config.apns.placeholder) <= Notification.maximumPayloadSize
         else {
@@ -151,7 +153,9 @@ public struct RelayConfiguration: Equatable, Sendable {
             if let v = try server.integer("max_pushes_in_flight", in: 1...1_000_000) {
                 config.server.maxPushesInFlight = Int(v)
             }
-            if let v = try server.integer("shutdown_grace_s", in: 0...600) { config.server.shutdownGraceSeconds = Int(v) }
+            if let v = try server.integer("shutdown_grace_s", in: 0...600) {
+                config.server.shutdownGraceSeconds = Int(v)
+            }
             if let v = try server.integer("threads", in: 1...64) { config.server.threads = Int(v) }
         }
         return config

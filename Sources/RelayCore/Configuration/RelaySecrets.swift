@@ -66,7 +66,8 @@ public struct RelaySecrets: Sendable {
         }
         guard !apnsKeys.isEmpty else {
             throw ConfigurationError(
-                .missing, "APNS_KEY_SANDBOX", "no APNs environment is configured: set APNS_KEY_SANDBOX and "
+                .missing, "APNS_KEY_SANDBOX",
+                "no APNs environment is configured: set APNS_KEY_SANDBOX and "
                     + "APNS_KEY_ID_SANDBOX, or APNS_KEY_PRODUCTION and APNS_KEY_ID_PRODUCTION")
         }
         guard let teamID = try source.value("APNS_TEAM_ID") else {
@@ -104,7 +105,8 @@ public struct RelaySecrets: Sendable {
     static func isAppleIdentifier(_ text: String) -> Bool {
         text.utf8.count == 10
             && text.utf8.allSatisfy {
-                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
             }
     }
 

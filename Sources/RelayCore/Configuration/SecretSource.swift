@@ -28,7 +28,8 @@ public struct SecretSource: Sendable {
         }
         guard found.count <= 1 else {
             throw ConfigurationError(
-                .invalid, name, "is given more than once (" + found.map(\.source).joined(separator: ", ") + "): give one")
+                .invalid, name,
+                "is given more than once (" + found.map(\.source).joined(separator: ", ") + "): give one")
         }
         guard let value = found.first?.value else { return nil }
         // Files usually end with a newline; secrets never do.

@@ -11,7 +11,8 @@ struct TestSecrets: Sendable {
     var environments: [String] = ["SANDBOX"]
 
     var relayKeysJSON: String {
-        "{" + relayKeys.sorted { $0.key < $1.key }.map { #""\#($0.key)":"\#(Base64.urlEncode($0.value))""# }
+        "{"
+            + relayKeys.sorted { $0.key < $1.key }.map { #""\#($0.key)":"\#(Base64.urlEncode($0.value))""# }
             .joined(separator: ",") + "}"
     }
 
