@@ -25,8 +25,8 @@ final class RelayService: HTTPHandler {
         self.state = Mutex(state)
         self.clock = clock
         let config = state.configuration
-        ipLimiter = InMemoryRateLimiter(policy: config.ipLimit)
-        phoneLimiter = InMemoryRateLimiter(policy: config.pushLimit)
+        ipLimiter = InMemoryRateLimiter(policy: config.ipLimit, capacity: config.server.maxTrackedKeys)
+        phoneLimiter = InMemoryRateLimiter(policy: config.pushLimit, capacity: config.server.maxTrackedKeys)
     }
 
     var current: RelayState { state.withLock { $0 } }

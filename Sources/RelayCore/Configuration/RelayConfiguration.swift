@@ -43,6 +43,8 @@ public struct RelayConfiguration: Equatable, Sendable {
         /// How long a stopping relay lets pushes finish.
         public var shutdownGraceSeconds = 10
         public var threads = 2
+        /// Keys each limiter remembers at most (about 150 bytes each); the least recently used go first.
+        public var maxTrackedKeys = 200_000
         public init() {}
     }
 
@@ -139,7 +141,7 @@ public struct RelayConfiguration: Equatable, Sendable {
         if let server = try root.object("server") {
             try server.allow([
                 "max_connections", "max_connections_per_address", "connection_timeout_s", "max_pushes_in_flight",
-                "shutdown_grace_s", "threads",
+                "shutdown_grace_s", "threads", "max_tracked_keys",
             ])
             if let v = try server.integer("max_connections", in: 1...1_000_000) {
                 config.server.maxConnections = Int(v)
@@ -157,6 +159,9 @@ public struct RelayConfiguration: Equatable, Sendable {
                 config.server.shutdownGraceSeconds = Int(v)
             }
             if let v = try server.integer("threads", in: 1...64) { config.server.threads = Int(v) }
+            if let v = try server.integer("max_tracked_keys", in: 1_000...100_000_000) {
+                config.server.maxTrackedKeys = Int(v)
+            }
         }
         return config
     }
