@@ -51,7 +51,7 @@ final class SimulatorCore: Sendable {
 
     /// What the connection does with one stream.
     enum Decision {
-        case answer(stream: Int32, status: Int, apnsID: String, body: [UInt8])
+        case answer(stream: Int32, status: Int, reason: String, apnsID: String, body: [UInt8])
         case deliver(DeliveredNotification)
         case stall(stream: Int32)
         case delay(Duration, DeliveredNotification)
@@ -126,7 +126,7 @@ final class SimulatorCore: Sendable {
                 case .rejected(let status, let reason):
                     decisions.append(
                         .answer(
-                            stream: item.stream, status: status, apnsID: item.apnsID,
+                            stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                             body: Self.errorBody(reason: reason, timestamp: nil)))
                 case .accepted(let notification):
                     switch state.takeFault() {
@@ -136,7 +136,7 @@ final class SimulatorCore: Sendable {
                     case .status(let status, let reason):
                         decisions.append(
                             .answer(
-                                stream: item.stream, status: status, apnsID: item.apnsID,
+                                stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                                 body: Self.errorBody(reason: reason, timestamp: status == 410 ? timestamp : nil)))
                     case .stall:
                         decisions.append(.stall(stream: item.stream))

@@ -101,6 +101,24 @@ struct AuthenticationTests {
         #expect(fixture.simulator.delivered.count == 3)
     }
 
+    @Test("after 403 ExpiredProviderToken the connection accepts a fresh token at once")
+    func refreshAfterExpired() async throws {
+        let fixture = try SimulatorFixture()
+        let now = Int64(fixture.clock.now.timeIntervalSince1970)
+        let first = try fixture.providerToken(issuedAt: now - 120)
+        let refreshed = try fixture.providerToken(issuedAt: now)
+        fixture.simulator.inject(.status(403, reason: "ExpiredProviderToken"), count: 2)
+        let url = fixture.url()
+        let (statuses, bodies) = try await fixture.curlSequence([
+            (url, fixture.headers(token: first)),
+            (url, fixture.headers(token: first)),
+            (url, fixture.headers(token: refreshed)),
+        ])
+        #expect(statuses == [403, 403, 200])
+        #expect(try reason(of: bodies[1]) == "ExpiredProviderToken")
+        #expect(fixture.simulator.statistics.connectionsAccepted == 1)
+    }
+
     @Test("separate connections may use different tokens")
     func tokensPerConnection() async throws {
         let fixture = try SimulatorFixture()
