@@ -83,7 +83,8 @@ public final class APNsSimulator: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let list else {
-            throw SimulatorError(.invalidHost, "cannot resolve the listen host: \(String(cString: gai_strerror(status)))")
+            throw SimulatorError(
+                .invalidHost, "cannot resolve the listen host: \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(list) }
         let info = list.pointee
@@ -108,9 +109,13 @@ public final class APNsSimulator: Sendable {
         let family = Int32(address.ss_family)
         let boundPort: UInt16 = withUnsafePointer(to: &address) { pointer in
             if family == AF_INET6 {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    UInt16(bigEndian: $0.pointee.sin6_port)
+                }
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
         }
         return (fd, boundPort)
     }

@@ -111,7 +111,8 @@ enum NotificationRequestValidator {
     }
 
     private static func isInteger(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        !text.isEmpty && text.utf8.count <= 18
+            && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

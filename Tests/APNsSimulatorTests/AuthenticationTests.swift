@@ -123,7 +123,8 @@ struct AuthenticationTests {
     func tokensPerConnection() async throws {
         let fixture = try SimulatorFixture()
         let now = Int64(fixture.clock.now.timeIntervalSince1970)
-        let first = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken(issuedAt: now - 10)))
+        let first = try await fixture.curl(
+            headers: fixture.headers(token: try fixture.providerToken(issuedAt: now - 10)))
         let second = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken(issuedAt: now)))
         #expect(first.status == 200)
         #expect(second.status == 200)

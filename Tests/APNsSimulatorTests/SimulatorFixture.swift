@@ -154,7 +154,9 @@ final class SimulatorFixture: Sendable {
     }
 
     /// Several requests on one connection with curl's `--next`; returns each status.
-    func curlSequence(_ requests: [(url: String, headers: [String])]) async throws -> (statuses: [Int], bodies: [String]) {
+    func curlSequence(_ requests: [(url: String, headers: [String])]) async throws -> (
+        statuses: [Int], bodies: [String]
+    ) {
         var arguments: [String] = []
         var bodyFiles: [String] = []
         let payloadFile = try writeFile("seq-\(UUID().uuidString)", Self.payload)
