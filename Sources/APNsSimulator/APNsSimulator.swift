@@ -47,7 +47,7 @@ public final class APNsSimulator: Sendable {
     /// Queues a fault for the next `count` requests that pass validation (after earlier queued faults).
     public func inject(_ fault: SimulatorFault, count: Int = 1) {
         guard count > 0 else { return }
-        core.state.withLock { $0.faults.append(contentsOf: repeatElement(fault, count: count)) }
+        core.state.withLock { $0.faults.append((fault, count)) }
     }
 
     /// Sets a fault for every valid request while no queued fault is pending; nil clears it.

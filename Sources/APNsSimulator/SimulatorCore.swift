@@ -17,24 +17,19 @@ final class SimulatorCore: Sendable {
     let state = Mutex(State())
 
     struct State {
-        var faults: [SimulatorFault] = []
-        var nextFault = 0
+        /// Queued faults with how many requests each still applies to, oldest first.
+        var faults: [(fault: SimulatorFault, remaining: Int)] = []
         var defaultFault: SimulatorFault?
         var delivered: [DeliveredNotification] = []
         var statistics = SimulatorStatistics()
         var tokensSeen: Set<String> = []
 
         mutating func takeFault() -> SimulatorFault? {
-            if nextFault < faults.count {
-                let fault = faults[nextFault]
-                nextFault += 1
-                if nextFault == faults.count {
-                    faults.removeAll()
-                    nextFault = 0
-                }
-                return fault
-            }
-            return defaultFault
+            guard !faults.isEmpty else { return defaultFault }
+            let fault = faults[0].fault
+            faults[0].remaining -= 1
+            if faults[0].remaining == 0 { faults.removeFirst() }
+            return fault
         }
     }
 

@@ -131,9 +131,3 @@ struct AuthenticationTests {
         #expect(fixture.simulator.statistics.connectionsAccepted == 2)
     }
 }
-
-/// The `reason` of an APNs error body.
-func reason(of body: String) throws -> String? {
-    let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-    return object?["reason"] as? String
-}

@@ -97,9 +97,3 @@ struct ValidationTests {
         #expect(result.headers["apns-id"] == apnsID)
     }
 }
-
-/// A compact JSON object of exactly `size` bytes.
-func jsonObject(ofSize size: Int) -> String {
-    let frame = #"{"aps":{},"sealed":""}"#
-    return #"{"aps":{},"sealed":""# + String(repeating: "A", count: size - frame.utf8.count) + #""}"#
-}
