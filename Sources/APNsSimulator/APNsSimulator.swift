@@ -47,7 +47,7 @@ public final class APNsSimulator: Sendable {
     /// Queues a fault for the next `count` requests that pass validation (after earlier queued faults).
     public func inject(_ fault: SimulatorFault, count: Int = 1) {
         guard count > 0 else { return }
-        core.state.withLock { $0.faults.append(contentsOf: repeatElement(fault, count: count)) }
+        core.state.withLock { $0.faults.append((fault, count)) }
     }
 
     /// Sets a fault for every valid request while no queued fault is pending; nil clears it.
@@ -83,7 +83,8 @@ public final class APNsSimulator: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let list else {
-            throw SimulatorError(.invalidHost, "cannot resolve the listen host: \(String(cString: gai_strerror(status)))")
+            throw SimulatorError(
+                .invalidHost, "cannot resolve the listen host: \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(list) }
         let info = list.pointee
@@ -108,9 +109,13 @@ public final class APNsSimulator: Sendable {
         let family = Int32(address.ss_family)
         let boundPort: UInt16 = withUnsafePointer(to: &address) { pointer in
             if family == AF_INET6 {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    UInt16(bigEndian: $0.pointee.sin6_port)
+                }
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
         }
         return (fd, boundPort)
     }

@@ -205,7 +205,8 @@ final class Connection {
         var delivered: [DeliveredNotification] = []
         for decision in decisions {
             switch decision {
-            case .answer(let stream, let status, let apnsID, let body):
+            case .answer(let stream, let status, let reason, let apnsID, let body):
+                if status == 403 && reason == "ExpiredProviderToken" { tokenState.mayUpdateAtOnce = true }
                 submitResponse(stream: stream, status: status, apnsID: apnsID, body: body)
             case .deliver(let notification):
                 submitResponse(stream: notification.stream, status: 200, apnsID: notification.apnsID, body: [])

@@ -28,6 +28,8 @@ final class EventLoop: @unchecked Sendable {
     private struct Inbox {
         var adopted: [(fd: Int32, id: Int)] = []
         var stopping = false
+        /// The loop thread has ended: hand-overs are refused.
+        var exited = false
     }
     private let inbox = Mutex(Inbox())
     private let loopThread = Mutex<pthread_t?>(nil)
@@ -132,7 +134,13 @@ final class EventLoop: @unchecked Sendable {
         }
         for connection in Array(connections.values) { connection.close(graceful: false) }
         timers.removeAll()
+        siblings.removeAll()  // the accepting loop lists itself: break that cycle
         if listenFD >= 0 { close(listenFD) }
+        inbox.withLock { inbox in
+            for item in inbox.adopted { close(item.fd) }
+            inbox.adopted.removeAll()
+            inbox.exited = true
+        }
         finished.signal()
     }
 
@@ -167,8 +175,12 @@ final class EventLoop: @unchecked Sendable {
             if target === self {
                 adopt(fd: fd, id: id)
             } else {
-                target.inbox.withLock { $0.adopted.append((fd, id)) }
-                target.wake()
+                let handedOver = target.inbox.withLock { inbox in
+                    if inbox.exited { return false }
+                    inbox.adopted.append((fd, id))
+                    return true
+                }
+                if handedOver { target.wake() } else { close(fd) }
             }
         }
     }

@@ -33,7 +33,8 @@ enum HTTP2Callbacks {
         return 0
     }
 
-    private static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, user in
+    private static let onHeader: nghttp2_on_header_callback = {
+        _, frame, name, nameLength, value, valueLength, _, user in
         guard let frame, let user, let name, let value, isRequestHeaders(frame) else { return 0 }
         // Quick filter before making strings: interpreted names start with ':' or 'a' and are short.
         guard nameLength <= 16, name[0] == UInt8(ascii: ":") || name[0] == UInt8(ascii: "a") else { return 0 }

@@ -22,6 +22,9 @@ struct ProviderTokenVerifier: Sendable {
         var issuedAt: Int64 = 0
         /// The token string most recently presented (valid or not), to count distinct tokens cheaply.
         var lastPresented: String?
+        /// Set once the connection answered 403 ExpiredProviderToken: the next new token is accepted
+        /// whatever its age difference.
+        var mayUpdateAtOnce = false
     }
 
     enum Result: Equatable {
@@ -54,9 +57,12 @@ struct ProviderTokenVerifier: Sendable {
         if isExpired(issuedAt: verified.issuedAt, now: now) {
             return .rejected(status: 403, reason: "ExpiredProviderToken")
         }
-        if state.current != nil, verified.issuedAt - state.issuedAt < Self.minimumUpdateInterval {
+        if state.current != nil, !state.mayUpdateAtOnce,
+            verified.issuedAt - state.issuedAt < Self.minimumUpdateInterval
+        {
             return .rejected(status: 429, reason: "TooManyProviderTokenUpdates")
         }
+        state.mayUpdateAtOnce = false
         state.current = token
         state.keyID = verified.keyID
         state.issuedAt = verified.issuedAt

@@ -31,15 +31,24 @@ public struct SimulatorConfiguration: Sendable {
     /// The clock used for provider-token `iat` checks and the 410 `timestamp`.
     public var now: @Sendable () -> Date = { Date() }
 
-    /// Creates a configuration with the required fields; the others keep their defaults.
+    /// Creates a configuration; only the certificate, key, team id, keys and topics are required.
     public init(
-        certificatePEM: String, privateKeyPEM: String, teamID: String, keys: [String: P256.Signing.PublicKey],
-        topics: Set<String>
+        host: String = "127.0.0.1", port: UInt16 = 0, certificatePEM: String, privateKeyPEM: String, teamID: String,
+        keys: [String: P256.Signing.PublicKey], topics: Set<String>, maxConcurrentStreams: UInt32 = 1000,
+        recordFile: String? = nil, onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }, initialMaxConcurrentStreams: UInt32 = 1
     ) {
+        self.host = host
+        self.port = port
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
         self.teamID = teamID
         self.keys = keys
         self.topics = topics
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.recordFile = recordFile
+        self.onDeliver = onDeliver
+        self.now = now
+        self.initialMaxConcurrentStreams = initialMaxConcurrentStreams
     }
 }

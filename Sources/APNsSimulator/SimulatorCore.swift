@@ -17,24 +17,19 @@ final class SimulatorCore: Sendable {
     let state = Mutex(State())
 
     struct State {
-        var faults: [SimulatorFault] = []
-        var nextFault = 0
+        /// Queued faults with how many requests each still applies to, oldest first.
+        var faults: [(fault: SimulatorFault, remaining: Int)] = []
         var defaultFault: SimulatorFault?
         var delivered: [DeliveredNotification] = []
         var statistics = SimulatorStatistics()
         var tokensSeen: Set<String> = []
 
         mutating func takeFault() -> SimulatorFault? {
-            if nextFault < faults.count {
-                let fault = faults[nextFault]
-                nextFault += 1
-                if nextFault == faults.count {
-                    faults.removeAll()
-                    nextFault = 0
-                }
-                return fault
-            }
-            return defaultFault
+            guard !faults.isEmpty else { return defaultFault }
+            let fault = faults[0].fault
+            faults[0].remaining -= 1
+            if faults[0].remaining == 0 { faults.removeFirst() }
+            return fault
         }
     }
 
@@ -51,7 +46,7 @@ final class SimulatorCore: Sendable {
 
     /// What the connection does with one stream.
     enum Decision {
-        case answer(stream: Int32, status: Int, apnsID: String, body: [UInt8])
+        case answer(stream: Int32, status: Int, reason: String, apnsID: String, body: [UInt8])
         case deliver(DeliveredNotification)
         case stall(stream: Int32)
         case delay(Duration, DeliveredNotification)
@@ -126,7 +121,7 @@ final class SimulatorCore: Sendable {
                 case .rejected(let status, let reason):
                     decisions.append(
                         .answer(
-                            stream: item.stream, status: status, apnsID: item.apnsID,
+                            stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                             body: Self.errorBody(reason: reason, timestamp: nil)))
                 case .accepted(let notification):
                     switch state.takeFault() {
@@ -136,7 +131,7 @@ final class SimulatorCore: Sendable {
                     case .status(let status, let reason):
                         decisions.append(
                             .answer(
-                                stream: item.stream, status: status, apnsID: item.apnsID,
+                                stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                                 body: Self.errorBody(reason: reason, timestamp: status == 410 ? timestamp : nil)))
                     case .stall:
                         decisions.append(.stall(stream: item.stream))

@@ -98,7 +98,9 @@ public struct SimulatorPKI: Sendable {
             X509_gmtime_adj(X509_getm_notAfter(certificate), 30 * 86_400) != nil
         else { throw SimulatorError.openSSL("setting the validity failed") }
 
-        guard X509_set_pubkey(certificate, publicKey) == 1 else { throw SimulatorError.openSSL("X509_set_pubkey failed") }
+        guard X509_set_pubkey(certificate, publicKey) == 1 else {
+            throw SimulatorError.openSSL("X509_set_pubkey failed")
+        }
         let name = X509_get_subject_name(certificate)
         guard X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, commonName, -1, -1, 0) == 1 else {
             throw SimulatorError.openSSL("setting the common name failed")
@@ -120,7 +122,9 @@ public struct SimulatorPKI: Sendable {
             }
         }
 
-        guard X509_sign(certificate, signingKey, EVP_sha256()) > 0 else { throw SimulatorError.openSSL("X509_sign failed") }
+        guard X509_sign(certificate, signingKey, EVP_sha256()) > 0 else {
+            throw SimulatorError.openSSL("X509_sign failed")
+        }
         success = true
         return certificate
     }

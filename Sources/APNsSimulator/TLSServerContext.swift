@@ -50,7 +50,8 @@ final class TLSServerContext: @unchecked Sendable {
 
 /// ALPN: choose "h2" or fail the handshake (APNs speaks nothing else).
 private func selectH2(
-    _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+    _ outLength: UnsafeMutablePointer<UInt8>?,
     _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32, _ argument: UnsafeMutableRawPointer?
 ) -> Int32 {
     guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }

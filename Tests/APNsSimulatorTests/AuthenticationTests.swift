@@ -101,20 +101,33 @@ struct AuthenticationTests {
         #expect(fixture.simulator.delivered.count == 3)
     }
 
+    @Test("after 403 ExpiredProviderToken the connection accepts a fresh token at once")
+    func refreshAfterExpired() async throws {
+        let fixture = try SimulatorFixture()
+        let now = Int64(fixture.clock.now.timeIntervalSince1970)
+        let first = try fixture.providerToken(issuedAt: now - 120)
+        let refreshed = try fixture.providerToken(issuedAt: now)
+        fixture.simulator.inject(.status(403, reason: "ExpiredProviderToken"), count: 2)
+        let url = fixture.url()
+        let (statuses, bodies) = try await fixture.curlSequence([
+            (url, fixture.headers(token: first)),
+            (url, fixture.headers(token: first)),
+            (url, fixture.headers(token: refreshed)),
+        ])
+        #expect(statuses == [403, 403, 200])
+        #expect(try reason(of: bodies[1]) == "ExpiredProviderToken")
+        #expect(fixture.simulator.statistics.connectionsAccepted == 1)
+    }
+
     @Test("separate connections may use different tokens")
     func tokensPerConnection() async throws {
         let fixture = try SimulatorFixture()
         let now = Int64(fixture.clock.now.timeIntervalSince1970)
-        let first = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken(issuedAt: now - 10)))
+        let first = try await fixture.curl(
+            headers: fixture.headers(token: try fixture.providerToken(issuedAt: now - 10)))
         let second = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken(issuedAt: now)))
         #expect(first.status == 200)
         #expect(second.status == 200)
         #expect(fixture.simulator.statistics.connectionsAccepted == 2)
     }
-}
-
-/// The `reason` of an APNs error body.
-func reason(of body: String) throws -> String? {
-    let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-    return object?["reason"] as? String
 }

@@ -1,7 +1,6 @@
 import APNsSimulator
 import Foundation
 import RelayCrypto
-import Synchronization
 import Testing
 
 /// A running simulator with throwaway PKI and provider key, plus helpers to drive it with the
@@ -154,7 +153,9 @@ final class SimulatorFixture: Sendable {
     }
 
     /// Several requests on one connection with curl's `--next`; returns each status.
-    func curlSequence(_ requests: [(url: String, headers: [String])]) async throws -> (statuses: [Int], bodies: [String]) {
+    func curlSequence(_ requests: [(url: String, headers: [String])]) async throws -> (
+        statuses: [Int], bodies: [String]
+    ) {
         var arguments: [String] = []
         var bodyFiles: [String] = []
         let payloadFile = try writeFile("seq-\(UUID().uuidString)", Self.payload)
@@ -174,11 +175,4 @@ final class SimulatorFixture: Sendable {
         let bodies = bodyFiles.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }
         return (statuses, bodies)
     }
-}
-
-/// A settable clock for the simulator's `iat` checks.
-final class TestClock: Sendable {
-    private let current = Mutex(Date())
-    var now: Date { current.withLock { $0 } }
-    func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
 }

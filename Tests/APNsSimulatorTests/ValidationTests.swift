@@ -27,7 +27,8 @@ struct ValidationTests {
         Case(
             name: "device token over 200 characters", status: 400, reason: "BadDeviceToken",
             path: "/3/device/" + String(repeating: "ab", count: 101)),
-        Case(name: "topic not allowed", status: 400, reason: "TopicDisallowed", extraHeaders: ["apns-topic: com.other"]),
+        Case(
+            name: "topic not allowed", status: 400, reason: "TopicDisallowed", extraHeaders: ["apns-topic: com.other"]),
         Case(name: "no topic", status: 400, reason: "MissingTopic", removeHeader: "apns-topic"),
         Case(
             name: "apns-topic twice", status: 400, reason: "DuplicateHeaders",
@@ -95,10 +96,4 @@ struct ValidationTests {
         #expect(result.status == 400)
         #expect(result.headers["apns-id"] == apnsID)
     }
-}
-
-/// A compact JSON object of exactly `size` bytes.
-func jsonObject(ofSize size: Int) -> String {
-    let frame = #"{"aps":{},"sealed":""}"#
-    return #"{"aps":{},"sealed":""# + String(repeating: "A", count: size - frame.utf8.count) + #""}"#
 }
