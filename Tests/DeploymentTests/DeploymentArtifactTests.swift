@@ -547,13 +547,19 @@ import Testing
         return try #require(Int(directive.dropFirst(name.count + 1).replacingOccurrences(of: "s", with: "")))
     }
 
-    /// Text that looks like a secret: a PEM private key, or a run of base64url long enough to be a
-    /// relay key (32 bytes are 43 characters) or a line of a PEM body.
+    /// Text that looks like a secret: a PEM private key, or a run of base64 characters long enough to
+    /// be a relay key (32 bytes are 43 characters) or a line of a PEM body, mixing upper case, lower
+    /// case and digits as random bytes do (a long metric or file name does not).
     static func keyMaterial(in text: String) throws -> [String] {
         var found: [String] = []
         if text.contains("PRIVATE KEY-----") { found.append("a PEM private key") }
-        for match in text.matches(of: try Regex("[A-Za-z0-9_-]{40,}")) {
-            found.append(String(text[match.range].prefix(8)) + "…")
+        for match in text.matches(of: try Regex("[A-Za-z0-9_+/-]{40,}")) {
+            let run = text[match.range]
+            if run.contains(where: \.isUppercase) && run.contains(where: \.isLowercase)
+                && run.contains(where: \.isNumber)
+            {
+                found.append(String(run.prefix(6)) + "…")
+            }
         }
         return found
     }
