@@ -50,5 +50,6 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI"],
             swiftSettings: strict),
+        .testTarget(name: "DeploymentTests", swiftSettings: strict),
     ]
 )

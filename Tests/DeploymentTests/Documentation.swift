@@ -1,0 +1,46 @@
+import Foundation
+
+/// What README.md documents about the relay as implemented: the configuration keys it accepts
+/// (section "Configuration") and the secret variables it reads (section "Secrets").
+enum Documentation {
+    /// Keys the relay accepts that README's example does not show: `metrics_listen` (where
+    /// `GET /metrics` is served; off unless set), read by `RelayConfiguration.parse`.
+    static let keysBeyondReadme: [String: Set<String>] = ["metrics_listen": []]
+
+    /// The configuration file's keys: each top-level key with the keys allowed inside it (none for a scalar).
+    static func configurationKeys() throws -> [String: Set<String>] {
+        let configuration = section("Configuration", of: try Repository.text("README.md"))
+        guard let start = configuration.range(of: "```json\n"),
+            let end = configuration.range(of: "\n```", range: start.upperBound..<configuration.endIndex)
+        else { throw DocumentationError(reason: "README.md's Configuration section has no ```json example") }
+        let example = try JSONNode(parsing: String(configuration[start.upperBound..<end.lowerBound]))
+        var keys: [String: Set<String>] = keysBeyondReadme
+        for key in example.keys { keys[key] = example[key].keys }
+        return keys
+    }
+
+    /// The secret variables in README.md's Secrets table (its first column's backticked names).
+    static func secretNames() throws -> Set<String> {
+        var names: Set<String> = []
+        for line in section("Secrets", of: try Repository.text("README.md")).split(separator: "\n")
+        where line.hasPrefix("| `") {
+            let firstColumn = line.dropFirst(2).prefix { $0 != "|" }
+            let pieces = firstColumn.split(separator: "`", omittingEmptySubsequences: false)
+            for (index, piece) in pieces.enumerated() where index % 2 == 1 { names.insert(String(piece)) }
+        }
+        return names
+    }
+
+    /// The text between the heading `## title` and the next `## ` heading.
+    static func section(_ title: String, of text: String) -> String {
+        guard let heading = text.range(of: "\n## " + title + "\n") else { return "" }
+        let rest = text[heading.upperBound...]
+        let end = rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex
+        return String(rest[..<end])
+    }
+}
+
+struct DocumentationError: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { reason }
+}
