@@ -36,6 +36,8 @@ final class APNsGateway: Sendable {
     private let clock: any RelayClock
     private let lastKeyComplaint = Mutex<UInt64?>(nil)
     private let currentHealth = Mutex(Health.idle)
+    private let lastProbe = Mutex<UInt64>(0)
+    private let topic: String
     /// What the relay asks a channel to wait after APNs' 429 (APNs gives no Retry-After).
     static let apnsRetryAfter = 30
 
@@ -45,6 +47,7 @@ final class APNsGateway: Sendable {
     ) throws {
         self.environment = environment
         self.clock = clock
+        topic = configuration.apns.topic
         timeoutNanoseconds = Atomic(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000)
         token = ProviderToken(credentials: credentials, clock: clock)
         transport = Transport(configuration, environment)
@@ -111,6 +114,31 @@ final class APNsGateway: Sendable {
                 complainAboutKey()
                 completion(.failure(.apns))
             }
+        }
+    }
+
+    /// While failing, asks APNs every few seconds whether this environment works again, so readiness
+    /// recovers without traffic (an instance out of rotation gets none). The probe names a device
+    /// token that cannot exist: APNs answers 400 BadDeviceToken once connection and key are good,
+    /// 403 if the key is refused, and nothing is ever delivered.
+    func probeIfFailing() {
+        let now = clock.uptimeNanoseconds
+        let due = lastProbe.withLock { last -> Bool in
+            guard now &- last >= 4_000_000_000 else { return false }
+            last = now
+            return true
+        }
+        guard health == .failing, due, let bearer = try? token.token() else { return }
+        let request = HTTP2Request(
+            method: "POST", path: "/3/device/not-a-device-token",
+            headers: [
+                ("authorization", "bearer " + bearer), ("apns-topic", topic), ("apns-push-type", "alert"),
+                ("apns-priority", "10"),
+            ],
+            body: Array(#"{"aps":{}}"#.utf8), timeout: .nanoseconds(Int64(timeoutNanoseconds.load(ordering: .relaxed))))
+        client.send(request) { [self] result in
+            guard case .success(let response) = result else { return }
+            if response.status != 403 && response.status < 500 { setHealth(.ready) }
         }
     }
 

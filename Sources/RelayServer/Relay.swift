@@ -51,8 +51,8 @@ public final class Relay: Sendable {
             metricsServer = nil
         }
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + 5, repeating: 5)
-        timer.setEventHandler { service.sweepLimiters() }
+        timer.schedule(deadline: .now() + 2, repeating: 2)
+        timer.setEventHandler { service.maintain() }
         timer.resume()
         maintenance = TimerBox(timer)
     }

@@ -39,11 +39,13 @@ final class RelayService: HTTPHandler {
     /// Pushes accepted and not yet answered.
     var inFlight: Int { pushesInFlight.load(ordering: .relaxed) }
 
-    /// Forgets passed limiter windows (called periodically).
-    func sweepLimiters() {
+    /// Periodic upkeep: forgets passed limiter windows, and lets failing APNs environments
+    /// check whether they have recovered.
+    func maintain() {
         let now = clock.uptimeNanoseconds
         ipLimiter.sweep(now: now)
         phoneLimiter.sweep(now: now)
+        for gateway in current.gateways.values { gateway.probeIfFailing() }
     }
 
     // MARK: HTTPHandler

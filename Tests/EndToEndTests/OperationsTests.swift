@@ -171,6 +171,26 @@ import Testing
         #expect((ready.json?["environments"] as? [String: String])?["sandbox"] == "ready")
     }
 
+    @Test func readinessFollowsAPNsAndRecoversWithoutTraffic() throws {
+        let fixture = try PushFixture(apnsConfig: #""timeout_ms":1000"#)
+        let connection = try fixture.relay.connect()
+        #expect(try connection.request("GET", "/readyz").status == 200)
+        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
+        #expect(try fixture.push(grant: grant, on: connection).status == 200)
+        // APNs goes away: pushes answer 502 and the instance reports not ready.
+        fixture.simulator.stop()
+        #expect(try fixture.push(grant: grant, on: connection).status == 502)
+        let down = try connection.request("GET", "/readyz")
+        #expect(down.status == 503)
+        #expect((down.json?["environments"] as? [String: String])?["sandbox"] == "failing")
+        // APNs comes back; with no push at all, the relay notices by itself.
+        let revived = try APNsSimulator(configuration: fixture.simulatorConfiguration)
+        defer { revived.stop() }
+        try waitFor(timeoutSeconds: 15) { (try? connection.request("GET", "/readyz").status) == 200 }
+        #expect(revived.delivered.isEmpty)
+        #expect(try fixture.push(grant: grant, on: connection).status == 200)
+    }
+
     @Test func sighupRotatesRelayKeysUnderLoadWithoutAFailedRequest() throws {
         var secrets = TestSecrets()
         let directory = try RelayProcess.temporaryDirectory()

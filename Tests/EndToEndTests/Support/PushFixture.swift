@@ -8,6 +8,8 @@ final class PushFixture: Sendable {
     let relay: RelayProcess
     let secrets: TestSecrets
     let topic = "app.openduo.pocket"
+    /// How the simulator was configured (with its port), to start it again.
+    let simulatorConfiguration: SimulatorConfiguration
 
     /// - Parameters:
     ///   - relayConfig: extra top-level keys for the relay's configuration.
@@ -25,6 +27,8 @@ final class PushFixture: Sendable {
             keys: simulatorKeys ?? [secrets.keyID: secrets.apnsKey.publicKey], topics: [topic])
         config.maxConcurrentStreams = maxConcurrentStreams
         simulator = try APNsSimulator(configuration: config)
+        config.port = simulator.port
+        simulatorConfiguration = config
         let directory = try RelayProcess.temporaryDirectory()
         let caFile = directory.appendingPathComponent("ca.pem").path
         try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
