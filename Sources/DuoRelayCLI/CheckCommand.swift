@@ -5,19 +5,12 @@ import RelayServer
 /// secret in it, and exits non-zero on any problem.
 enum CheckCommand {
     static func run(_ arguments: [String]) -> Int32 {
-        let loaded: Result<RelaySetup, ConfigurationError>
-        do {
-            loaded = try SetupLoader.load(arguments)
-        } catch {
-            return Usage.fail(error.problem)
-        }
-        switch loaded {
+        switch SetupLoader.loadOrReport(arguments, prefix: "check failed") {
         case .success(let setup):
             Output.standard(setup.summary.joined(separator: "\n") + "\ncheck: ok")
             return 0
-        case .failure(let error):
-            Log.line("check failed: \(error)")
-            return 1
+        case .failure(let exit):
+            return exit.status
         }
     }
 }

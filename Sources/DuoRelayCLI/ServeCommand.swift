@@ -4,21 +4,14 @@ import RelayServer
 /// `duo-relay serve --config FILE`: runs the relay until SIGTERM or SIGINT.
 enum ServeCommand {
     static func run(_ arguments: [String]) -> Int32 {
-        let loaded: Result<RelaySetup, ConfigurationError>
-        do {
-            loaded = try SetupLoader.load(arguments)
-        } catch {
-            return Usage.fail(error.problem)
-        }
-        switch loaded {
+        switch SetupLoader.loadOrReport(arguments, prefix: "duo-relay") {
         case .success(let setup):
             return serve(setup) {
                 (try? SetupLoader.load(arguments))
                     ?? .failure(ConfigurationError(.invalid, "arguments", "cannot be read again"))
             }
-        case .failure(let error):
-            Log.line("duo-relay: \(error)")
-            return 1
+        case .failure(let exit):
+            return exit.status
         }
     }
 

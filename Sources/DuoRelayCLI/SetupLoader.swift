@@ -21,9 +21,29 @@ enum SetupLoader {
         }
     }
 
+    /// Loads as `load` does, reporting a problem in one line (`prefix: problem`) and giving the
+    /// exit code instead of a setup: 64 for usage, 1 for configuration.
+    static func loadOrReport(_ arguments: [String], prefix: String) -> Result<RelaySetup, ExitCode> {
+        do {
+            switch try load(arguments) {
+            case .success(let setup): return .success(setup)
+            case .failure(let error):
+                Log.line("\(prefix): \(error)")
+                return .failure(ExitCode(status: 1))
+            }
+        } catch {
+            return .failure(ExitCode(status: Usage.fail(error.problem)))
+        }
+    }
+
     static func environmentSecrets() -> SecretSource {
         SecretSource(environment: ProcessInfo.processInfo.environment) { path in
             try String(contentsOfFile: path, encoding: .utf8)
         }
     }
+}
+
+/// A process exit status, as the failure of a command step.
+struct ExitCode: Error {
+    let status: Int32
 }
