@@ -11,7 +11,7 @@ final class NGHTTPDServer: Sendable {
     // Process is not Sendable, but it is only started in init and terminated in stop().
     private nonisolated(unsafe) var stopped = false
 
-    init(maxConcurrentStreams: Int? = nil, files: [String: String] = [:]) throws {
+    init(maxConcurrentStreams: Int? = nil, files: [String: String] = [:], echo: Bool = true) throws {
         let pki = TestPKI.shared
         documentRoot = NSTemporaryDirectory() + "http2client-docs-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: documentRoot, withIntermediateDirectories: true)
@@ -23,7 +23,8 @@ final class NGHTTPDServer: Sendable {
             let port = try freePort()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
-            var arguments = ["--echo-upload", "-a", "127.0.0.1", "-d", documentRoot]
+            var arguments = ["-a", "127.0.0.1", "-d", documentRoot]
+            if echo { arguments.append("--echo-upload") }
             if let maxConcurrentStreams { arguments += ["-m", String(maxConcurrentStreams)] }
             arguments += [String(port), pki.serverKey, pki.serverCertificate]
             process.arguments = arguments
@@ -88,7 +89,9 @@ private func listeningSocket(listen shouldListen: Bool = true) throws -> (Int32,
     address.sin_port = 0
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard bound == 0, !shouldListen || listen(descriptor, 64) == 0 else {
         close(descriptor)
