@@ -61,7 +61,10 @@ final class ClientCore: Sendable {
             var deliveries = effects.deliveries
             for request in state.dispatch.removeExpired(now: now) {
                 deliveries.append(
-                    (request, .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))))
+                    (
+                        request,
+                        .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))
+                    ))
             }
             for id in effects.wake { state.connections[id]?.wake() }
             for id in effects.start { started.append(register(id, in: &state)) }

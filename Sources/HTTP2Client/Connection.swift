@@ -32,6 +32,8 @@ final class Connection: @unchecked Sendable {
     /// The TLS connection has been up (set by the pre-request callback).
     var established = false
     private var retire = false
+    /// The last stream id of the GOAWAY received, if any: streams above it were not processed.
+    private var goawayLastStreamID: Int?
     private var reportedRetire = false
     private let threadID = Mutex<pthread_t?>(nil)
 
@@ -79,7 +81,10 @@ final class Connection: @unchecked Sendable {
 
     // MARK: Callbacks from transfers (own thread, inside curl_multi_perform)
 
-    func goawayReceived() { retire = true }
+    func goawayReceived(lastStreamID: Int?) {
+        retire = true
+        goawayLastStreamID = min(goawayLastStreamID ?? Int.max, lastStreamID ?? 0)
+    }
 
     func reconnectBlocked() { retire = true }
 
@@ -107,7 +112,10 @@ final class Connection: @unchecked Sendable {
             }
             guard let multi else {
                 for request in step.inbox {
-                    end(request, .failure(HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
+                    end(
+                        request,
+                        .failure(
+                            HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
                 }
                 retire = true
                 continue
@@ -140,7 +148,9 @@ final class Connection: @unchecked Sendable {
             return
         }
         guard curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
-            end(request, .failure(HTTP2ClientError(.protocolError, "curl_multi_add_handle failed", mayHaveBeenProcessed: false)))
+            end(
+                request,
+                .failure(HTTP2ClientError(.protocolError, "curl_multi_add_handle failed", mayHaveBeenProcessed: false)))
             return
         }
         transfers[transfer.easy] = transfer
@@ -172,6 +182,10 @@ final class Connection: @unchecked Sendable {
         var facts = TransferOutcome.Facts(code: code)
         facts.submitted = transfer.submitted
         facts.refusedByServer = transfer.refusedByServer
+        let failed = code != CURLE_OK || transfer.curlWantsRetry || transfer.reconnectBlocked
+        if failed, let last = goawayLastStreamID, let stream = transfer.streamID, stream > last {
+            facts.refusedByServer = true  // RFC 9113 6.8: the server did not process it
+        }
         facts.curlWantsRetry = transfer.curlWantsRetry
         facts.reconnectBlocked = transfer.reconnectBlocked
         facts.responseTooLarge = transfer.responseTooLarge
@@ -211,7 +225,8 @@ final class Connection: @unchecked Sendable {
     private func shutDown(inbox: [PendingRequest]) {
         var ended: [(PendingRequest, HTTP2ClientError)] = []
         for request in inbox {
-            ended.append((request, HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
+            ended.append(
+                (request, HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
         }
         for (easy, transfer) in transfers {
             if let multi { _ = curl_multi_remove_handle(multi, easy) }

@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 
 /// One try of one request on one connection: the curl easy handle and everything curl reads
 /// or writes while it runs. It lives on its connection's thread only, and owns the easy handle,
@@ -70,6 +71,8 @@ final class Transfer {
         let http = request.request
         set(CURLOPT_URL, settings.origin + http.path)
         set(CURLOPT_PROTOCOLS_STR, "https")
+        // No proxy from the environment (curl would read http_proxy & co. for every transfer).
+        set(CURLOPT_PROXY, "")
         set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         set(CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2)
         set(CURLOPT_PIPEWAIT, 1)
@@ -99,7 +102,9 @@ final class Transfer {
             set(CURLOPT_NOBODY, 1)
         case _ where http.method == "POST" || !http.body.isEmpty:
             set(CURLOPT_POST, 1)
-            check(CCurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, http.body.count), CURLOPT_POSTFIELDSIZE_LARGE)
+            check(
+                CCurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, http.body.count), CURLOPT_POSTFIELDSIZE_LARGE
+            )
             check(CCurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress), CURLOPT_POSTFIELDS)
             if http.method != "POST" { set(CURLOPT_CUSTOMREQUEST, http.method) }
         default:
@@ -166,9 +171,10 @@ final class Transfer {
     }
 
     func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
-        var line = Substring(decoding: bytes, as: UTF8.self)
-        while let last = line.last, last == "\r" || last == "\n" { line = line.dropLast() }
-        if line.isEmpty { return }
+        var end = bytes.count
+        while end > 0 && (bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A) { end -= 1 }
+        guard end > 0 else { return }
+        let line = String(decoding: bytes[..<end], as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             responseHeaders.removeAll()  // a new (final) response head starts
             return
@@ -180,19 +186,54 @@ final class Transfer {
     }
 
     func logLine(_ text: UnsafeRawBufferPointer) {
-        if text.starts(with: Self.refusedText) {
+        // Called for every informational line curl writes: compare bytes, cheaply.
+        guard let first = text.first,
+            first == UInt8(ascii: "U") || first == UInt8(ascii: "R") || first == UInt8(ascii: "C")
+                || first == UInt8(ascii: "r")
+        else { return }
+        if Self.has(text, prefix: Self.streamIDText) {
+            streamID = Self.number(in: text, after: Self.streamIDText.utf8CodeUnitCount)
+        } else if Self.has(text, prefix: Self.refusedText) {
             refusedByServer = true
-        } else if text.starts(with: Self.retryText) {
+        } else if Self.has(text, prefix: Self.retryText) {
             curlWantsRetry = true
             connection.transferWantsRetry(self)
-        } else if text.starts(with: Self.goawayText) || text.starts(with: Self.goawayTextFixed) {
-            connection.goawayReceived()
+        } else if Self.has(text, prefix: Self.goawayText) || Self.has(text, prefix: Self.goawayTextFixed) {
+            // "recveived GOAWAY, error=%d, last_stream=%u"
+            let marker: StaticString = "last_stream="
+            var lastStream: Int?
+            for offset in 0..<max(text.count - marker.utf8CodeUnitCount, 0)
+            where memcmp(text.baseAddress! + offset, marker.utf8Start, marker.utf8CodeUnitCount) == 0 {
+                lastStream = Self.number(in: text, after: offset + marker.utf8CodeUnitCount)
+                break
+            }
+            connection.goawayReceived(lastStreamID: lastStream)
         }
     }
 
-    // The lines of curl 7.88.1 (lib/transfer.c Curl_retry_request, lib/http2.c on_frame_recv).
-    private static let refusedText = Array("REFUSED_STREAM, retrying".utf8)
-    private static let retryText = Array("Connection died, retrying".utf8)
-    private static let goawayText = Array("recveived GOAWAY".utf8)
-    private static let goawayTextFixed = Array("received GOAWAY".utf8)
+    /// The HTTP/2 stream id of this transfer, from curl's "Using Stream ID" line.
+    var streamID: Int?
+
+    private static func number(in text: UnsafeRawBufferPointer, after offset: Int) -> Int? {
+        var value: Int?
+        for byte in text[offset...] {
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { break }
+            value = (value ?? 0) &* 10 &+ Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    private static func has(_ text: UnsafeRawBufferPointer, prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        return text.count >= count && memcmp(text.baseAddress!, prefix.utf8Start, count) == 0
+    }
+
+    // The lines of curl 7.88.1 (lib/transfer.c Curl_retry_request; lib/http2.c on_frame_recv and
+    // http2_send). "REFUSED_STREAM, retrying" is logged only for a refused stream on a connection
+    // that was not reused; on a reused one curl logs only "Connection died, retrying".
+    private static let streamIDText: StaticString = "Using Stream ID: "
+    private static let refusedText: StaticString = "REFUSED_STREAM, retrying"
+    private static let retryText: StaticString = "Connection died, retrying"
+    private static let goawayText: StaticString = "recveived GOAWAY"
+    private static let goawayTextFixed: StaticString = "received GOAWAY"
 }

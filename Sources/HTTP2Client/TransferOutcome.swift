@@ -31,7 +31,9 @@ struct TransferOutcome {
 
     init(_ facts: Facts) {
         let sent = facts.submitted
-        func fail(_ code: HTTP2ClientError.Code, _ reason: String, processed: Bool, retire: Bool) -> (HTTP2ClientError, Bool) {
+        func fail(_ code: HTTP2ClientError.Code, _ reason: String, processed: Bool, retire: Bool) -> (
+            HTTP2ClientError, Bool
+        ) {
             (HTTP2ClientError(code, reason, mayHaveBeenProcessed: processed), retire)
         }
         let withDetail: (String) -> String = { facts.detail.isEmpty ? $0 : "\($0): \(facts.detail)" }
@@ -43,7 +45,9 @@ struct TransferOutcome {
             result =
                 sent
                 ? fail(.connectionLost, "the connection closed before the answer", processed: true, retire: true)
-                : fail(.connectionLost, "the connection closed before the request was sent", processed: false, retire: true)
+                : fail(
+                    .connectionLost, "the connection closed before the request was sent", processed: false, retire: true
+                )
         } else {
             switch facts.code {
             case CURLE_OK:
@@ -58,7 +62,8 @@ struct TransferOutcome {
                     result = fail(.connectFailed, withDetail("connect timed out"), processed: false, retire: true)
                 }
             case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
-                result = fail(.connectFailed, withDetail(TransferOutcome.describe(facts.code)), processed: false, retire: true)
+                result = fail(
+                    .connectFailed, withDetail(TransferOutcome.describe(facts.code)), processed: false, retire: true)
             case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
                 CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
                 CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_INITFAILED,

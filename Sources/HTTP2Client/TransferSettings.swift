@@ -38,7 +38,8 @@ final class TransferSettings: Sendable {
                 mayHaveBeenProcessed: false)
         }
         guard configuration.connectTimeout > .zero else {
-            throw HTTP2ClientError(.invalidConfiguration, "connectTimeout must be positive", mayHaveBeenProcessed: false)
+            throw HTTP2ClientError(
+                .invalidConfiguration, "connectTimeout must be positive", mayHaveBeenProcessed: false)
         }
         self.origin = origin
         self.connectTimeout = configuration.connectTimeout

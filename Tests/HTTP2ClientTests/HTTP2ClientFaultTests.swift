@@ -1,0 +1,113 @@
+import Foundation
+import HTTP2Client
+import Testing
+
+/// GOAWAY, refused streams, resets and silence, against `FaultyServer`: a request the server
+/// certainly did not process is retried once on a new connection; one it may have processed
+/// is never sent twice.
+@Suite("HTTP2Client under server faults")
+struct HTTP2ClientFaultTests {
+    private func client(_ server: FaultyServer) throws -> HTTP2Client {
+        try HTTP2Client(
+            configuration: HTTP2ClientConfiguration(
+                origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1))
+    }
+
+    /// Opens the connection with one answered request, then sends `paths` at once.
+    private func sendAfterWarmUp(
+        _ client: HTTP2Client, _ paths: [String], timeout: Duration = .seconds(5)
+    ) async throws -> [String: Result<HTTP2Response, HTTP2ClientError>] {
+        let warmUp = try await client.send(HTTP2Request(path: "/warm-up", body: [1])).get()
+        #expect(warmUp.status == 200)
+        return await withTaskGroup(of: (String, Result<HTTP2Response, HTTP2ClientError>).self) { group in
+            for path in paths {
+                group.addTask { (path, await client.send(HTTP2Request(path: path, body: [2], timeout: timeout))) }
+            }
+            var results: [String: Result<HTTP2Response, HTTP2ClientError>] = [:]
+            for await (path, result) in group { results[path] = result }
+            return results
+        }
+    }
+
+    /// curl 7.88.1 tells a refused stream apart only on a connection's first request; on a
+    /// reused connection it looks like a dead connection, so a request that was sent and refused
+    /// is reported as maybe processed (never resent). Requests not yet sent are retried.
+    @Test func refusedStreamsAreNeverProcessedTwice() async throws {
+        let server = try FaultyServer(mode: .refuse)
+        let client = try client(server)
+        defer { client.shutdown() }
+        let paths = ["/a", "/b", "/c"]
+        let results = try await sendAfterWarmUp(client, paths)
+        var answered = 0
+        for path in paths {
+            switch try #require(results[path]) {
+            case .success(let response):
+                answered += 1
+                #expect(response.status == 200)
+                #expect(response[header: "x-connection"] == "2")
+                #expect(await server.count("PROCESSED", path) == 1)
+            case .failure(let error):
+                #expect(error.code == .connectionLost || error.code == .refused, "\(error)")
+                #expect(error.mayHaveBeenProcessed == (error.code == .connectionLost))
+                #expect(await server.count("PROCESSED", path, atLeast: 1) == 0)
+            }
+        }
+        #expect(client.statistics.retries <= answered)
+        #expect(client.statistics.connectionsReplaced == 1)
+        let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
+        #expect(after[header: "x-connection"] == "2")
+    }
+
+    @Test func streamsAboveGoawayLastStreamIDAreRetriedOthersAnsweredOnce() async throws {
+        let server = try FaultyServer(mode: .goaway)
+        let client = try client(server)
+        defer { client.shutdown() }
+        let paths = ["/a", "/b", "/c"]
+        let results = try await sendAfterWarmUp(client, paths)
+        var onFirst = 0
+        for path in paths {
+            let response = try #require(try? results[path]?.get(), "\(path): \(String(describing: results[path]))")
+            #expect(response.status == 200)
+            if response[header: "x-connection"] == "1" { onFirst += 1 }
+            #expect(await server.count("PROCESSED", path) == 1)
+        }
+        #expect(onFirst == 1)
+        #expect(client.statistics.retries <= 2)
+        #expect(client.statistics.connectionsReplaced == 1)
+    }
+
+    @Test func requestsOnAResetConnectionFailAndAreNotResent() async throws {
+        let server = try FaultyServer(mode: .reset)
+        let client = try client(server)
+        defer { client.shutdown() }
+        let paths = ["/a", "/b", "/c"]
+        let results = try await sendAfterWarmUp(client, paths)
+        for path in paths {
+            let error = try #require(results[path]?.failure, "\(path): \(String(describing: results[path]))")
+            #expect(error.code == .connectionLost || error.code == .protocolError, "\(error)")
+            #expect(error.mayHaveBeenProcessed)
+            #expect(await server.count("RECEIVED", path) == 1)
+            #expect(await server.count("PROCESSED", path, atLeast: 1) == 0)
+        }
+        #expect(client.statistics.retries == 0)
+        let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
+        #expect(after[header: "x-connection"] == "2")
+    }
+
+    @Test func aSilentConnectionTimesOutAndIsReplaced() async throws {
+        let server = try FaultyServer(mode: .stall)
+        let client = try client(server)
+        defer { client.shutdown() }
+        let results = try await sendAfterWarmUp(client, ["/a", "/b", "/c"], timeout: .milliseconds(800))
+        for (path, result) in results {
+            let error = try #require(result.failure)
+            #expect(error.code == .timeout)
+            #expect(error.mayHaveBeenProcessed)
+            #expect(await server.count("RECEIVED", path) == 1)
+        }
+        #expect(client.statistics.retries == 0)
+        let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
+        #expect(after[header: "x-connection"] == "2")
+        #expect(client.statistics.connectionsReplaced == 1)
+    }
+}
