@@ -74,7 +74,9 @@ enum GrantTarget {
             return
         }
         let text = Base64.urlEncode(header + nonce + sealed.ciphertext + sealed.tag)
-        let result = Result { () throws(GrantError) in try GrantCodec.open(text, keys: keys, now: now, lifetime: lifetime) }
+        let result = Result { () throws(GrantError) in
+            try GrantCodec.open(text, keys: keys, now: now, lifetime: lifetime)
+        }
 
         // The expected answer, in the order DESIGN.md lists the checks.
         let expected: Result<Grant, GrantError>

@@ -42,6 +42,7 @@ enum GrantRequestTarget {
         let opened = try? GrantCodec.open(
             text ?? "", keys: FuzzKeys.relayKeys, now: FuzzKeys.now, lifetime: FuzzKeys.lifetime)
         invariant(opened == grant, "the grant for an accepted token does not open to it")
-        invariant(text.map { $0.utf8.count <= PushRequest.maximumGrantLength } ?? false, "grant longer than a push allows")
+        invariant(
+            text.map { $0.utf8.count <= PushRequest.maximumGrantLength } ?? false, "grant longer than a push allows")
     }
 }
