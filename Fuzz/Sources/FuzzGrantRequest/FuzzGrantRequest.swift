@@ -1,3 +1,4 @@
+import Foundation
 import FuzzSupport
 import RelayCore
 import RelayCrypto
@@ -27,8 +28,11 @@ enum GrantRequestTarget {
         }
         invariant(
             !request.token.isEmpty && request.token.count <= GrantRequest.maximumTokenLength / 2, "token size")
-        guard case .object(let fields)? = JSONValue.parse(body), case .string(let token)? = fields["token"],
-            case .string(let environment)? = fields["environment"]
+        // Read back with JSONSerialization, as parse does: with a duplicate key, it keeps the last
+        // value (JSONDecoder, behind JSONValue, keeps the first).
+        let object = try? JSONSerialization.jsonObject(with: Data(body))
+        guard let fields = object as? [String: Any], let token = fields["token"] as? String,
+            let environment = fields["environment"] as? String
         else {
             invariant(false, "an accepted body does not read as an object with two strings")
             return
