@@ -9,7 +9,10 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 let package = Package(
     name: "duo-relay",
     products: [
-        .executable(name: "duo-relay", targets: ["DuoRelayCLI"])
+        .executable(name: "duo-relay", targets: ["DuoRelayCLI"]),
+        // For the fuzz package in Fuzz/, which can depend only on products.
+        .library(name: "RelayCore", targets: ["RelayCore"]),
+        .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
     ],
     targets: [
         .systemLibrary(

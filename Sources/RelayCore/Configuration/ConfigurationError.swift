@@ -22,7 +22,23 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
         self.reason = reason
     }
 
-    public var description: String { subject + ": " + reason }
+    /// One line, whatever the subject or reason holds: a subject can be a key taken from the file
+    /// (an unknown key), so control characters, line separators and invisible format characters
+    /// are written as `\u{…}` (a newline or terminal escape in a key must not forge log lines).
+    public var description: String { Self.printable(subject) + ": " + Self.printable(reason) }
+
+    static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator, .format:
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
 
     public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
         lhs.code == rhs.code && lhs.subject == rhs.subject

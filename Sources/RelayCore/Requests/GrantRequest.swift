@@ -15,19 +15,16 @@ public struct GrantRequest: Equatable, Sendable {
     /// Bodies longer than this are answered 413 before they are read.
     public static let bodyLimit = 2048
 
-    private struct Wire: Decodable {
-        let token: String
-        let environment: String
-    }
-
     /// Parses and validates a body. A malformed body, a missing or mistyped field, or a token that
     /// is not 2...1024 hex characters of even length: `bad_request`. An unknown environment name is
     /// `bad_request` too; whether a known one is configured is decided by the caller.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> GrantRequest {
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)) else { throw .badRequest }
-        let length = wire.token.utf8.count
-        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(wire.token),
-            let environment = APNsEnvironment(name: wire.environment)
+        guard let fields = RequestBody.fields(of: body), let tokenText = fields["token"] as? String,
+            let environmentName = fields["environment"] as? String
+        else { throw .badRequest }
+        let length = tokenText.utf8.count
+        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(tokenText),
+            let environment = APNsEnvironment(name: environmentName)
         else { throw .badRequest }
         return GrantRequest(token: token, environment: environment)
     }
