@@ -86,8 +86,18 @@ public final class Relay: Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         maintenance.timer.cancel()
         server.quiesce()
+        // Requests still in flight, or still arriving on open connections, are served until the
+        // relay has been idle for a moment or the grace period ends.
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
-        while DispatchTime.now() < grace && (service.pending.count > 0 || server.pendingResponses > 0) {
+        var idleSince: DispatchTime? = nil
+        while DispatchTime.now() < grace {
+            if service.pending.count > 0 || server.pendingResponses > 0 {
+                idleSince = nil
+            } else if let since = idleSince {
+                if DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds > 250_000_000 { break }
+            } else {
+                idleSince = DispatchTime.now()
+            }
             usleep(5_000)
         }
         let abandoned = service.pending.count

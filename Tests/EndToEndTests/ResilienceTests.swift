@@ -70,7 +70,7 @@ import Testing
             try connection.send(
                 TestConnection.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
         }
-        usleep(100_000)
+        usleep(300_000)
         fixture.relay.signal(SIGTERM)
         let results = concurrently(40) { index -> Int in try connections[index].readResponse().status }
         let statuses = results.compactMap { try? $0.get() }
