@@ -59,6 +59,7 @@ import Testing
         (#"{"apns":{"topic":"a"},"listen":"localhost"}"#, "listen"),
         (#"{"apns":{"topic":"a"},"listen":"::1:80"}"#, "listen"),
         (#"{"apns":{"topic":"a"},"listen":"1.2.3.4:99999"}"#, "listen"),
+        (#"{"apns":{"topic":"a"},"listen":"1.2.3.4:+80"}"#, "listen"),
         (#"{"apns":{"topic":"a"},"grant_key_id":256}"#, "grant_key_id"),
         (#"{"apns":{"topic":"a"},"grant_key_id":"1"}"#, "grant_key_id"),
         (#"{"apns":{"topic":"a"},"grant_lifetime_s":1.5}"#, "grant_lifetime_s"),

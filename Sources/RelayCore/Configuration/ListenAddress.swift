@@ -24,7 +24,8 @@ public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
             portText = text[text.index(after: colon)...]
             guard !host.contains(":") else { return nil }
         }
-        guard !host.isEmpty, !portText.isEmpty, portText.allSatisfy(\.isASCII), let port = UInt16(portText)
+        guard !host.isEmpty, !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+            let port = UInt16(portText)
         else { return nil }
         self.host = String(host)
         self.port = port
