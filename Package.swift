@@ -9,7 +9,8 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 let package = Package(
     name: "duo-relay",
     products: [
-        .executable(name: "duo-relay", targets: ["DuoRelayCLI"])
+        .executable(name: "duo-relay", targets: ["DuoRelayCLI"]),
+        .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
     ],
     targets: [
         .systemLibrary(
@@ -24,6 +25,8 @@ let package = Package(
         .systemLibrary(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // epoll and timerfd (part of glibc; Swift's Glibc module leaves them out).
+        .systemLibrary(name: "CEpoll", path: "Sources/C/CEpoll"),
 
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
@@ -37,6 +40,10 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"],
+            swiftSettings: strict),
+        // The benchmark's load generator and APNs simulator harness (scripts/bench).
+        .executableTarget(
+            name: "LoadGenerator", dependencies: ["CEpoll", "RelayCore", "RelayCrypto", "APNsSimulator"],
             swiftSettings: strict),
 
         .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),
