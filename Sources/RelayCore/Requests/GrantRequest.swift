@@ -1,5 +1,3 @@
-import Foundation
-
 /// A validated `POST /v1/grant` body.
 public struct GrantRequest: Equatable, Sendable {
     public var token: [UInt8]
@@ -15,19 +13,16 @@ public struct GrantRequest: Equatable, Sendable {
     /// Bodies longer than this are answered 413 before they are read.
     public static let bodyLimit = 2048
 
-    private struct Wire: Decodable {
-        let token: String
-        let environment: String
-    }
-
     /// Parses and validates a body. A malformed body, a missing or mistyped field, or a token that
     /// is not 2...1024 hex characters of even length: `bad_request`. An unknown environment name is
     /// `bad_request` too; whether a known one is configured is decided by the caller.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> GrantRequest {
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)) else { throw .badRequest }
-        let length = wire.token.utf8.count
-        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(wire.token),
-            let environment = APNsEnvironment(name: wire.environment)
+        guard let members = JSONObjectScanner.members(["token", "environment"], in: body),
+            case .string(let text) = members[0], case .string(let name) = members[1]
+        else { throw .badRequest }
+        let length = text.utf8.count
+        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(text),
+            let environment = APNsEnvironment(name: name)
         else { throw .badRequest }
         return GrantRequest(token: token, environment: environment)
     }

@@ -1,4 +1,3 @@
-import Foundation
 import RelayCrypto
 
 /// A validated `POST /v1/push` body. `sealed` stays as the client's canonical base64 text,
@@ -25,22 +24,17 @@ public struct PushRequest: Equatable, Sendable {
         self.thread = thread
     }
 
-    private struct Wire: Decodable {
-        let grant: String
-        let sealed: String
-        let id: String
-        let thread: String
-    }
-
     /// Parses and validates a body: every field present and a string; `sealed` canonical standard
     /// base64 of exactly 2934 bytes; `id` and `thread` 64 hex digits of either case. Otherwise
     /// `bad_request`. The grant's content is judged when it is opened.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> PushRequest {
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)) else { throw .badRequest }
-        guard wire.sealed.utf8.count == sealedTextLength,
-            Base64.decode(wire.sealed)?.count == sealedByteCount,
-            Hex.isHex(wire.id, count: 64), Hex.isHex(wire.thread, count: 64)
+        guard let members = JSONObjectScanner.members(["grant", "sealed", "id", "thread"], in: body),
+            case .string(let grant) = members[0], case .string(let sealed) = members[1],
+            case .string(let id) = members[2], case .string(let thread) = members[3]
         else { throw .badRequest }
-        return PushRequest(grant: wire.grant, sealed: wire.sealed, id: wire.id, thread: wire.thread)
+        guard sealed.utf8.count == sealedTextLength, Base64.decode(sealed)?.count == sealedByteCount,
+            Hex.isHex(id, count: 64), Hex.isHex(thread, count: 64)
+        else { throw .badRequest }
+        return PushRequest(grant: grant, sealed: sealed, id: id, thread: thread)
     }
 }
