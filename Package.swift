@@ -25,8 +25,8 @@ let package = Package(
         .systemLibrary(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
-        // epoll and timerfd (part of glibc; Swift's Glibc module leaves them out).
-        .systemLibrary(name: "CEpoll", path: "Sources/C/CEpoll"),
+        // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
+        .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
@@ -36,14 +36,14 @@ let package = Package(
             name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto"],
             swiftSettings: strict),
         .target(
-            name: "RelayServer", dependencies: ["RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
+            name: "RelayServer", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"],
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench).
         .executableTarget(
-            name: "LoadGenerator", dependencies: ["CEpoll", "RelayCore", "RelayCrypto", "APNsSimulator"],
+            name: "LoadGenerator", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "APNsSimulator"],
             swiftSettings: strict),
 
         .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),

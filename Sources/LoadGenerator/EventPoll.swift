@@ -1,4 +1,4 @@
-import CEpoll
+import CSystem
 import Glibc
 
 /// A thin epoll(7) set: descriptors registered with a 64-bit token, waited on level-triggered.

@@ -1,4 +1,4 @@
-import CEpoll
+import CSystem
 import Foundation
 import Glibc
 import RelayCore

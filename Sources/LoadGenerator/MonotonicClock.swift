@@ -1,4 +1,4 @@
-import CEpoll
+import CSystem
 import Glibc
 
 /// Monotonic nanoseconds, and a timerfd that fires at an absolute monotonic instant.

@@ -1,4 +1,4 @@
-import CEpoll
+import CSystem
 import Glibc
 
 /// `open-loop`: sends requests on a fixed schedule whatever the answers (an open loop), over a pool of
