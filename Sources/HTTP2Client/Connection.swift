@@ -16,8 +16,8 @@ import Synchronization
 /// lines, takes such a transfer out of curl, and lets ``DispatchState`` decide whether to retry it.
 final class Connection: @unchecked Sendable {
     // Safe to share: `id`, `core`, `settings` and `multi` are immutable; every other property
-    // is touched by the connection's own thread only; other threads call `wake()` alone, and
-    // only while the core's lock holds this connection registered (so `multi` is still alive).
+    // is touched by the connection's own thread only; other threads call `wake()` alone, through
+    // a reference taken while the core held this connection registered (so `multi` is alive).
 
     let id: Int
     private let core: ClientCore
@@ -31,6 +31,9 @@ final class Connection: @unchecked Sendable {
     private var earliestDeadline: ContinuousClock.Instant?
     /// The TLS connection has been up (set by the pre-request callback).
     var established = false
+    /// The TCP socket curl opened (see `socketOpened`) and its inode, which tells whether the
+    /// descriptor still is that socket: curl may have closed it and the number been reused.
+    private var socket: (descriptor: Int32, inode: UInt)?
     private var retire = false
     private var reportedRetire = false
     private let threadID = Mutex<pthread_t?>(nil)
@@ -72,7 +75,9 @@ final class Connection: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Interrupts `curl_multi_poll`. Called with the core's lock held.
+    /// Interrupts `curl_multi_poll`. Callers hold a reference taken while the connection was
+    /// registered in the core, so `multi` is alive (it is freed in deinit); curl_multi_wakeup may be
+    /// called from any thread, also after the connection's thread has left.
     func wake() {
         if let multi { _ = curl_multi_wakeup(multi) }
     }
@@ -80,6 +85,13 @@ final class Connection: @unchecked Sendable {
     // MARK: Callbacks from transfers (own thread, inside curl_multi_perform)
 
     func goawayReceived() { retire = true }
+
+    /// Notes the connection's one TCP socket (curl owns and closes it; it is only corked here).
+    func socketOpened(_ descriptor: Int32) {
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return }
+        socket = (descriptor, status.st_ino)
+    }
 
     func reconnectBlocked() { retire = true }
 
@@ -107,14 +119,22 @@ final class Connection: @unchecked Sendable {
             }
             guard let multi else {
                 for request in step.inbox {
-                    end(request, .failure(HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
+                    end(
+                        request,
+                        .failure(
+                            HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
                 }
                 retire = true
                 continue
             }
             for request in step.inbox { add(request, to: multi) }
             var running: Int32 = 0
+            // curl writes each request's frames with separate TLS records and send calls; corking the
+            // socket for the duration of one round lets the kernel send them as a few full segments
+            // when it is uncorked, instead of a packet per frame.
+            let corked = cork()
             _ = curl_multi_perform(multi, &running)
+            if let corked { uncork(corked) }
             harvest(multi)
             let now = ContinuousClock.now
             expireOverdue(multi, now: now)
@@ -125,6 +145,27 @@ final class Connection: @unchecked Sendable {
             let milliseconds = Int32(clamping: max(Transfer.milliseconds(wait) + 1, 0))
             _ = curl_multi_poll(multi, nil, 0, milliseconds, nil)
         }
+    }
+
+    /// Corks the socket if it is still curl's; returns the descriptor to uncork. Only this thread
+    /// runs curl, so the socket cannot be closed between the check and the cork.
+    private func cork() -> Int32? {
+        guard let socket else { return nil }
+        var status = stat()
+        guard fstat(socket.descriptor, &status) == 0, status.st_ino == socket.inode else {
+            self.socket = nil
+            return nil
+        }
+        var on: Int32 = 1
+        _ = setsockopt(socket.descriptor, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))
+        return socket.descriptor
+    }
+
+    /// Sends what the round wrote. Harmless if curl closed the socket during the round (the
+    /// call fails, or at worst uncorks another socket, which nothing here corks).
+    private func uncork(_ descriptor: Int32) {
+        var off: Int32 = 0
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
     }
 
     private func add(_ request: PendingRequest, to multi: UnsafeMutableRawPointer) {
@@ -140,7 +181,9 @@ final class Connection: @unchecked Sendable {
             return
         }
         guard curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
-            end(request, .failure(HTTP2ClientError(.protocolError, "curl_multi_add_handle failed", mayHaveBeenProcessed: false)))
+            end(
+                request,
+                .failure(HTTP2ClientError(.protocolError, "curl_multi_add_handle failed", mayHaveBeenProcessed: false)))
             return
         }
         transfers[transfer.easy] = transfer
@@ -211,7 +254,8 @@ final class Connection: @unchecked Sendable {
     private func shutDown(inbox: [PendingRequest]) {
         var ended: [(PendingRequest, HTTP2ClientError)] = []
         for request in inbox {
-            ended.append((request, HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
+            ended.append(
+                (request, HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
         }
         for (easy, transfer) in transfers {
             if let multi { _ = curl_multi_remove_handle(multi, easy) }
