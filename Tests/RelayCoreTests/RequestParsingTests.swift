@@ -119,6 +119,26 @@ import Testing
         }
     }
 
+    /// Strings are scanned eight bytes at a time: put the character that ends the fast path at
+    /// every offset of a word.
+    @Test func specialCharactersAtEveryOffset() {
+        let after = String(repeating: "b", count: 22)
+        for offset in 0..<20 {
+            let before = String(repeating: "a", count: offset % 2 == 0 ? offset : offset + 1)
+            for middle in [#"\u0061a"#, #"\u00e9"#, "é", #"\""#] {
+                let body = Array(
+                    #"{"x":"\#(before)\#(middle)\#(after)","token":"\#(before)\#(after)","environment":"sandbox"}"#.utf8
+                )
+                #expect(Self.parsed(body) == Self.expected(body))
+                #expect(Self.parsed(body) != nil)
+            }
+            for middle in [#"\u0061a"#, "\u{1}", #"\""#] {
+                let body = Array(#"{"token":"\#(before)\#(middle)\#(after)","environment":"sandbox"}"#.utf8)
+                #expect(Self.parsed(body) == Self.expected(body))
+            }
+        }
+    }
+
     @Test func nestingDepthIsBounded() {
         let deep =
             #"{"token":"abcd","environment":"sandbox","x":"# + String(repeating: "[", count: 600)
