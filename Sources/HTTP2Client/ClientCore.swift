@@ -66,10 +66,7 @@ final class ClientCore: Sendable {
             var deliveries = effects.deliveries
             for request in state.dispatch.removeExpired(now: now) {
                 deliveries.append(
-                    (
-                        request,
-                        .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))
-                    ))
+                    (request, .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))))
             }
             for id in effects.wake { if let connection = state.connections[id] { woken.append(connection) } }
             for id in effects.start { started.append(register(id, in: &state)) }

@@ -119,10 +119,7 @@ final class Connection: @unchecked Sendable {
             }
             guard let multi else {
                 for request in step.inbox {
-                    end(
-                        request,
-                        .failure(
-                            HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
+                    end(request, .failure(HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
                 }
                 retire = true
                 continue
