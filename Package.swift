@@ -13,6 +13,7 @@ let package = Package(
         // For the fuzz package in Fuzz/, which can depend only on products.
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
+        .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
     ],
     targets: [
         .systemLibrary(
@@ -27,6 +28,8 @@ let package = Package(
         .systemLibrary(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
+        .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
@@ -36,10 +39,14 @@ let package = Package(
             name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto"],
             swiftSettings: strict),
         .target(
-            name: "RelayServer", dependencies: ["RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
+            name: "RelayServer", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"],
+            swiftSettings: strict),
+        // The benchmark's load generator and APNs simulator harness (scripts/bench).
+        .executableTarget(
+            name: "LoadGenerator", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "APNsSimulator"],
             swiftSettings: strict),
 
         .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),

@@ -31,15 +31,19 @@ final class ClientCore: Sendable {
 
     func submit(_ request: PendingRequest) {
         var started: Connection?
+        var woken: Connection?
         let placement = state.withLock { state -> DispatchState.Placement in
             let placement = state.dispatch.submit(request)
             switch placement {
-            case .slot(let id, let wake): if wake { state.connections[id]?.wake() }
+            case .slot(let id, let wake): if wake { woken = state.connections[id] }
             case .newConnection(let id): started = register(id, in: &state)
             case .queued, .rejected: break
             }
             return placement
         }
+        // The wake-up is a system call that lets the connection's thread run at once: made after
+        // unlocking, so that thread does not find the lock still held (see `Connection.wake()`).
+        woken?.wake()
         started?.start()
         if placement == .rejected {
             request.completion(
@@ -56,6 +60,7 @@ final class ClientCore: Sendable {
     /// A connection's thread reports what ended and takes its new requests.
     func exchange(connection: Connection, report: DispatchState.Report, now: ContinuousClock.Instant) -> Step {
         var started: [Connection] = []
+        var woken: [Connection] = []
         let step = state.withLock { state -> Step in
             let effects = state.dispatch.finish(connection: connection.id, report: report, now: now)
             var deliveries = effects.deliveries
@@ -66,13 +71,14 @@ final class ClientCore: Sendable {
                         .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))
                     ))
             }
-            for id in effects.wake { state.connections[id]?.wake() }
+            for id in effects.wake { if let connection = state.connections[id] { woken.append(connection) } }
             for id in effects.start { started.append(register(id, in: &state)) }
             if effects.exit { state.connections[connection.id] = nil }
             return Step(
                 deliveries: deliveries, inbox: state.dispatch.takeInbox(of: connection.id), exit: effects.exit,
                 shutDown: state.dispatch.isShutDown, queueDeadline: state.dispatch.earliestQueuedDeadline)
         }
+        for connection in woken { connection.wake() }
         for connection in started { connection.start() }
         return step
     }

@@ -16,8 +16,8 @@ import Synchronization
 /// lines, takes such a transfer out of curl, and lets ``DispatchState`` decide whether to retry it.
 final class Connection: @unchecked Sendable {
     // Safe to share: `id`, `core`, `settings` and `multi` are immutable; every other property
-    // is touched by the connection's own thread only; other threads call `wake()` alone, and
-    // only while the core's lock holds this connection registered (so `multi` is still alive).
+    // is touched by the connection's own thread only; other threads call `wake()` alone, through
+    // a reference taken while the core held this connection registered (so `multi` is alive).
 
     let id: Int
     private let core: ClientCore
@@ -31,6 +31,9 @@ final class Connection: @unchecked Sendable {
     private var earliestDeadline: ContinuousClock.Instant?
     /// The TLS connection has been up (set by the pre-request callback).
     var established = false
+    /// The TCP socket curl opened (see `socketOpened`) and its inode, which tells whether the
+    /// descriptor still is that socket: curl may have closed it and the number been reused.
+    private var socket: (descriptor: Int32, inode: UInt)?
     private var retire = false
     /// The last stream id of the GOAWAY received, if any: streams above it were not processed.
     private var goawayLastStreamID: Int?
@@ -74,7 +77,9 @@ final class Connection: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Interrupts `curl_multi_poll`. Called with the core's lock held.
+    /// Interrupts `curl_multi_poll`. Callers hold a reference taken while the connection was
+    /// registered in the core, so `multi` is alive (it is freed in deinit); curl_multi_wakeup may be
+    /// called from any thread, also after the connection's thread has left.
     func wake() {
         if let multi { _ = curl_multi_wakeup(multi) }
     }
@@ -84,6 +89,13 @@ final class Connection: @unchecked Sendable {
     func goawayReceived(lastStreamID: Int?) {
         retire = true
         goawayLastStreamID = min(goawayLastStreamID ?? Int.max, lastStreamID ?? 0)
+    }
+
+    /// Notes the connection's one TCP socket (curl owns and closes it; it is only corked here).
+    func socketOpened(_ descriptor: Int32) {
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return }
+        socket = (descriptor, status.st_ino)
     }
 
     func reconnectBlocked() { retire = true }
@@ -122,7 +134,12 @@ final class Connection: @unchecked Sendable {
             }
             for request in step.inbox { add(request, to: multi) }
             var running: Int32 = 0
+            // curl writes each request's frames with separate TLS records and send calls; corking the
+            // socket for the duration of one round lets the kernel send them as a few full segments
+            // when it is uncorked, instead of a packet per frame.
+            let corked = cork()
             _ = curl_multi_perform(multi, &running)
+            if let corked { uncork(corked) }
             harvest(multi)
             let now = ContinuousClock.now
             expireOverdue(multi, now: now)
@@ -133,6 +150,27 @@ final class Connection: @unchecked Sendable {
             let milliseconds = Int32(clamping: max(Transfer.milliseconds(wait) + 1, 0))
             _ = curl_multi_poll(multi, nil, 0, milliseconds, nil)
         }
+    }
+
+    /// Corks the socket if it is still curl's; returns the descriptor to uncork. Only this thread
+    /// runs curl, so the socket cannot be closed between the check and the cork.
+    private func cork() -> Int32? {
+        guard let socket else { return nil }
+        var status = stat()
+        guard fstat(socket.descriptor, &status) == 0, status.st_ino == socket.inode else {
+            self.socket = nil
+            return nil
+        }
+        var on: Int32 = 1
+        _ = setsockopt(socket.descriptor, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))
+        return socket.descriptor
+    }
+
+    /// Sends what the round wrote. Harmless if curl closed the socket during the round (the
+    /// call fails, or at worst uncorks another socket, which nothing here corks).
+    private func uncork(_ descriptor: Int32) {
+        var off: Int32 = 0
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
     }
 
     private func add(_ request: PendingRequest, to multi: UnsafeMutableRawPointer) {

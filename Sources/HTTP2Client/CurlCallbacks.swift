@@ -53,7 +53,9 @@ func transferOpenSocketCallback(
         transfer.connection.reconnectBlocked()
         return CURL_SOCKET_BAD
     }
-    return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
+    let descriptor = socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
+    transfer.connection.socketOpened(descriptor)
+    return descriptor
 }
 
 /// CURLOPT_DEBUGFUNCTION: reads curl's informational lines for GOAWAY, refused streams and

@@ -21,62 +21,93 @@ final class Metrics: Sendable {
         var buckets = [Int](repeating: 0, count: Metrics.latencyBounds.count)
         var count = 0
         var sum = 0.0
+
+        mutating func record(_ seconds: Double) {
+            for (index, bound) in Metrics.latencyBounds.enumerated() where seconds <= bound {
+                buckets[index] += 1
+            }
+            count += 1
+            sum += seconds
+        }
     }
 
+    private struct RequestKey: Hashable {
+        var endpoint: String
+        var outcome: String
+    }
+
+    private struct APNsKey: Hashable {
+        var environment: String
+        var status: Int
+        var reason: String
+    }
+
+    /// Counters keyed by their label values; label text is only built when rendering, so counting
+    /// (several times per push) allocates nothing.
     private struct State {
-        var counters: [String: [String: Int]] = [:]
+        var requests: [RequestKey: Int] = [:]
+        var rejections: [String: Int] = [:]
+        var grantsOpened = [Int](repeating: 0, count: 256)
+        var apnsResponses: [APNsKey: Int] = [:]
         var histograms: [String: Histogram] = [:]
+
+        /// The counters as `name -> labels -> value`, the shape the exposition is written from.
+        var labelled: [String: [String: Int]] {
+            var out: [String: [String: Int]] = [:]
+            for (key, value) in requests {
+                out["duo_relay_requests_total", default: [:]][
+                    #"endpoint="\#(key.endpoint)",outcome="\#(key.outcome)""#] = value
+            }
+            for (limit, value) in rejections {
+                out["duo_relay_limiter_rejections_total", default: [:]][#"limit="\#(limit)""#] = value
+            }
+            for (keyID, value) in grantsOpened.enumerated() where value > 0 {
+                out["duo_relay_grants_opened_total", default: [:]][#"key_id="\#(keyID)""#] = value
+            }
+            for (key, value) in apnsResponses {
+                out["duo_relay_apns_responses_total", default: [:]][
+                    #"environment="\#(key.environment)",status="\#(key.status)",reason="\#(key.reason)""#] = value
+            }
+            return out
+        }
     }
 
     private let state = Mutex(State())
 
     init() {}
 
-    private func add(_ name: String, _ labels: String) {
-        state.withLock { $0.counters[name, default: [:]][labels, default: 0] += 1 }
-    }
-
     /// One request answered: `endpoint` is `grant`, `push`, `healthz` or `other`; `outcome` is
     /// `ok` or the error code.
     func request(endpoint: String, outcome: String) {
-        add("duo_relay_requests_total", #"endpoint="\#(endpoint)",outcome="\#(outcome)""#)
+        let key = RequestKey(endpoint: endpoint, outcome: outcome)
+        state.withLock { $0.requests[key, default: 0] += 1 }
     }
 
     /// A limiter refused a request: `limit` is `address` or `phone`.
     func limited(_ limit: String) {
-        add("duo_relay_limiter_rejections_total", #"limit="\#(limit)""#)
+        state.withLock { $0.rejections[limit, default: 0] += 1 }
     }
 
     /// A grant opened with `keyID` (shows when an old key stops being used).
     func grantOpened(keyID: UInt8) {
-        add("duo_relay_grants_opened_total", #"key_id="\#(keyID)""#)
+        state.withLock { $0.grantsOpened[Int(keyID)] += 1 }
     }
 
     /// APNs answered (status 0: no answer: timeout or connection failure).
     func apnsAnswer(environment: String, status: Int, reason: String?, seconds: Double) {
         let reasonLabel = reason.map { Self.knownReasons.contains($0) ? $0 : "other" } ?? ""
-        add(
-            "duo_relay_apns_responses_total",
-            #"environment="\#(environment)",status="\#(status)",reason="\#(reasonLabel)""#)
+        let key = APNsKey(environment: environment, status: status, reason: reasonLabel)
         state.withLock { state in
-            var histogram = state.histograms[environment] ?? Histogram()
-            for (index, bound) in Self.latencyBounds.enumerated() where seconds <= bound {
-                histogram.buckets[index] += 1
-            }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.histograms[environment] = histogram
+            state.apnsResponses[key, default: 0] += 1
+            state.histograms[environment, default: Histogram()].record(seconds)
         }
     }
 
     /// Requests answered, by outcome (for the line a stopping relay prints).
     var outcomes: [String: Int] {
-        let counts = state.withLock { $0.counters["duo_relay_requests_total"] ?? [:] }
+        let counts = state.withLock { $0.requests }
         var totals: [String: Int] = [:]
-        for (labels, value) in counts {
-            let outcome = labels.split(separator: "\"").dropFirst(3).first.map(String.init) ?? "?"
-            totals[outcome, default: 0] += value
-        }
+        for (key, value) in counts { totals[key.outcome, default: 0] += value }
         return totals
     }
 
@@ -86,6 +117,7 @@ final class Metrics: Sendable {
     ///   - counters: values owned elsewhere (token refreshes, connections), already labelled.
     func render(inFlight: Int, counters: [(name: String, help: String, labels: String, value: Int)]) -> String {
         let snapshot = state.withLock { $0 }
+        let labelled = snapshot.labelled
         var out = ""
         let help: [String: (String, String)] = [
             "duo_relay_requests_total": ("counter", "Requests answered, by endpoint and outcome."),
@@ -96,7 +128,7 @@ final class Metrics: Sendable {
         for name in help.keys.sorted() {
             let (type, text) = help[name]!
             out += "# HELP \(name) \(text)\n# TYPE \(name) \(type)\n"
-            for (labels, value) in (snapshot.counters[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+            for (labels, value) in (labelled[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 out += "\(name){\(labels)} \(value)\n"
             }
         }

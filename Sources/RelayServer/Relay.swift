@@ -1,3 +1,4 @@
+import CSystem
 import Dispatch
 import Foundation
 import HTTPServer
@@ -22,6 +23,7 @@ public final class Relay: Sendable {
         setup: RelaySetup, clock: any RelayClock = SystemClock(),
         reload: (@Sendable () -> Result<RelaySetup, ConfigurationError>)? = nil
     ) throws {
+        _ = Self.mallocLimited
         let config = setup.configuration
         self.clock = clock
         reloadSource = reload
@@ -39,6 +41,10 @@ public final class Relay: Sendable {
         serverConfig.connectionLimit = config.server.maxConnections
         serverConfig.perAddressConnectionLimit = config.server.maxConnectionsPerAddress
         serverConfig.connectionTimeoutSeconds = config.server.connectionTimeoutSeconds
+        // The relay's requests carry a few hundred bytes of headers. Every open connection, idle or
+        // not, holds a buffer of the header limit plus 4 KiB: 4 KiB of headers makes that 8 KiB
+        // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
+        serverConfig.maxHeaderBytes = Self.maxHeaderBytes
         server = try HTTPServer(configuration: serverConfig, handler: service)
         if let listen = config.metricsListen {
             var metricsConfig = HTTPServerConfiguration(host: listen.host, port: listen.port)
@@ -56,6 +62,18 @@ public final class Relay: Sendable {
         timer.resume()
         maintenance = TimerBox(timer)
     }
+
+    /// Once per process: glibc gives threads their own malloc arenas (up to eight per core), and
+    /// memory freed into one is not reused by another. The relay's threads (server threads, an
+    /// APNs connection thread that is replaced now and then) hand request buffers to each other, so
+    /// under load each arena grew to hold its own share: the peak RSS at 256 pushes in flight was
+    /// about 100 MB with the default, 60 MB with one arena, at no measurable cost in throughput.
+    private static let mallocLimited: Bool = {
+        mallopt(M_ARENA_MAX, 1) == 1
+    }()
+
+    /// The largest request line and headers answered normally (larger: 431 `too_large`).
+    static let maxHeaderBytes = 4096
 
     /// The bound port (useful when the configuration asked for port 0).
     public var port: UInt16 { server.port }

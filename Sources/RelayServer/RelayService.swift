@@ -213,6 +213,10 @@ final class RelayService: HTTPHandler {
 /// Minimal escaping for text the relay puts into its own JSON answers.
 enum JSONText {
     static func escape(_ text: String) -> String {
+        // The usual text (an apns-id is a UUID) needs nothing: return it without rebuilding it.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return text
+        }
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -37,6 +37,10 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
         let hex = PushFixture.hex64()
         let sealed = PushFixture.sealed
+        // One character in the middle of the grant changed: it no longer authenticates.
+        var characters = Array(grant)
+        characters[characters.count / 2] = characters[characters.count / 2] == "A" ? "B" : "A"
+        let tampered = String(characters)
         let cases: [(String, Int, String)] = [
             ("not json", 400, "bad_request"),
             (#"{"sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 400, "bad_request"),
@@ -53,7 +57,7 @@ import Testing
             (#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(hex)"}"#, 400, "bad_request"),
             (#"{"grant":"nope","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 401, "grant_invalid"),
             (
-                #"{"grant":"\#(grant.dropLast())A","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 401,
+                #"{"grant":"\#(tampered)","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#, 401,
                 "grant_invalid"
             ),
         ]

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A validated `POST /v1/grant` body.
 public struct GrantRequest: Equatable, Sendable {
     public var token: [UInt8]
@@ -19,12 +17,12 @@ public struct GrantRequest: Equatable, Sendable {
     /// is not 2...1024 hex characters of even length: `bad_request`. An unknown environment name is
     /// `bad_request` too; whether a known one is configured is decided by the caller.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> GrantRequest {
-        guard let fields = RequestBody.fields(of: body), let tokenText = fields["token"] as? String,
-            let environmentName = fields["environment"] as? String
+        guard let members = JSONObjectScanner.members(["token", "environment"], in: body),
+            case .string(let text) = members[0], case .string(let name) = members[1]
         else { throw .badRequest }
-        let length = tokenText.utf8.count
-        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(tokenText),
-            let environment = APNsEnvironment(name: environmentName)
+        let length = text.utf8.count
+        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(text),
+            let environment = APNsEnvironment(name: name)
         else { throw .badRequest }
         return GrantRequest(token: token, environment: environment)
     }

@@ -1,4 +1,3 @@
-import Foundation
 import RelayCrypto
 
 /// A validated `POST /v1/push` body. `sealed` stays as the client's canonical base64 text,
@@ -29,9 +28,9 @@ public struct PushRequest: Equatable, Sendable {
     /// base64 of exactly 2934 bytes; `id` and `thread` 64 hex digits of either case. Otherwise
     /// `bad_request`. The grant's content is judged when it is opened.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> PushRequest {
-        guard let fields = RequestBody.fields(of: body), let grant = fields["grant"] as? String,
-            let sealed = fields["sealed"] as? String, let id = fields["id"] as? String,
-            let thread = fields["thread"] as? String
+        guard let members = JSONObjectScanner.members(["grant", "sealed", "id", "thread"], in: body),
+            case .string(let grant) = members[0], case .string(let sealed) = members[1],
+            case .string(let id) = members[2], case .string(let thread) = members[3]
         else { throw .badRequest }
         guard sealed.utf8.count == sealedTextLength, Base64.decode(sealed)?.count == sealedByteCount,
             Hex.isHex(id, count: 64), Hex.isHex(thread, count: 64)
