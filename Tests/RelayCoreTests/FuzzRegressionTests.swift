@@ -94,4 +94,20 @@ import Testing
         #expect(try PushRequest.parse(body("[1,{}]")).id == hex)
         #expect(throws: RelayError.badRequest) { _ = try PushRequest.parse(body(value)) }
     }
+
+    /// Found by fuzzing the JSON scanner: a field given twice. Readers keeping the first and readers
+    /// keeping the last would disagree on which token this names, so it names none.
+    @Test func duplicateWantedMemberIsRefused() throws {
+        let grant = #"{"token":"ab","token":"zz","environment":"sandbox"}"#
+        #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(grant.utf8)) }
+        let twice = #"{"token":"ab","environment":"sandbox","environment":"sandbox"}"#
+        #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(twice.utf8)) }
+        // An unknown member given twice is still ignored.
+        let ignored = #"{"token":"ab","x":1,"x":2,"environment":"sandbox"}"#
+        #expect(try GrantRequest.parse(Array(ignored.utf8)).token == [0xAB])
+        let sealed = Base64.encode([UInt8](repeating: 7, count: PushRequest.sealedByteCount))
+        let hex = String(repeating: "0f", count: 32)
+        let push = #"{"grant":"g","grant":"h","sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#
+        #expect(throws: RelayError.badRequest) { _ = try PushRequest.parse(Array(push.utf8)) }
+    }
 }

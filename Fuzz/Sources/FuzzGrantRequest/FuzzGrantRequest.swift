@@ -28,8 +28,8 @@ enum GrantRequestTarget {
         }
         invariant(
             !request.token.isEmpty && request.token.count <= GrantRequest.maximumTokenLength / 2, "token size")
-        // Read back with JSONSerialization, as parse does: with a duplicate key, it keeps the last
-        // value (JSONDecoder, behind JSONValue, keeps the first).
+        // Read back independently with JSONSerialization: the parser refuses a wanted member given
+        // twice, so whichever duplicate JSONSerialization keeps cannot matter here.
         let object = try? JSONSerialization.jsonObject(with: Data(body))
         guard let fields = object as? [String: Any], let token = fields["token"] as? String,
             let environment = fields["environment"] as? String

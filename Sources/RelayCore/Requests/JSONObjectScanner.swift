@@ -2,7 +2,8 @@
 /// building a document: the relay's two request shapes are flat objects of strings.
 ///
 /// It decides as `JSONDecoder` decoding a `Decodable` struct of `String` properties did: member names
-/// and values are compared after unescaping; the first of duplicate members counts; members not
+/// and values are compared after unescaping; a wanted member given twice makes the body unacceptable
+/// (readers that keep the first and readers that keep the last would disagree on it); members not
 /// asked for may hold any JSON value; a wanted member that is not a string (`null` included) makes
 /// the body unacceptable, as a type mismatch makes `JSONDecoder` throw. It is stricter in one way,
 /// the one DESIGN.md asks for (malformed JSON: 400): the whole body must be valid JSON in UTF-8
@@ -53,7 +54,8 @@ struct JSONObjectScanner {
                 skipWhitespace()
                 guard take(UInt8(ascii: ":")) else { return nil }
                 skipWhitespace()
-                if let slot = wanted.firstIndex(where: { $0.elementsEqual(name.utf8) }), found[slot] == .absent {
+                if let slot = wanted.firstIndex(where: { $0.elementsEqual(name.utf8) }) {
+                    guard found[slot] == .absent else { return nil }
                     if peek == UInt8(ascii: "\"") {
                         guard let value = string() else { return nil }
                         found[slot] = .string(value)
