@@ -118,7 +118,10 @@ struct JSONObjectScanner {
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    /// A number must also fit a Double (as JSONSerialization and most readers require): `1e999` is
+    /// refused, so that no reader sees a different document than the relay did.
     private mutating func number() -> Bool {
+        let start = index
         _ = take(UInt8(ascii: "-"))
         if take(UInt8(ascii: "0")) {
             // A leading zero stands alone.
@@ -133,7 +136,8 @@ struct JSONObjectScanner {
             if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
             guard skipDigits() else { return false }
         }
-        return true
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        return Double(text)?.isFinite == true
     }
 
     /// Skips one or more digits; false if there is none.
