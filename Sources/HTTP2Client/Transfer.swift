@@ -231,16 +231,25 @@ final class Transfer {
         var end = bytes.count
         while end > 0 && (bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A) { end -= 1 }
         guard end > 0 else { return }
-        let line = String(decoding: bytes[..<end], as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        if end >= 5 && memcmp(bytes.baseAddress!, Self.statusLinePrefix.utf8Start, 5) == 0 {
             responseHeaders.removeAll()  // a new (final) response head starts
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-        responseHeaders.append((name: name, value: String(value)))
+        guard let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")) else { return }
+        var start = colon + 1
+        while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
+        let name = String(unsafeUninitializedCapacity: colon) { buffer in
+            for offset in 0..<colon {
+                let byte = bytes[offset]
+                buffer[offset] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            }
+            return colon
+        }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        responseHeaders.append((name: name, value: value))
     }
+
+    private static let statusLinePrefix: StaticString = "HTTP/"
 
     func logLine(_ text: UnsafeRawBufferPointer) {
         // Called for every informational line curl writes: compare bytes, cheaply.
