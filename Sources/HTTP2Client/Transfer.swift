@@ -117,6 +117,9 @@ final class Transfer {
         set(CURLOPT_TCP_KEEPALIVE, 1)
         set(CURLOPT_TCP_KEEPIDLE, 30)
         set(CURLOPT_TCP_KEEPINTVL, 15)
+        // The handle is kept between requests, and with it curl's upload buffer (64 KiB by default,
+        // for request bodies of a few KiB): the smallest curl accepts.
+        set(CURLOPT_UPLOAD_BUFFERSIZE, 16 * 1024)
         switch settings.trust {
         case .system: break
         case .fileAndSystemDirectory(let file, let directory):

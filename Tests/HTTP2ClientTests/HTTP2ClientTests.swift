@@ -47,7 +47,7 @@ struct HTTP2ClientTests {
         let server = try NGHTTPDServer(files: ["hello.txt": "hello, world\n"])
         let client = try client(server.origin, maxConnections: 1)
         defer { client.shutdown() }
-        let large = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let large = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         for round in 0..<3 {
             let echoed = try await client.send(HTTP2Request(method: "POST", path: "/echo", body: large)).get()
             #expect(echoed.status == 200)
