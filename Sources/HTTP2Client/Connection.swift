@@ -26,6 +26,8 @@ final class Connection: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Finished transfers whose easy handles wait for the next requests (at most `maxIdleTransfers`).
+    private var idleTransfers: [Transfer] = []
     private var retrying: [Transfer] = []
     private var report = DispatchState.Report()
     private var earliestDeadline: ContinuousClock.Instant?
@@ -43,6 +45,9 @@ final class Connection: @unchecked Sendable {
     /// Our own deadline check only catches transfers curl does not time out itself (those
     /// waiting for a stream); curl's CURLOPT_TIMEOUT_MS, which knows the phase, comes first.
     private static let deadlineGrace = Duration.milliseconds(50)
+    /// Easy handles kept for reuse: setting one up costs about as much as curl's own work for a
+    /// request, while each one kept holds curl's buffers (about 16 KB, more after an upload).
+    static let maxIdleTransfers = 64
 
     init(id: Int, core: ClientCore, settings: TransferSettings) {
         self.id = id
@@ -180,12 +185,18 @@ final class Connection: @unchecked Sendable {
         }
         let transfer: Transfer
         do {
-            transfer = try Transfer(request: request, connection: self, settings: settings)
+            if let reused = idleTransfers.popLast() {
+                try reused.start(request, now: .now)
+                transfer = reused
+            } else {
+                transfer = try Transfer(request: request, connection: self, settings: settings)
+            }
         } catch {
             end(request, .failure(error))
             return
         }
         guard curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
+            // The handle may be in a state curl refuses: do not reuse it.
             end(
                 request,
                 .failure(HTTP2ClientError(.protocolError, "curl_multi_add_handle failed", mayHaveBeenProcessed: false)))
@@ -217,6 +228,7 @@ final class Connection: @unchecked Sendable {
     private func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, multi: UnsafeMutableRawPointer) {
         guard let transfer = transfers.removeValue(forKey: easy) else { return }
         _ = curl_multi_remove_handle(multi, easy)
+        defer { if idleTransfers.count < Self.maxIdleTransfers { idleTransfers.append(transfer) } }
         var facts = TransferOutcome.Facts(code: code)
         facts.submitted = transfer.submitted
         facts.refusedByServer = transfer.refusedByServer

@@ -171,9 +171,7 @@ struct DispatchState: Sendable {
                     connectFailure = error
                 }
                 if !isShutDown && Self.isRetryable(error) && request.attempt == 0 && now < request.deadline {
-                    var retry = request
-                    retry.attempt = 1
-                    retries.append(retry)
+                    retries.append(request.retried())
                     counters.retries += 1
                     continue
                 }

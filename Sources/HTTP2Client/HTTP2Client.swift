@@ -59,24 +59,32 @@ public final class HTTP2Client: Sendable {
 
     /// What makes a request unsendable, if anything (never quoting the request's data).
     static func problem(in request: HTTP2Request) -> String? {
-        func isToken(_ text: String) -> Bool {
-            !text.isEmpty
-                && text.utf8.allSatisfy { byte in
-                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                        || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-                }
-        }
         guard isToken(request.method) else { return "the method is not a token" }
-        guard request.path.hasPrefix("/"), request.path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return "the path must start with / and hold visible ASCII only"
+        let pathIsValid = request.path.withUTF8Bytes { path in
+            path.first == UInt8(ascii: "/") && !path.contains { $0 <= 0x20 || $0 >= 0x7F }
         }
+        guard pathIsValid else { return "the path must start with / and hold visible ASCII only" }
         for (name, value) in request.headers {
             guard isToken(name) else { return "a header name is not a token" }
-            guard !value.utf8.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D }) else {
-                return "a header value holds CR, LF or NUL"
+            let valueIsValid = value.withUTF8Bytes { bytes in
+                !bytes.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }
             }
+            guard valueIsValid else { return "a header value holds CR, LF or NUL" }
         }
         guard request.timeout > .zero else { return "the timeout must be positive" }
         return nil
     }
+
+    /// RFC 9110 `tchar`, by byte.
+    private static let tokenBytes: [Bool] = (0..<256).map { byte in
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            || "!#$%&'*+-.^_`|~".utf8.contains(UInt8(byte))
+    }
+
+    private static func isToken(_ text: String) -> Bool {
+        text.withUTF8Bytes { bytes in
+            !bytes.isEmpty && tokenBytes.withUnsafeBufferPointer { table in !bytes.contains { !table[Int($0)] } }
+        }
+    }
+
 }

@@ -1,20 +1,25 @@
 import CCurl
 import Glibc
 
-/// One try of one request on one connection: the curl easy handle and everything curl reads
-/// or writes while it runs. It lives on its connection's thread only, and owns the easy handle,
-/// the header list and the body buffer, which curl uses until the transfer is removed from the
-/// multi handle; the connection removes it before releasing it.
+/// A curl easy handle of one connection and everything curl reads or writes while it runs one
+/// try of one request. It lives on its connection's thread only. The connection reuses it for
+/// request after request (`start`), so the options that never change are set once; the header
+/// list and the body buffer it owns are used by curl until the transfer is removed from the multi
+/// handle, and are rewritten only by the next `start`, after that.
 final class Transfer {
     /// Larger answers fail with `.protocolError` (an APNs answer is a few hundred bytes).
     static let maxResponseBodyBytes = 1 << 20
 
-    let request: PendingRequest
+    /// The request of the current try (set by `start`).
+    private(set) var request: PendingRequest
     let easy: UnsafeMutableRawPointer
     unowned let connection: Connection
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private let body: UnsafeMutableRawBufferPointer
+    private let settings: TransferSettings
+    private var headerList = HeaderList()
+    private var body: UnsafeMutableRawBufferPointer
     private let errorText: UnsafeMutablePointer<CChar>
+    /// The method and body shape the handle's request options are set for (nil: none yet).
+    private var shape: Shape?
 
     var responseHeaders: [(name: String, value: String)] = []
     var responseBody: [UInt8] = []
@@ -30,8 +35,19 @@ final class Transfer {
     var curlWantsRetry = false
     /// curl tried to open a second TCP connection for this transfer and was refused.
     var reconnectBlocked = false
+    /// The HTTP/2 stream id of this transfer, from curl's "Using Stream ID" line.
+    var streamID: Int?
 
-    /// Sets up the easy handle; fails with `.protocolError` if curl refuses an option.
+    /// How a request is sent: the options that depend on it are set only when it changes.
+    private enum Shape: Equatable {
+        case get
+        case head
+        case post
+        case custom(String, hasBody: Bool)
+    }
+
+    /// Creates the easy handle and sets the options every request shares; fails with
+    /// `.protocolError` if curl refuses one. `start` sets those of a request.
     init(request: PendingRequest, connection: Connection, settings: TransferSettings) throws(HTTP2ClientError) {
         guard let easy = curl_easy_init() else {
             throw HTTP2ClientError(.protocolError, "curl_easy_init failed", mayHaveBeenProcessed: false)
@@ -39,17 +55,16 @@ final class Transfer {
         self.easy = easy
         self.request = request
         self.connection = connection
-        let bodyBytes = request.request.body
-        body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bodyBytes.count, 1), alignment: 1)
-        body.copyBytes(from: bodyBytes)
+        self.settings = settings
+        body = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
         errorText = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorText.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        try configure(settings: settings, now: .now)
+        try configureHandle()
+        try start(request, now: .now)
     }
 
     deinit {
         curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
         body.deallocate()
         errorText.deallocate()
     }
@@ -57,7 +72,29 @@ final class Transfer {
     /// curl's error text for this transfer (CURLOPT_ERRORBUFFER), empty if none.
     var errorDetail: String { String(cString: errorText) }
 
-    private func configure(settings: TransferSettings, now: ContinuousClock.Instant) throws(HTTP2ClientError) {
+    /// Prepares the handle for `request` (a new try): clears what the last one left and sets the
+    /// options that depend on the request. The handle must not be in the multi handle.
+    func start(_ request: PendingRequest, now: ContinuousClock.Instant) throws(HTTP2ClientError) {
+        self.request = request
+        responseHeaders = []
+        responseBody = []
+        responseTooLarge = false
+        submitted = false
+        refusedByServer = false
+        curlWantsRetry = false
+        reconnectBlocked = false
+        streamID = nil
+        errorText.pointee = 0
+        try configureRequest(now: now)
+    }
+
+    private func fail(_ option: CURLoption) -> HTTP2ClientError {
+        HTTP2ClientError(.protocolError, "curl refused option \(option.rawValue)", mayHaveBeenProcessed: false)
+    }
+
+    /// The options every request of the connection shares, set once per handle (and again after
+    /// `curl_easy_reset`).
+    private func configureHandle() throws(HTTP2ClientError) {
         var failed: CURLoption?
         func set(_ option: CURLoption, _ value: Int) {
             if CCurl_easy_setopt_long(easy, option, value) != CURLE_OK && failed == nil { failed = option }
@@ -68,8 +105,6 @@ final class Transfer {
         func check(_ code: CURLcode, _ option: CURLoption) {
             if code != CURLE_OK && failed == nil { failed = option }
         }
-        let http = request.request
-        set(CURLOPT_URL, settings.origin + http.path)
         set(CURLOPT_PROTOCOLS_STR, "https")
         // No proxy from the environment (curl would read http_proxy & co. for every transfer).
         set(CURLOPT_PROXY, "")
@@ -82,9 +117,9 @@ final class Transfer {
         set(CURLOPT_TCP_KEEPALIVE, 1)
         set(CURLOPT_TCP_KEEPIDLE, 30)
         set(CURLOPT_TCP_KEEPINTVL, 15)
-        let remaining = max(Self.milliseconds(now.duration(to: request.deadline)), 1)
-        set(CURLOPT_TIMEOUT_MS, remaining)
-        set(CURLOPT_CONNECTTIMEOUT_MS, min(max(Self.milliseconds(settings.connectTimeout), 1), remaining))
+        // The handle is kept between requests, and with it curl's upload buffer (64 KiB by default,
+        // for request bodies of a few KiB): the smallest curl accepts.
+        set(CURLOPT_UPLOAD_BUFFERSIZE, 16 * 1024)
         switch settings.trust {
         case .system: break
         case .fileAndSystemDirectory(let file, let directory):
@@ -94,38 +129,6 @@ final class Transfer {
             var blob = curl_blob(data: bundle.bytes.baseAddress, len: bundle.count, flags: UInt32(CURL_BLOB_NOCOPY))
             check(CCurl_easy_setopt_pointer(easy, CURLOPT_CAINFO_BLOB, &blob), CURLOPT_CAINFO_BLOB)
         }
-
-        switch http.method {
-        case "GET" where http.body.isEmpty:
-            set(CURLOPT_HTTPGET, 1)
-        case "HEAD" where http.body.isEmpty:
-            set(CURLOPT_NOBODY, 1)
-        case _ where http.method == "POST" || !http.body.isEmpty:
-            set(CURLOPT_POST, 1)
-            check(
-                CCurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, http.body.count), CURLOPT_POSTFIELDSIZE_LARGE
-            )
-            check(CCurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress), CURLOPT_POSTFIELDS)
-            if http.method != "POST" { set(CURLOPT_CUSTOMREQUEST, http.method) }
-        default:
-            set(CURLOPT_CUSTOMREQUEST, http.method)
-        }
-
-        // curl would add `Accept: */*`, `Expect: 100-continue` and a form content type:
-        // an empty value removes a header curl adds by itself.
-        var list: UnsafeMutablePointer<curl_slist>?
-        var names = Set<String>()
-        for (name, value) in http.headers {
-            let lower = name.lowercased()
-            names.insert(lower)
-            list = curl_slist_append(list, value.isEmpty ? "\(lower);" : "\(lower): \(value)")
-        }
-        for implicit in ["accept", "expect", "content-type"] where !names.contains(implicit) {
-            list = curl_slist_append(list, "\(implicit):")
-        }
-        headerList = list
-        check(CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
-
         check(CCurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorText), CURLOPT_ERRORBUFFER)
         let me = Unmanaged.passUnretained(self).toOpaque()
         check(CCurl_easy_setopt_write_callback(easy, transferWriteCallback), CURLOPT_WRITEFUNCTION)
@@ -140,11 +143,68 @@ final class Transfer {
         check(CCurl_easy_setopt_debug_callback(easy, transferDebugCallback), CURLOPT_DEBUGFUNCTION)
         check(CCurl_easy_setopt_pointer(easy, CURLOPT_DEBUGDATA, me), CURLOPT_DEBUGDATA)
         set(CURLOPT_VERBOSE, 1)
+        if let failed { throw fail(failed) }
+    }
 
-        if let failed {
-            throw HTTP2ClientError(
-                .protocolError, "curl refused option \(failed.rawValue)", mayHaveBeenProcessed: false)
+    /// The options of one request: URL, timeouts, method and body, headers.
+    private func configureRequest(now: ContinuousClock.Instant) throws(HTTP2ClientError) {
+        let http = request.request
+        let shape: Shape
+        switch http.method {
+        case "GET" where http.body.isEmpty: shape = .get
+        case "HEAD" where http.body.isEmpty: shape = .head
+        case "POST": shape = .post
+        default: shape = .custom(http.method, hasBody: !http.body.isEmpty)
         }
+        if let previous = self.shape, previous != shape {
+            // Method options (POST, NOBODY, CUSTOMREQUEST…) do not simply undo one another:
+            // start from curl's defaults.
+            self.shape = nil
+            curl_easy_reset(easy)
+            try configureHandle()
+        }
+
+        var failed: CURLoption?
+        func set(_ option: CURLoption, _ value: Int) {
+            if CCurl_easy_setopt_long(easy, option, value) != CURLE_OK && failed == nil { failed = option }
+        }
+        func check(_ code: CURLcode, _ option: CURLoption) {
+            if code != CURLE_OK && failed == nil { failed = option }
+        }
+        let url = settings.origin + http.path
+        check(CCurl_easy_setopt_string(easy, CURLOPT_URL, url), CURLOPT_URL)
+        let remaining = max(Self.milliseconds(now.duration(to: request.deadline)), 1)
+        set(CURLOPT_TIMEOUT_MS, remaining)
+        set(CURLOPT_CONNECTTIMEOUT_MS, min(max(Self.milliseconds(settings.connectTimeout), 1), remaining))
+
+        if self.shape == nil {
+            switch shape {
+            case .get: set(CURLOPT_HTTPGET, 1)
+            case .head: set(CURLOPT_NOBODY, 1)
+            case .post: set(CURLOPT_POST, 1)
+            case .custom(let method, let hasBody):
+                if hasBody { set(CURLOPT_POST, 1) }
+                check(CCurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method), CURLOPT_CUSTOMREQUEST)
+            }
+        }
+        switch shape {
+        case .post, .custom(_, hasBody: true):
+            let bytes = http.body
+            if bytes.count > body.count {
+                body.deallocate()
+                body = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+            }
+            body.copyBytes(from: bytes)
+            check(CCurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, bytes.count), CURLOPT_POSTFIELDSIZE_LARGE)
+            check(CCurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress), CURLOPT_POSTFIELDS)
+        case .get, .head, .custom: break
+        }
+        check(CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList.build(http.headers)), CURLOPT_HTTPHEADER)
+        if let failed {
+            self.shape = nil
+            throw fail(failed)
+        }
+        self.shape = shape
     }
 
     static func milliseconds(_ duration: Duration) -> Int {
@@ -174,16 +234,25 @@ final class Transfer {
         var end = bytes.count
         while end > 0 && (bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A) { end -= 1 }
         guard end > 0 else { return }
-        let line = String(decoding: bytes[..<end], as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        if end >= 5 && memcmp(bytes.baseAddress!, Self.statusLinePrefix.utf8Start, 5) == 0 {
             responseHeaders.removeAll()  // a new (final) response head starts
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-        responseHeaders.append((name: name, value: String(value)))
+        guard let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")) else { return }
+        var start = colon + 1
+        while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
+        let name = String(unsafeUninitializedCapacity: colon) { buffer in
+            for offset in 0..<colon {
+                let byte = bytes[offset]
+                buffer[offset] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            }
+            return colon
+        }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        responseHeaders.append((name: name, value: value))
     }
+
+    private static let statusLinePrefix: StaticString = "HTTP/"
 
     func logLine(_ text: UnsafeRawBufferPointer) {
         // Called for every informational line curl writes: compare bytes, cheaply.
@@ -210,9 +279,6 @@ final class Transfer {
             connection.goawayReceived(lastStreamID: lastStream)
         }
     }
-
-    /// The HTTP/2 stream id of this transfer, from curl's "Using Stream ID" line.
-    var streamID: Int?
 
     private static func number(in text: UnsafeRawBufferPointer, after offset: Int) -> Int? {
         var value: Int?

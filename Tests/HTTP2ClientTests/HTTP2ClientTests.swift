@@ -42,6 +42,32 @@ struct HTTP2ClientTests {
         #expect(missing.status == 404)
     }
 
+    /// One connection reuses its curl handles: each request must go out as itself, whatever came before.
+    @Test func requestsOfEveryShapeInTurnOnOneConnectionEachGoOutAsThemselves() async throws {
+        let server = try NGHTTPDServer(files: ["hello.txt": "hello, world\n"])
+        let client = try client(server.origin, maxConnections: 1)
+        defer { client.shutdown() }
+        let large = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        for round in 0..<3 {
+            let echoed = try await client.send(HTTP2Request(method: "POST", path: "/echo", body: large)).get()
+            #expect(echoed.status == 200)
+            #expect(echoed.body == large)
+            let small = Array("round \(round)".utf8)
+            let echoedSmall = try await client.send(HTTP2Request(method: "POST", path: "/echo", body: small)).get()
+            #expect(echoedSmall.body == small)
+            let file = try await client.send(HTTP2Request(method: "GET", path: "/hello.txt")).get()
+            #expect(file.status == 200)
+            #expect(String(decoding: file.body, as: UTF8.self) == "hello, world\n")
+            let head = try await client.send(HTTP2Request(method: "HEAD", path: "/hello.txt")).get()
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            let empty = try await client.send(HTTP2Request(method: "POST", path: "/echo")).get()
+            #expect(empty.status == 200)
+            #expect(empty.body.isEmpty)
+        }
+        #expect(client.statistics.connectionsOpened == 1)
+    }
+
     @Test func hundredsOfConcurrentRequestsShareAtMostMaxConnections() async throws {
         let server = try NGHTTPDServer()
         let client = try client(server.origin, maxConnections: 2)
