@@ -52,8 +52,13 @@ import Testing
             #expect(statuses.contains(503))
             #expect(statuses.contains(200))
         }
-        // A second flood like the first must not grow memory (allow 8 MiB of allocator noise).
-        #expect(afterSecond - afterFirst < 8 * 1024, "RSS \(afterFirst) KiB -> \(afterSecond) KiB")
+        // A second flood like the first must not grow memory (allow 8 MiB of allocator noise). Not under a
+        // sanitizer (scripts/sanitize sets DUO_RELAY_SANITIZER and builds the relay with it): AddressSanitizer
+        // holds freed memory in its quarantine and ThreadSanitizer keeps shadow memory and histories, so RSS
+        // grows there whatever the relay does. LeakSanitizer checks the relay for leaks in that run instead.
+        if ProcessInfo.processInfo.environment["DUO_RELAY_SANITIZER", default: ""].isEmpty {
+            #expect(afterSecond - afterFirst < 8 * 1024, "RSS \(afterFirst) KiB -> \(afterSecond) KiB")
+        }
         fixture.simulator.setDefaultFault(nil)
         #expect(try fixture.push(grant: grant).status == 200)
     }
