@@ -58,8 +58,9 @@ final class RelayProcess: @unchecked Sendable {
     }
 
     /// Sanitizer settings passed on to the child, so that a sanitized relay (scripts/sanitize builds it too)
-    /// runs with the same options, suppressions and reporting as the test process.
-    static let sanitizerVariables = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE"]
+    /// runs with the same options, suppressions and reporting as the test process (`LD_PRELOAD`: the
+    /// ThreadSanitizer annotations for Mutex, see scripts/tsan-mutex-annotations.c).
+    static let sanitizerVariables = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE", "LD_PRELOAD"]
 
     /// Starts `duo-relay <arguments>` with exactly `environment` (plus `PATH` and any sanitizer settings of the
     /// test process), without waiting for anything.
