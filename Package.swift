@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "HTTP2Client", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(name: "HTTP2Client", dependencies: ["CCurl", "COpenSSL"], swiftSettings: strict),
         .target(
             name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto"],
             swiftSettings: strict),

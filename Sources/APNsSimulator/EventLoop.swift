@@ -141,6 +141,9 @@ final class EventLoop: @unchecked Sendable {
             inbox.adopted.removeAll()
             inbox.exited = true
         }
+        // Frees this thread's OpenSSL state now rather than in a thread-exit destructor that runs after
+        // `waitUntilFinished()` has returned (a process exiting right after `stop()` would catch it half-freed).
+        OPENSSL_thread_stop()
         finished.signal()
     }
 

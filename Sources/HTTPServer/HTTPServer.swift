@@ -83,7 +83,7 @@ public final class HTTPServer: Sendable {
 
     /// Requests handed to the handler and not answered yet.
     public var pendingResponses: Int {
-        core.pending.load(ordering: .relaxed)
+        core.counters.pending.load(ordering: .relaxed)
     }
 
     /// Stops accepting connections (new attempts are refused); requests already received are still answered, and
@@ -130,6 +130,12 @@ public final class HTTPServer: Sendable {
     /// Request contexts MHD holds right now (for leak checks in tests).
     var openRequestContexts: Int {
         core.openContexts.load(ordering: .relaxed)
+    }
+
+    /// Request contexts alive, whoever holds them: MHD, a responder, or the suspended registry (for leak checks in
+    /// tests).
+    var liveRequestContexts: Int {
+        core.counters.liveContexts.load(ordering: .relaxed)
     }
 
     private static func validate(_ configuration: HTTPServerConfiguration) throws(HTTPServerError) {

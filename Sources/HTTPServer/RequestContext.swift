@@ -5,7 +5,9 @@ import Synchronization
 ///
 /// Ownership: MHD holds one reference through `*req_cls` (retained in the URI log callback, released in the
 /// NOTIFY_COMPLETED callback, which MHD calls for every request it reported, even when the client vanishes);
-/// every ``HTTPResponder`` holds another, so an answer that comes after the client left is simply dropped.
+/// every ``HTTPResponder`` holds another, so an answer that comes after the client left is simply dropped; while
+/// suspended, ``ServerCore/suspended`` holds one more, until the request is resumed or closed or the server stops.
+/// A context holds its server core unowned, so that a responder a handler keeps never keeps the server alive.
 // @unchecked Sendable: the worker-only fields (`stage`, `head`, `body`, ...) are touched only from MHD callbacks
 // for this connection, which MHD runs on one thread at a time; everything a responder touches is in `shared`.
 final class RequestContext: @unchecked Sendable {
@@ -38,7 +40,13 @@ final class RequestContext: @unchecked Sendable {
         var counted = false
     }
 
-    let core: ServerCore
+    /// Unowned: a responder the handler keeps must not keep the core, and with it the handler, alive (a cycle
+    /// whenever the handler stores responders). Safe: the worker side runs only in MHD callbacks, while the daemon
+    /// runs, and ``HTTPServer`` keeps the core until its daemon has stopped, which closes every request first; the
+    /// responder side touches it only before this request is closed (phase `.handling` or `.suspended`).
+    unowned let core: ServerCore
+    /// Retained: updated from the responder side, which may run after the server has gone.
+    let counters: RequestCounters
     /// Valid until `shared.phase` becomes `.closed`.
     let connection: OpaquePointer
     let uriLength: Int
@@ -60,15 +68,21 @@ final class RequestContext: @unchecked Sendable {
 
     init(core: ServerCore, connection: OpaquePointer, uriLength: Int) {
         self.core = core
+        counters = core.counters
         self.connection = connection
         self.uriLength = uriLength
+        counters.liveContexts.add(1, ordering: .relaxed)
+    }
+
+    deinit {
+        counters.liveContexts.subtract(1, ordering: .relaxed)
     }
 
     // MARK: - Responder side (any thread)
 
     func deliver(_ response: HTTPResponse) {
         let connection = self.connection
-        let core = self.core
+        let counters = self.counters
         shared.withLock { state in
             guard state.response == nil else { return }
             switch state.phase {
@@ -84,7 +98,7 @@ final class RequestContext: @unchecked Sendable {
             }
             if state.counted {
                 state.counted = false
-                core.pending.subtract(1, ordering: .relaxed)
+                counters.pending.subtract(1, ordering: .relaxed)
             }
         }
     }
@@ -102,16 +116,24 @@ final class RequestContext: @unchecked Sendable {
 
     /// Called from NOTIFY_COMPLETED: the connection is going away.
     func completed() {
-        let core = self.core
+        let counters = self.counters
         shared.withLock { state in
             state.phase = .closed
             state.response = nil
             if state.counted {
                 state.counted = false
-                core.pending.subtract(1, ordering: .relaxed)
+                counters.pending.subtract(1, ordering: .relaxed)
             }
         }
+        if stage == .handedOver {
+            // Closed while suspended, or resumed and closed before the access handler ran again (the client left):
+            // `resumed()` will not run, so the registry must let go here or keep this context until `stop()`.
+            stage = .finished
+            core.suspended.withLock { _ = $0.contexts.removeValue(forKey: ObjectIdentifier(self)) }
+        }
         body = []
+        deferred = nil
+        head = nil
     }
 
     // MARK: - Server thread side
@@ -194,7 +216,7 @@ final class RequestContext: @unchecked Sendable {
         stage = .handedOver
         let body = self.body
         self.body = []
-        core.pending.add(1, ordering: .relaxed)
+        counters.pending.add(1, ordering: .relaxed)
         shared.withLock { state in
             state.phase = .handling
             state.counted = true

@@ -29,8 +29,12 @@ import Testing
                 let connection = try fixture.relay.connect()
                 var statuses: [Int] = []
                 for _ in 0..<3 {
+                    // The clock covers the relay's answer, not this client building its request.
+                    let request = TestConnection.encode(
+                        "POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:])
                     let start = Date()
-                    let response = try fixture.push(grant: grant, on: connection)
+                    try connection.send(request)
+                    let response = try connection.readResponse()
                     statuses.append(response.status)
                     if response.status == 503 {
                         // Shedding is immediate, with advice on when to come back.
@@ -52,8 +56,13 @@ import Testing
             #expect(statuses.contains(503))
             #expect(statuses.contains(200))
         }
-        // A second flood like the first must not grow memory (allow 8 MiB of allocator noise).
-        #expect(afterSecond - afterFirst < 8 * 1024, "RSS \(afterFirst) KiB -> \(afterSecond) KiB")
+        // A second flood like the first must not grow memory (allow 8 MiB of allocator noise). Not under a
+        // sanitizer (scripts/sanitize sets DUO_RELAY_SANITIZER and builds the relay with it): AddressSanitizer
+        // holds freed memory in its quarantine and ThreadSanitizer keeps shadow memory and histories, so RSS
+        // grows there whatever the relay does. LeakSanitizer checks the relay for leaks in that run instead.
+        if ProcessInfo.processInfo.environment["DUO_RELAY_SANITIZER", default: ""].isEmpty {
+            #expect(afterSecond - afterFirst < 8 * 1024, "RSS \(afterFirst) KiB -> \(afterSecond) KiB")
+        }
         fixture.simulator.setDefaultFault(nil)
         #expect(try fixture.push(grant: grant).status == 200)
     }

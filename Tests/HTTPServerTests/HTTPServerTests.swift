@@ -297,6 +297,117 @@ struct HTTPServerTests {
         }
     }
 
+    /// Every kind of request, ended every way, many times: once each is over and the handler has let go of its
+    /// responders, no request context is left, while the server runs and after it stops.
+    @Test func noRequestContextOutlivesItsRequest() throws {
+        let handler = TestHandler(limit: 64)
+        let server = try makeServer(handler) {
+            $0.maxURLBytes = 256
+            $0.maxHeaderBytes = 1024
+            // MHD sometimes notices a client that left in the middle of its request only when the connection times
+            // out (seen here about one time in ten): a short timeout bounds that wait.
+            $0.connectionTimeoutSeconds = 2
+        }
+        defer { server.stop() }
+        let rounds = 12
+        for round in 0..<rounds {
+            // Answered from the head, inline from request(), and from the head with a small body dropped.
+            let client = try RawClient(port: server.port)
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+            #expect(try client.readResponse().text == "abc")
+            try client.send("POST /missing HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+            #expect(try client.readResponse().status == 404)
+
+            // Answered later, on a connection that stays open.
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: a\(round)\r\nContent-Length: 1\r\n\r\nx")
+            try handler.responder("a\(round)").respond(.json(202, "{}"))
+            #expect(try client.readResponse().status == 202)
+
+            // Refused: a declared body over the limit, a chunked one growing past it, long URL, long headers.
+            let refusals = [
+                "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "28\r\n\(String(repeating: "z", count: 40))\r\n28\r\n\(String(repeating: "z", count: 40))\r\n",
+                "GET /\(String(repeating: "p", count: 400)) HTTP/1.1\r\nHost: x\r\n\r\n",
+                "GET /hello HTTP/1.1\r\nHost: x\r\nX-Filler: \(String(repeating: "f", count: 2000))\r\n\r\n",
+            ]
+            for (index, request) in refusals.enumerated() {
+                let refused = try RawClient(port: server.port)
+                try refused.send(request)
+                #expect(try [413, 414, 431].contains(refused.readResponse().status), "refusal \(index)")
+            }
+
+            // The client leaves: in the middle of the headers, in the middle of the body, while its request
+            // waits for an answer (answered after it left).
+            do {
+                let leaving = try RawClient(port: server.port)
+                try leaving.send("GET /hello HTTP/1.1\r\nHost: x\r\n")
+            }
+            do {
+                let leaving = try RawClient(port: server.port)
+                try leaving.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+            }
+            do {
+                let leaving = try RawClient(port: server.port)
+                try leaving.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: g\(round)\r\nContent-Length: 1\r\n\r\nx")
+                _ = try handler.responder("g\(round)")
+            }
+            try handler.responder("g\(round)").respond(.json(200, "{}"))
+        }
+        try? waitUntil { server.openRequestContexts == 0 && server.pendingResponses == 0 }
+        #expect(server.openRequestContexts == 0)
+        #expect(server.pendingResponses == 0)
+        // Until the handler lets go, the responders it keeps keep their contexts.
+        #expect(server.liveRequestContexts == 2 * rounds)
+        handler.parked.withLock { $0.removeAll() }
+        try? waitUntil { server.liveRequestContexts == 0 }
+        #expect(server.liveRequestContexts == 0)
+
+        // Requests still waiting when the server stops, from clients that left and from clients still there.
+        var waiting: [RawClient] = []
+        for index in 0..<rounds {
+            let client = try RawClient(port: server.port)
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: s\(index)\r\nContent-Length: 1\r\n\r\nx")
+            _ = try handler.responder("s\(index)")
+            if index % 2 == 0 { waiting.append(client) }
+        }
+        server.stop()
+        #expect(server.openRequestContexts == 0)
+        #expect(server.pendingResponses == 0)
+        handler.parked.withLock { $0.removeAll() }
+        #expect(server.liveRequestContexts == 0)
+        withExtendedLifetime(waiting) {}
+    }
+
+    /// A handler that keeps a responder (here: answered late, after the server stopped) keeps that one request's
+    /// context, never the server and the handler with it.
+    @Test func aKeptResponderDoesNotKeepTheServerAlive() throws {
+        weak var weakHandler: TestHandler?
+        weak var weakCore: ServerCore?
+        let kept: HTTPResponder
+        let counters: RequestCounters
+        do {
+            let handler = TestHandler()
+            weakHandler = handler
+            let server = try makeServer(handler)
+            weakCore = server.core
+            counters = server.core.counters
+            let client = try RawClient(port: server.port)
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: k\r\nContent-Length: 1\r\n\r\nx")
+            kept = try handler.responder("k")
+            server.stop()
+        }
+        #expect(weakCore == nil)
+        #expect(weakHandler == nil)
+        #expect(counters.liveContexts.load(ordering: .relaxed) == 1)
+        kept.respond(.json(200, "{}"))
+        #expect(counters.pending.load(ordering: .relaxed) == 0)
+        _ = consume kept
+        #expect(counters.liveContexts.load(ordering: .relaxed) == 0)
+    }
+
     @Test func peerIsIPv4LoopbackOnAnIPv4Listener() throws {
         let server = try makeServer(host: "127.0.0.1")
         defer { server.stop() }

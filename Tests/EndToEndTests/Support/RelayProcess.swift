@@ -1,6 +1,7 @@
 import Foundation
 import RelayCrypto
 import Synchronization
+import Testing
 
 /// Secrets for one test relay: a throwaway APNs key per environment and relay keys.
 struct TestSecrets: Sendable {
@@ -56,12 +57,23 @@ final class RelayProcess: @unchecked Sendable {
         return url
     }
 
-    /// Starts `duo-relay <arguments>` with exactly `environment`, without waiting for anything.
+    /// Sanitizer settings passed on to the child, so that a sanitized relay (scripts/sanitize builds it too)
+    /// runs with the same options, suppressions and reporting as the test process (`LD_PRELOAD`: the
+    /// ThreadSanitizer annotations for Mutex, see scripts/tsan-mutex-annotations.c).
+    static let sanitizerVariables = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE", "LD_PRELOAD"]
+
+    /// Starts `duo-relay <arguments>` with exactly `environment` (plus `PATH` and any sanitizer settings of the
+    /// test process), without waiting for anything.
     init(arguments: [String], environment: [String: String], directory: URL? = nil) throws {
         self.directory = try directory ?? Self.temporaryDirectory()
         process.executableURL = Self.binary
         process.arguments = arguments
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        var childEnvironment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        let own = ProcessInfo.processInfo.environment
+        for name in Self.sanitizerVariables where childEnvironment[name] == nil {
+            childEnvironment[name] = own[name]
+        }
+        process.environment = childEnvironment
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -69,11 +81,17 @@ final class RelayProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         out.fileHandleForReading.readabilityHandler = { [output] handle in
             let data = handle.availableData
-            output.state.withLock { $0.stdout.append(contentsOf: data) }
+            output.state.withLock { state in
+                if data.isEmpty { state.stdoutClosed = true } else { state.stdout.append(contentsOf: data) }
+            }
+            if data.isEmpty { handle.readabilityHandler = nil }
         }
         err.fileHandleForReading.readabilityHandler = { [output] handle in
             let data = handle.availableData
-            output.state.withLock { $0.stderr.append(contentsOf: data) }
+            output.state.withLock { state in
+                if data.isEmpty { state.stderrClosed = true } else { state.stderr.append(contentsOf: data) }
+            }
+            if data.isEmpty { handle.readabilityHandler = nil }
         }
         try process.run()
     }
@@ -119,8 +137,31 @@ final class RelayProcess: @unchecked Sendable {
             guard Date() < deadline else { throw TestFailure("process did not exit") }
             usleep(10_000)
         }
-        usleep(50_000)  // let the pipes drain
+        waitForOutputToEnd()
         return process.terminationStatus
+    }
+
+    /// Waits (up to 10 s) until both pipes have reached end of file: everything the child printed, up to a
+    /// sanitizer's report at exit, has been collected.
+    private func waitForOutputToEnd() {
+        let deadline = Date().addingTimeInterval(10)
+        while !output.state.withLock({ $0.stdoutClosed && $0.stderrClosed }) && Date() < deadline {
+            usleep(5_000)
+        }
+    }
+
+    /// Lines by which AddressSanitizer, LeakSanitizer and ThreadSanitizer start their reports.
+    static let sanitizerMarkers = [
+        "WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "ERROR: ThreadSanitizer",
+    ]
+
+    /// The child's standard error from the first sanitizer report on, if it printed one.
+    var sanitizerReport: String? {
+        let text = standardError
+        guard let start = Self.sanitizerMarkers.compactMap({ text.range(of: $0)?.lowerBound }).min() else {
+            return nil
+        }
+        return String(text[start...].prefix(20_000))
     }
 
     func signal(_ number: Int32) {
@@ -129,10 +170,16 @@ final class RelayProcess: @unchecked Sendable {
 
     func connect() throws -> TestConnection { try TestConnection(port: port) }
 
+    /// Stops the child if it still runs, and fails the current test if the child reported a sanitizer finding
+    /// (a sanitized relay reports to its standard error, where nothing else would notice it).
     deinit {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
+        }
+        waitForOutputToEnd()
+        if let report = sanitizerReport {
+            Issue.record("duo-relay \(process.arguments?.first ?? "") reported a sanitizer finding:\n\(report)")
         }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -150,5 +197,13 @@ final class RelayProcess: @unchecked Sendable {
 
 /// What a child process has printed so far, filled from pipe handlers on other threads.
 final class OutputBuffer: Sendable {
-    let state = Mutex<(stdout: [UInt8], stderr: [UInt8])>(([], []))
+    struct State {
+        var stdout: [UInt8] = []
+        var stderr: [UInt8] = []
+        /// Whether the pipe has reached end of file (the child and everything it started have closed it).
+        var stdoutClosed = false
+        var stderrClosed = false
+    }
+
+    let state = Mutex(State())
 }
