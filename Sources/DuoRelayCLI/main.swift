@@ -1,6 +1,9 @@
 import Foundation
+import RelayCrypto
 
 // duo-relay: parses the command line and hands over to one command.
+// Before anything uses OpenSSL: no exit-time cleanup racing with threads still at work (see OpenSSLLibrary).
+OpenSSLLibrary.initializeWithoutExitCleanup()
 let arguments = Array(CommandLine.arguments.dropFirst())
 let status: Int32
 switch arguments.first {
