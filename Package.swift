@@ -46,7 +46,8 @@ let package = Package(
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench).
         .executableTarget(
-            name: "LoadGenerator", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "APNsSimulator"],
+            name: "LoadGenerator",
+            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator"],
             swiftSettings: strict),
 
         .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),

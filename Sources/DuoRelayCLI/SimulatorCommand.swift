@@ -64,7 +64,7 @@ enum SimulatorCommand {
             config.onDeliver = { note in Output.standard(DevCommand.describe(note)) }
             let simulator = try APNsSimulator(configuration: config)
             Log.line("apns-sim: listening on https://\(listen.hasPrefix("[") ? listen : "\(host):\(simulator.port)")")
-            waitForSignal()
+            TerminationSignals.wait()
             simulator.stop()
             return 0
         } catch let error as UsageError {
@@ -73,18 +73,5 @@ enum SimulatorCommand {
             Log.line("apns-sim: cannot start: \(error)")
             return 1
         }
-    }
-
-    private static func waitForSignal() {
-        let done = DispatchSemaphore(value: 0)
-        let sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { done.signal() }
-            source.resume()
-            return source
-        }
-        done.wait()
-        sources.forEach { $0.cancel() }
     }
 }

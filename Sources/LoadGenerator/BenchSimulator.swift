@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import RelayCore
 import RelayCrypto
+import RelayServer
 
 /// `simulator`, `jwt` and `apns-request`: the APNs side of the benchmark. One directory holds a
 /// throwaway APNs key and simulator TLS identity, made on first use and shared by every run, so that
@@ -54,16 +55,7 @@ enum BenchSimulator {
         config.initialMaxConcurrentStreams = 1000
         let simulator = try APNsSimulator(configuration: config)
         try String(simulator.port).write(toFile: files.port, atomically: true, encoding: .utf8)
-        let done = DispatchSemaphore(value: 0)
-        let sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { done.signal() }
-            source.resume()
-            return source
-        }
-        done.wait()
-        sources.forEach { $0.cancel() }
+        TerminationSignals.wait()
         simulator.stop()
     }
 
