@@ -1,0 +1,58 @@
+import Foundation
+import RelayCrypto
+import Testing
+
+/// `duo-relay apns-sim`, the simulator alone, with a relay pointed at it: both real binaries.
+@Suite struct SimulatorCommandTests {
+    @Test func aRelayDeliversThroughTheStandaloneSimulator() throws {
+        let secrets = TestSecrets()
+        let directory = try RelayProcess.temporaryDirectory()
+        let publicKey = directory.appendingPathComponent("apns-public.pem").path
+        try secrets.apnsKey.publicKey.pemRepresentation.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let caFile = directory.appendingPathComponent("ca.pem").path
+        let record = directory.appendingPathComponent("delivered.jsonl").path
+        let simulator = try RelayProcess(
+            arguments: [
+                "apns-sim", "--listen", "127.0.0.1:0", "--team-id", secrets.teamID, "--key-id", secrets.keyID,
+                "--public-key", publicKey, "--ca-out", caFile, "--record", record,
+            ],
+            environment: [:], directory: directory)
+        let deadline = Date().addingTimeInterval(30)
+        var port: UInt16?
+        while port == nil && Date() < deadline {
+            if let range = simulator.standardError.range(of: "listening on https://127.0.0.1:") {
+                port = UInt16(simulator.standardError[range.upperBound...].prefix { $0.isNumber })
+            }
+            usleep(20_000)
+        }
+        let simulatorPort = try #require(port)
+        #expect(FileManager.default.fileExists(atPath: caFile))
+
+        let relay = try RelayProcess(
+            config: RelayProcess.config(
+                apns: #""sandbox_origin":"https://127.0.0.1:\#(simulatorPort)","ca_file":"\#(caFile)""#),
+            secrets: secrets)
+        let connection = try relay.connect()
+        let token = PushFixture.randomToken()
+        let grant = try #require(
+            try connection.request(
+                "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)
+            ).json?["grant"] as? String)
+        let push = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
+        #expect(push.status == 200)
+        let apnsID = try #require(push.json?["apns_id"] as? String)
+        while !simulator.standardOutput.contains(apnsID) && Date() < deadline { usleep(20_000) }
+        #expect(simulator.standardOutput.contains("apns-sim: delivered \(apnsID)"))
+        let recorded = try String(contentsOfFile: record, encoding: .utf8)
+        #expect(recorded.contains(apnsID))
+        #expect(recorded.contains(token))
+        simulator.signal(SIGTERM)
+        #expect(try simulator.waitForExit() == 0)
+    }
+
+    @Test func missingOptionsAreAUsageError() throws {
+        let simulator = try RelayProcess(arguments: ["apns-sim", "--listen", "127.0.0.1:0"], environment: [:])
+        #expect(try simulator.waitForExit() == 64)
+        #expect(simulator.standardError.contains("--team-id"))
+    }
+}
