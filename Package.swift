@@ -20,9 +20,6 @@ let package = Package(
             name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
-            name: "CCurl", path: "Sources/C/CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(
             name: "CMicroHTTPD", path: "Sources/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(
@@ -34,7 +31,7 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "HTTP2Client", dependencies: ["CCurl", "COpenSSL"], swiftSettings: strict),
+        .target(name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem"], swiftSettings: strict),
         .target(
             name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto"],
             swiftSettings: strict),

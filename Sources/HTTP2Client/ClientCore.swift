@@ -19,10 +19,10 @@ final class ClientCore: Sendable {
         var queueDeadline: ContinuousClock.Instant?
     }
 
-    let settings: TransferSettings
+    let settings: ClientSettings
     private let state: Mutex<State>
 
-    init(settings: TransferSettings, maxConnections: Int) {
+    init(settings: ClientSettings, maxConnections: Int) {
         self.settings = settings
         state = Mutex(State(dispatch: DispatchState(maxConnections: maxConnections, maxStreams: settings.maxStreams)))
     }

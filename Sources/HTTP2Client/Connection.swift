@@ -1,73 +1,96 @@
-import CCurl
+import CNGHTTP2
 import COpenSSL
+import CSystem
 import Foundation
 import Synchronization
 
-/// One HTTP/2 connection to the origin: a curl multi handle that may hold one TCP connection
-/// (CURLMOPT_MAX_HOST_CONNECTIONS = 1, and `transferOpenSocketCallback` refuses a second
-/// socket once a request has been sent), driven by a thread of its own.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One HTTP/2 connection to the origin: one TCP socket, its OpenSSL object and an nghttp2 client
+/// session, driven by a thread of its own.
 ///
-/// The thread takes requests from its inbox in ``ClientCore``, runs them in curl, reports what
-/// ended, and sleeps in `curl_multi_poll` until curl has work or `wake()` is called.
+/// The thread takes requests from its inbox in ``ClientCore``, submits them to nghttp2, writes
+/// what nghttp2 serialized with one `SSL_write` per round, reads answers, reports what ended,
+/// and sleeps in `poll` until the socket is ready, a deadline comes, or `wake()` is called.
 ///
-/// curl 7.88.1 resends a request by itself on a new connection when the stream was refused
-/// (which is safe) and also when a reused connection died before any byte of the answer came
-/// (which is not: the server may have processed it). It logs both ("REFUSED_STREAM, retrying a
-/// fresh connect" then "Connection died, retrying a fresh connect"); the connection notes those
-/// lines, takes such a transfer out of curl, and lets ``DispatchState`` decide whether to retry it.
+/// Whether the server may have processed a request that got no answer is decided from what
+/// nghttp2 reports: a request whose HEADERS never left, a stream refused (RST_STREAM
+/// REFUSED_STREAM) or above a GOAWAY's last stream id (RFC 9113 8.7) was certainly not
+/// processed; anything else that was sent may have been.
 final class Connection: @unchecked Sendable {
-    // Safe to share: `id`, `core`, `settings` and `multi` are immutable; every other property
-    // is touched by the connection's own thread only; other threads call `wake()` alone, through
-    // a reference taken while the core held this connection registered (so `multi` is alive).
+    // Safe to share: `id`, `core`, `settings` and `wakeDescriptor` are immutable; every other
+    // property is touched by the connection's own thread only; other threads call `wake()` alone,
+    // through a reference taken while the core held this connection registered.
 
     let id: Int
     private let core: ClientCore
-    private let settings: TransferSettings
-    private let multi: UnsafeMutableRawPointer?
+    private let settings: ClientSettings
+    /// An eventfd: `wake()` writes to it, the thread polls it. Closed in deinit.
+    private let wakeDescriptor: Int32
     private let finished = DispatchSemaphore(value: 0)
-
-    private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-    /// Finished transfers whose easy handles wait for the next requests (at most `maxIdleTransfers`).
-    private var idleTransfers: [Transfer] = []
-    private var retrying: [Transfer] = []
-    private var report = DispatchState.Report()
-    private var earliestDeadline: ContinuousClock.Instant?
-    /// The TLS connection has been up (set by the pre-request callback).
-    var established = false
-    /// The TCP socket curl opened (see `socketOpened`) and its inode, which tells whether the
-    /// descriptor still is that socket: curl may have closed it and the number been reused.
-    private var socket: (descriptor: Int32, inode: UInt)?
-    private var retire = false
-    /// The last stream id of the GOAWAY received, if any: streams above it were not processed.
-    private var goawayLastStreamID: Int?
-    private var reportedRetire = false
     private let threadID = Mutex<pthread_t?>(nil)
 
-    /// Our own deadline check only catches transfers curl does not time out itself (those
-    /// waiting for a stream); curl's CURLOPT_TIMEOUT_MS, which knows the phase, comes first.
-    private static let deadlineGrace = Duration.milliseconds(50)
-    /// Easy handles kept for reuse: setting one up per request cost about 8% of the relay's work per
-    /// push, while each one kept holds curl's buffers (16 KiB to receive, 16 KiB to upload).
-    static let maxIdleTransfers = 64
+    private enum Phase {
+        case resolving
+        case connecting
+        case handshaking
+        case open
+        /// No socket any more (failed, lost, or never made); requests fail with `closedError`.
+        case closed
+    }
 
-    init(id: Int, core: ClientCore, settings: TransferSettings) {
+    private var phase = Phase.resolving
+    private var resolution: Resolution?
+    private var closedError = Connection.lostBeforeSent
+    private var addresses: [SocketAddress] = []
+    private var nextAddress = 0
+    private var lastConnectError = ""
+    private var connectDeadline = ContinuousClock.now
+    private var socket: Int32 = -1
+    private var ssl: OpaquePointer?
+    private var session: OpaquePointer?
+    /// What the last `poll` reported for the socket.
+    private var socketEvents: Int16 = 0
+    /// The socket must become writable before anything more can be written (or connected).
+    private var wantWritable = false
+
+    /// Requests taken from the inbox and not yet submitted (the server's stream limit is reached).
+    private var waiting: [PendingRequest] = []
+    private var waitingHead = 0
+    /// Submitted requests by stream id, until their stream closes.
+    private var streams: [Int32: RequestStream] = [:]
+    /// No request here has a deadline before this instant (it may be stale, never late).
+    private var earliestDeadline: ContinuousClock.Instant?
+
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
+    private var headerBytes: [UInt8] = []
+    private var headerSpans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+    private var headerFields: [nghttp2_nv] = []
+
+    private var report = DispatchState.Report()
+    private var established = false
+    private var retire = false
+    /// The lowest last stream id of the GOAWAYs received: streams above it were not processed.
+    private var goawayLastStreamID: Int32?
+
+    /// Frames are gathered up to this size before one `SSL_write` (TLS then makes 16 KiB records).
+    private static let outputBatch = 64 * 1024
+
+    init(id: Int, core: ClientCore, settings: ClientSettings) {
         self.id = id
         self.core = core
         self.settings = settings
-        multi = curl_multi_init()
-        if let multi {
-            _ = CCurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
-            _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
-            _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 1)
-            _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 1)
-            _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, min(settings.maxStreams, 1 << 30))
-        }
+        wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        output.reserveCapacity(Self.outputBatch + 16 * 1024)
     }
 
     deinit {
-        // The kept easy handles are no longer in the multi handle; free them before it all the same.
-        idleTransfers = []
-        if let multi { curl_multi_cleanup(multi) }
+        if wakeDescriptor >= 0 { _ = Glibc.close(wakeDescriptor) }
+        readBuffer.deallocate()
     }
 
     /// Starts the connection's thread.
@@ -85,32 +108,10 @@ final class Connection: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Interrupts `curl_multi_poll`. Callers hold a reference taken while the connection was
-    /// registered in the core, so `multi` is alive (it is freed in deinit); curl_multi_wakeup may be
-    /// called from any thread, also after the connection's thread has left.
+    /// Interrupts the thread's `poll`. May be called from any thread, also after the thread left.
     func wake() {
-        if let multi { _ = curl_multi_wakeup(multi) }
-    }
-
-    // MARK: Callbacks from transfers (own thread, inside curl_multi_perform)
-
-    func goawayReceived(lastStreamID: Int?) {
-        retire = true
-        goawayLastStreamID = min(goawayLastStreamID ?? Int.max, lastStreamID ?? 0)
-    }
-
-    /// Notes the connection's one TCP socket (curl owns and closes it; it is only corked here).
-    func socketOpened(_ descriptor: Int32) {
-        var status = stat()
-        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return }
-        socket = (descriptor, status.st_ino)
-    }
-
-    func reconnectBlocked() { retire = true }
-
-    func transferWantsRetry(_ transfer: Transfer) {
-        retire = true
-        retrying.append(transfer)
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeDescriptor, &one, 8)
     }
 
     // MARK: The thread
@@ -118,12 +119,21 @@ final class Connection: @unchecked Sendable {
     private func run() {
         threadID.withLock { $0 = pthread_self() }
         defer {
-            // curl's TLS gave this thread OpenSSL state of its own (random generators, error queue), which OpenSSL
-            // frees in a thread-exit destructor, after `join()` has returned: a process exiting right after
-            // `shutdown()` caught it half-freed (LeakSanitizer reported the generators). Freed here instead.
+            closeSocket()
+            // OpenSSL gave this thread state of its own (random generators, error queue), which it
+            // frees in a thread-exit destructor, after `join()` has returned: freed here instead.
             OPENSSL_thread_stop()
             finished.signal()
         }
+        connectDeadline = .now + settings.connectTimeout
+        if wakeDescriptor < 0 {
+            fail(connecting: .connectFailed, "eventfd failed: \(errno.errnoDescription)")
+        } else {
+            let resolution = settings.resolver.resolution()
+            self.resolution = resolution
+            resolution.notify { [weak self] in self?.wake() }
+        }
+        var reportedRetire = false
         while true {
             report.established = established
             report.retire = retire
@@ -131,177 +141,609 @@ final class Connection: @unchecked Sendable {
             let step = core.exchange(connection: self, report: report, now: .now)
             report = DispatchState.Report()
             for (request, result) in step.deliveries { request.completion(result) }
-            if step.exit { break }
+            if step.exit {
+                closeGracefully()
+                break
+            }
             if step.shutDown {
                 shutDown(inbox: step.inbox)
                 break
             }
-            guard let multi else {
-                for request in step.inbox {
-                    end(
-                        request,
-                        .failure(
-                            HTTP2ClientError(.protocolError, "curl_multi_init failed", mayHaveBeenProcessed: false)))
-                }
-                retire = true
-                continue
-            }
-            for request in step.inbox { add(request, to: multi) }
-            var running: Int32 = 0
-            // curl writes each request's frames with separate TLS records and send calls; corking the
-            // socket for the duration of one round lets the kernel send them as a few full segments
-            // when it is uncorked, instead of a packet per frame.
-            let corked = cork()
-            _ = curl_multi_perform(multi, &running)
-            if let corked { uncork(corked) }
-            harvest(multi)
+            for request in step.inbox { accept(request) }
+            advance()
             let now = ContinuousClock.now
-            expireOverdue(multi, now: now)
+            expireOverdue(now: now)
             if !report.results.isEmpty || reportedRetire != retire { continue }
-            var wait = Duration.seconds(1)
-            if let deadline = earliestDeadline { wait = min(wait, now.duration(to: deadline + Self.deadlineGrace)) }
-            if let deadline = step.queueDeadline { wait = min(wait, now.duration(to: deadline)) }
-            let milliseconds = Int32(clamping: max(Transfer.milliseconds(wait) + 1, 0))
-            _ = curl_multi_poll(multi, nil, 0, milliseconds, nil)
+            var until = now + .seconds(1)
+            if let deadline = earliestDeadline { until = min(until, deadline) }
+            if let deadline = step.queueDeadline { until = min(until, deadline) }
+            if isConnecting { until = min(until, connectDeadline) }
+            wait(until: until, now: now)
         }
     }
 
-    /// Corks the socket if it is still curl's; returns the descriptor to uncork. Only this thread
-    /// runs curl, so the socket cannot be closed between the check and the cork.
-    private func cork() -> Int32? {
-        guard let socket else { return nil }
-        var status = stat()
-        guard fstat(socket.descriptor, &status) == 0, status.st_ino == socket.inode else {
-            self.socket = nil
-            return nil
+    private func wait(until: ContinuousClock.Instant, now: ContinuousClock.Instant) {
+        let remaining = now.duration(to: until)
+        let milliseconds =
+            remaining <= .zero
+            ? 0
+            : Int32(
+                clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+                    + 1)
+        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        if socket >= 0 && phase != .closed {
+            var events = Int16(POLLIN)
+            if wantWritable { events |= Int16(POLLOUT) }
+            if phase == .connecting { events = Int16(POLLOUT) }
+            descriptors.append(pollfd(fd: socket, events: events, revents: 0))
         }
-        var on: Int32 = 1
-        _ = setsockopt(socket.descriptor, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))
-        return socket.descriptor
+        let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+        guard ready > 0 else { return }
+        if descriptors[0].revents != 0 {
+            var count: UInt64 = 0
+            _ = Glibc.read(wakeDescriptor, &count, 8)
+        }
+        if descriptors.count > 1 { socketEvents = descriptors[1].revents }
     }
 
-    /// Sends what the round wrote. Harmless if curl closed the socket during the round (the
-    /// call fails, or at worst uncorks another socket, which nothing here corks).
-    private func uncork(_ descriptor: Int32) {
-        var off: Int32 = 0
-        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
-    }
-
-    private func add(_ request: PendingRequest, to multi: UnsafeMutableRawPointer) {
-        guard request.deadline > .now else {
-            end(request, .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)))
+    private func accept(_ request: PendingRequest) {
+        if phase == .closed || retire {
+            end(request, .failure(unsentError()))
             return
         }
-        let transfer: Transfer
-        do {
-            if let reused = idleTransfers.popLast() {
-                try reused.start(request, now: .now)
-                transfer = reused
-            } else {
-                transfer = try Transfer(request: request, connection: self, settings: settings)
-            }
-        } catch {
-            end(request, .failure(error))
-            return
-        }
-        guard curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
-            // The handle may be in a state curl refuses: do not reuse it.
-            end(
-                request,
-                .failure(HTTP2ClientError(.protocolError, "curl_multi_add_handle failed", mayHaveBeenProcessed: false)))
-            return
-        }
-        transfers[transfer.easy] = transfer
+        waiting.append(request)
         earliestDeadline = min(earliestDeadline ?? request.deadline, request.deadline)
+    }
+
+    /// Moves the connection on as far as it can go without waiting.
+    private func advance() {
+        if phase == .resolving, let answer = resolution?.answer {
+            resolution = nil
+            addresses = answer.addresses
+            if let problem = answer.problem {
+                fail(connecting: .connectFailed, problem)
+            } else {
+                phase = .connecting
+            }
+        }
+        if phase == .connecting { continueConnect() }
+        if phase == .handshaking { continueHandshake() }
+        if phase == .open {
+            if socketEvents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readAvailable() }
+            if phase == .open && !retire { submitWaiting() }
+            if phase == .open { flush() }
+        }
+        socketEvents = 0
+        if phase == .closed || retire { failWaiting() }
+    }
+
+    // MARK: Connecting
+
+    private var isConnecting: Bool { phase == .resolving || phase == .connecting || phase == .handshaking }
+
+    private func continueConnect() {
+        while true {
+            if socket >= 0 {
+                // A connect in progress: done when the socket is writable (or has failed).
+                guard socketEvents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 else { return }
+                socketEvents = 0
+                var error: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                _ = getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length)
+                if error == 0 { break }
+                lastConnectError = error.errnoDescription
+                closeSocket()
+            }
+            guard nextAddress < addresses.count else {
+                fail(connecting: .connectFailed, "cannot connect: \(lastConnectError)")
+                return
+            }
+            let address = addresses[nextAddress]
+            nextAddress += 1
+            switch address.startConnect() {
+            case .failed(let error):
+                lastConnectError = error.errnoDescription
+            case .started(let descriptor, let inProgress):
+                socket = descriptor
+                if inProgress {
+                    wantWritable = true
+                    return
+                }
+            }
+            if socket >= 0 { break }
+        }
+        wantWritable = false
+        setSocketOptions()
+        guard let ssl = SSL_new(settings.tls.context) else {
+            fail(connecting: .tls, "SSL_new failed")
+            return
+        }
+        self.ssl = ssl
+        _ = SSL_set_fd(ssl, socket)
+        if settings.hostIsAddress {
+            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), settings.host)
+        } else {
+            // SSL_set_tlsext_host_name (server name indication) is an SSL_ctrl macro.
+            _ = settings.host.withCString {
+                SSL_ctrl(
+                    ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
+                    UnsafeMutableRawPointer(mutating: $0))
+            }
+            _ = SSL_set1_host(ssl, settings.host)
+        }
+        SSL_set_connect_state(ssl)
+        phase = .handshaking
+    }
+
+    private func setSocketOptions() {
+        func set(_ level: Int32, _ option: Int32, _ value: Int32) {
+            var value = value
+            _ = setsockopt(socket, level, option, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        set(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        // Idle connections are kept; TCP keep-alive finds one that died silently.
+        set(SOL_SOCKET, SO_KEEPALIVE, 1)
+        set(Int32(IPPROTO_TCP), TCP_KEEPIDLE, 30)
+        set(Int32(IPPROTO_TCP), TCP_KEEPINTVL, 15)
+    }
+
+    private func continueHandshake() {
+        guard let ssl else { return }
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        guard result == 1 else {
+            switch SSL_get_error(ssl, result) {
+            case SSL_ERROR_WANT_READ: wantWritable = false
+            case SSL_ERROR_WANT_WRITE: wantWritable = true
+            default:
+                let verification = SSL_get_verify_result(ssl)
+                if verification != X509_V_OK {
+                    let text = X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown"
+                    fail(connecting: .tls, "the server's certificate was not accepted: \(text)")
+                } else {
+                    fail(connecting: .tls, "the TLS handshake failed: \(Self.openSSLError())")
+                }
+            }
+            return
+        }
+        var name: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &name, &length)
+        guard length == 2, let name, name[0] == UInt8(ascii: "h"), name[1] == UInt8(ascii: "2") else {
+            fail(connecting: .tls, "the server did not agree to HTTP/2 (ALPN h2)")
+            return
+        }
+        var created: OpaquePointer?
+        guard
+            nghttp2_session_client_new(&created, ClientCallbacks.table, Unmanaged.passUnretained(self).toOpaque()) == 0,
+            let created
+        else {
+            fail(connecting: .protocolError, "nghttp2_session_client_new failed")
+            return
+        }
+        session = created
+        var entries = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: 0),
+        ]
+        _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        phase = .open
+        established = true
+        wantWritable = false
+        socketEvents = Int16(POLLIN)  // TLS may hold bytes that came with the handshake
+    }
+
+    /// The connection could not be made: every request here fails, not processed.
+    private func fail(connecting code: HTTP2ClientError.Code, _ reason: String) {
+        closedError = HTTP2ClientError(code, reason, mayHaveBeenProcessed: false)
+        phase = .closed
+        retire = true
+        closeSocket()
+        failWaiting()
+    }
+
+    private static func openSSLError() -> String {
+        let code = ERR_get_error()
+        ERR_clear_error()
+        guard code != 0 else { return "the connection closed" }
+        var text = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &text, text.count)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Requests
+
+    private func submitWaiting() {
+        guard let session, waitingHead < waiting.count else { return }
+        let serverLimit = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+        let limit = min(settings.maxStreams, serverLimit)
+        while waitingHead < waiting.count && streams.count < limit {
+            let request = waiting[waitingHead]
+            waitingHead += 1
+            submit(request, to: session)
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        }
+    }
+
+    private func submit(_ pending: PendingRequest, to session: OpaquePointer) {
+        let request = pending.request
+        headerBytes.removeAll(keepingCapacity: true)
+        headerSpans.removeAll(keepingCapacity: true)
+        func add(_ name: StaticString, _ value: String) {
+            let nameStart = headerBytes.count
+            headerBytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            let valueStart = headerBytes.count
+            value.withUTF8Bytes { headerBytes.append(contentsOf: $0) }
+            headerSpans.append((nameStart, valueStart - nameStart, valueStart, headerBytes.count - valueStart))
+        }
+        add(":method", request.method)
+        add(":scheme", "https")
+        add(":authority", settings.authority)
+        add(":path", request.path)
+        var hasLength = false
+        for (name, value) in request.headers {
+            let nameStart = headerBytes.count
+            name.withUTF8Bytes { bytes in
+                for byte in bytes { headerBytes.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
+            }
+            let valueStart = headerBytes.count
+            if valueStart - nameStart == 14 && headerBytes[nameStart...].starts(with: "content-length".utf8) {
+                hasLength = true
+            }
+            value.withUTF8Bytes { headerBytes.append(contentsOf: $0) }
+            headerSpans.append((nameStart, valueStart - nameStart, valueStart, headerBytes.count - valueStart))
+        }
+        if !request.body.isEmpty && !hasLength { add("content-length", String(request.body.count)) }
+        let streamID = headerBytes.withUnsafeMutableBufferPointer { bytes -> Int32 in
+            let base = bytes.baseAddress!
+            headerFields.removeAll(keepingCapacity: true)
+            for span in headerSpans {
+                headerFields.append(
+                    nghttp2_nv(
+                        name: base + span.name, value: base + span.value, namelen: span.nameLength,
+                        valuelen: span.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            }
+            // nghttp2 copies the fields; the body is read through `readRequestBody` as it is sent.
+            if request.body.isEmpty {
+                return nghttp2_submit_request(session, nil, headerFields, headerFields.count, nil, nil)
+            }
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: nil), read_callback: ClientCallbacks.readRequestBody)
+            return nghttp2_submit_request(session, nil, headerFields, headerFields.count, &provider, nil)
+        }
+        guard streamID > 0 else {
+            let reason = String(cString: nghttp2_strerror(streamID))
+            end(pending, .failure(HTTP2ClientError(.protocolError, "nghttp2: \(reason)", mayHaveBeenProcessed: false)))
+            return
+        }
+        streams[streamID] = RequestStream(pending: pending, id: streamID)
     }
 
     private func end(_ request: PendingRequest, _ result: Result<HTTP2Response, HTTP2ClientError>) {
         report.results.append((request, result))
     }
 
-    /// Collects the transfers curl finished, and those it wanted to resend.
-    private func harvest(_ multi: UnsafeMutableRawPointer) {
-        var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            let code = message.pointee.data.result
-            finish(easy, code: code, multi: multi)
-        }
-        let wantRetry = retrying
-        retrying = []
-        for transfer in wantRetry where transfers[transfer.easy] != nil {
-            finish(transfer.easy, code: CURLE_OK, multi: multi)
-        }
+    /// Fails the requests not yet submitted: the server never saw them.
+    private func failWaiting() {
+        guard waitingHead < waiting.count else { return }
+        let error = unsentError()
+        for request in waiting[waitingHead...] { end(request, .failure(error)) }
+        waiting.removeAll(keepingCapacity: true)
+        waitingHead = 0
     }
 
-    private func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, multi: UnsafeMutableRawPointer) {
-        guard let transfer = transfers.removeValue(forKey: easy) else { return }
-        _ = curl_multi_remove_handle(multi, easy)
-        // Only a handle whose transfer ended cleanly is kept: curl keeps some state of a transfer it
-        // wanted to retry on the handle (`state.retrycount`, `state.refused_stream`), which would
-        // carry over to the next request.
-        let reusable = code == CURLE_OK && !transfer.curlWantsRetry && !transfer.reconnectBlocked
-        defer { if reusable && idleTransfers.count < Self.maxIdleTransfers { idleTransfers.append(transfer) } }
-        var facts = TransferOutcome.Facts(code: code)
-        facts.submitted = transfer.submitted
-        facts.refusedByServer = transfer.refusedByServer
-        let failed = code != CURLE_OK || transfer.curlWantsRetry || transfer.reconnectBlocked
-        if failed, let last = goawayLastStreamID, let stream = transfer.streamID, stream > last {
-            facts.refusedByServer = true  // RFC 9113 6.8: the server did not process it
+    private static let refused = HTTP2ClientError(
+        .refused, "the server refused the stream", mayHaveBeenProcessed: false)
+    private static let lostBeforeSent = HTTP2ClientError(
+        .connectionLost, "the connection closed before the request was sent", mayHaveBeenProcessed: false)
+
+    /// Why a request that was never submitted fails.
+    private func unsentError() -> HTTP2ClientError {
+        if phase == .closed { return closedError }
+        if goawayLastStreamID != nil {
+            return HTTP2ClientError(.refused, "the server is closing the connection", mayHaveBeenProcessed: false)
         }
-        facts.curlWantsRetry = transfer.curlWantsRetry
-        facts.reconnectBlocked = transfer.reconnectBlocked
-        facts.responseTooLarge = transfer.responseTooLarge
-        facts.deadlinePassed = ContinuousClock.now + .milliseconds(1) >= transfer.request.deadline
-        facts.connectionEstablished = established
-        if code != CURLE_OK { facts.detail = transfer.errorDetail }
-        let outcome = TransferOutcome(facts)
-        if outcome.retireConnection { retire = true }
-        if let error = outcome.error {
-            end(transfer.request, .failure(error))
+        return Self.lostBeforeSent
+    }
+
+    /// Ends a stream whose answer is complete, or the reason there is none.
+    private func finish(_ stream: RequestStream, errorCode: UInt32) {
+        if stream.tooLarge {
+            end(
+                stream.pending,
+                .failure(HTTP2ClientError(.protocolError, "the response body is too large", mayHaveBeenProcessed: true))
+            )
             return
         }
-        let status = transfer.responseCode
-        if status != 403 { report.answeredOtherThan403 = true }
+        if stream.ended, let status = stream.status {
+            if status != 403 { report.answeredOtherThan403 = true }
+            end(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+            return
+        }
+        retire = true
+        if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(stream.id) {
+            // RFC 9113 8.7: a refused stream, or one above GOAWAY's last stream id, was not processed.
+            end(stream.pending, .failure(Self.refused))
+            return
+        }
+        if !stream.sent {
+            end(stream.pending, .failure(Self.lostBeforeSent))
+            return
+        }
+        let name = nghttp2_http2_strerror(errorCode).map { String(cString: $0) } ?? "code \(errorCode)"
         end(
-            transfer.request,
-            .success(HTTP2Response(status: status, headers: transfer.responseHeaders, body: transfer.responseBody)))
+            stream.pending,
+            .failure(
+                HTTP2ClientError(.protocolError, "the server reset the stream (\(name))", mayHaveBeenProcessed: true)))
     }
 
-    /// Ends the transfers curl has not timed out although their deadline passed (those
-    /// waiting in curl for a free stream).
-    private func expireOverdue(_ multi: UnsafeMutableRawPointer, now: ContinuousClock.Instant) {
-        guard let earliest = earliestDeadline, earliest + Self.deadlineGrace <= now else { return }
+    private func isAboveGoaway(_ stream: Int32) -> Bool {
+        guard let last = goawayLastStreamID else { return false }
+        return stream > last
+    }
+
+    /// Ends the requests whose deadline has passed: `.timeout`. A request sent and not answered in
+    /// time means the connection went silent: it takes no more requests.
+    private func expireOverdue(now: ContinuousClock.Instant) {
+        if isConnecting && connectDeadline <= now {
+            fail(connecting: .connectFailed, phase == .resolving ? "resolving the host timed out" : "connect timed out")
+        }
+        guard let earliest = earliestDeadline, earliest <= now else { return }
         var next: ContinuousClock.Instant?
-        for (easy, transfer) in transfers {
-            let deadline = transfer.request.deadline
-            if deadline + Self.deadlineGrace <= now {
-                finish(easy, code: CURLE_OPERATION_TIMEDOUT, multi: multi)
-            } else {
-                next = min(next ?? deadline, deadline)
+        if waitingHead < waiting.count {
+            var kept: [PendingRequest] = []
+            for request in waiting[waitingHead...] {
+                if request.deadline <= now {
+                    if !established { retire = true }
+                    end(
+                        request,
+                        .failure(
+                            HTTP2ClientError(.timeout, "no answer before the deadline", mayHaveBeenProcessed: false)))
+                } else {
+                    kept.append(request)
+                    next = min(next ?? request.deadline, request.deadline)
+                }
             }
+            waiting = kept
+            waitingHead = 0
+        }
+        for (id, stream) in streams {
+            let deadline = stream.pending.deadline
+            guard deadline <= now else {
+                next = min(next ?? deadline, deadline)
+                continue
+            }
+            streams[id] = nil
+            retire = true
+            if let session {
+                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
+            }
+            end(
+                stream.pending,
+                .failure(HTTP2ClientError(.timeout, "no answer before the deadline", mayHaveBeenProcessed: stream.sent))
+            )
         }
         earliestDeadline = next
+        if phase == .open { flush() }
+    }
+
+    // MARK: Reading and writing
+
+    private func readAvailable() {
+        guard let ssl, let session else { return }
+        let buffer = readBuffer.baseAddress!
+        while phase == .open {
+            ERR_clear_error()
+            let count = SSL_read(ssl, buffer, Int32(readBuffer.count))
+            if count > 0 {
+                let consumed = nghttp2_session_mem_recv(session, buffer.assumingMemoryBound(to: UInt8.self), Int(count))
+                if consumed < 0 {
+                    flush()  // nghttp2 queued a GOAWAY telling the server why
+                    lose("the server broke the HTTP/2 protocol (\(String(cString: nghttp2_strerror(Int32(consumed)))))")
+                    return
+                }
+                continue
+            }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ:
+                return
+            case SSL_ERROR_WANT_WRITE:
+                wantWritable = true
+                return
+            default:
+                lose("the connection closed before the answer")
+                return
+            }
+        }
+    }
+
+    /// Serializes pending frames in batches and writes each batch with one `SSL_write`.
+    private func flush() {
+        guard let ssl, let session else { return }
+        while phase == .open {
+            if outputOffset == output.count {
+                output.removeAll(keepingCapacity: true)
+                outputOffset = 0
+                while output.count < Self.outputBatch {
+                    var chunk: UnsafePointer<UInt8>?
+                    let length = nghttp2_session_mem_send(session, &chunk)
+                    if length < 0 {
+                        lose("nghttp2: \(String(cString: nghttp2_strerror(Int32(length))))")
+                        return
+                    }
+                    guard length > 0, let chunk else { break }
+                    output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+                }
+                if output.isEmpty {
+                    wantWritable = false
+                    return
+                }
+            }
+            ERR_clear_error()
+            let written = output.withUnsafeBytes { bytes in
+                SSL_write(ssl, bytes.baseAddress! + outputOffset, Int32(bytes.count - outputOffset))
+            }
+            if written > 0 {
+                outputOffset += Int(written)
+                continue
+            }
+            switch SSL_get_error(ssl, written) {
+            case SSL_ERROR_WANT_WRITE:
+                wantWritable = true
+                return
+            case SSL_ERROR_WANT_READ:
+                return
+            default:
+                lose("the connection closed before the answer")
+                return
+            }
+        }
+    }
+
+    /// The connection broke: every open stream fails (processed if it was sent, unless GOAWAY
+    /// said otherwise), and so does every request not yet sent.
+    private func lose(_ reason: String) {
+        retire = true
+        let lost = streams.values.sorted { $0.id < $1.id }
+        streams = [:]
+        closedError = Self.lostBeforeSent
+        phase = .closed
+        for stream in lost {
+            if stream.ended, let status = stream.status, !stream.tooLarge {
+                if status != 403 { report.answeredOtherThan403 = true }
+                end(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+            } else if !stream.sent || isAboveGoaway(stream.id) {
+                end(stream.pending, .failure(stream.sent ? Self.refused : Self.lostBeforeSent))
+            } else {
+                end(stream.pending, .failure(HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: true)))
+            }
+        }
+        closeSocket()
+        failWaiting()
+    }
+
+    /// Ends the session politely (GOAWAY, TLS close_notify), without waiting for the server.
+    private func closeGracefully() {
+        if phase == .open, let session, let ssl {
+            _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
+            flush()
+            ERR_clear_error()
+            _ = SSL_shutdown(ssl)
+        }
+        closeSocket()
+    }
+
+    private func closeSocket() {
+        if let session {
+            nghttp2_session_del(session)
+            self.session = nil
+        }
+        if let ssl {
+            ERR_clear_error()
+            SSL_free(ssl)  // the socket BIO does not close the descriptor
+            self.ssl = nil
+        }
+        if socket >= 0 {
+            _ = Glibc.close(socket)
+            socket = -1
+        }
+        if phase != .closed { phase = .closed }
+        wantWritable = false
     }
 
     /// Fails everything with `.shutdown` and leaves.
     private func shutDown(inbox: [PendingRequest]) {
         var ended: [(PendingRequest, HTTP2ClientError)] = []
-        for request in inbox {
-            ended.append(
-                (request, HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
+        let notSent = HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)
+        for request in inbox { ended.append((request, notSent)) }
+        if waitingHead < waiting.count {
+            for request in waiting[waitingHead...] { ended.append((request, notSent)) }
         }
-        for (easy, transfer) in transfers {
-            if let multi { _ = curl_multi_remove_handle(multi, easy) }
+        waiting = []
+        waitingHead = 0
+        for stream in streams.values.sorted(by: { $0.id < $1.id }) {
             ended.append(
                 (
-                    transfer.request,
-                    HTTP2ClientError(
-                        .shutdown, "the client was shut down", mayHaveBeenProcessed: transfer.submitted)
+                    stream.pending,
+                    HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: stream.sent)
                 ))
         }
-        transfers = [:]
+        streams = [:]
+        closeGracefully()
         core.departed(connection: self, completed: ended.count)
         for (request, error) in ended { request.completion(.failure(error)) }
+    }
+
+    // MARK: nghttp2 callbacks (own thread, inside nghttp2_session_mem_recv / mem_send)
+
+    func readRequestBody(stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
+        guard let open = streams[stream] else { return (0, true) }
+        return open.request.body.withUnsafeBufferPointer { body in
+            let count = min(length, body.count - open.bodyOffset)
+            if count > 0 { buffer.update(from: body.baseAddress! + open.bodyOffset, count: count) }
+            open.bodyOffset += count
+            return (count, open.bodyOffset == body.count)
+        }
+    }
+
+    func headerReceived(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard let open = streams[stream] else { return }
+        if name.first == UInt8(ascii: ":") {
+            guard name.elementsEqual(":status".utf8) else { return }
+            var status = 0
+            for byte in value where byte >= 0x30 && byte <= 0x39 && status < 1000 {
+                status = status * 10 + Int(byte - 0x30)
+            }
+            if status >= 200 {
+                open.status = status
+                open.headers = []
+            } else {
+                open.status = nil  // informational: its fields are not the answer's
+            }
+            return
+        }
+        guard open.status != nil else { return }
+        open.headers.append(
+            (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+    }
+
+    func bodyReceived(stream: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let open = streams[stream], !open.tooLarge else { return }
+        guard open.body.count + bytes.count <= ClientSettings.maxResponseBodyBytes else {
+            open.tooLarge = true
+            if let session {
+                _ = nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_CANCEL.rawValue)
+            }
+            return
+        }
+        open.body.append(contentsOf: bytes)
+    }
+
+    func answerEnded(stream: Int32) {
+        streams[stream]?.ended = true
+    }
+
+    func requestSent(stream: Int32) {
+        streams[stream]?.sent = true
+    }
+
+    func requestNotSent(stream: Int32) {
+        guard let open = streams.removeValue(forKey: stream) else { return }
+        retire = true
+        end(open.pending, .failure(isAboveGoaway(stream) ? Self.refused : Self.lostBeforeSent))
+    }
+
+    func goawayReceived(lastStreamID: Int32) {
+        retire = true
+        goawayLastStreamID = min(goawayLastStreamID ?? Int32.max, lastStreamID)
+    }
+
+    func streamClosed(_ stream: Int32, errorCode: UInt32) {
+        guard let open = streams.removeValue(forKey: stream) else { return }
+        finish(open, errorCode: errorCode)
     }
 }

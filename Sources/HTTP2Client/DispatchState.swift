@@ -1,4 +1,4 @@
-/// The client's scheduling decisions, as a pure state machine (no threads, no curl): which
+/// The client's scheduling decisions, as a pure state machine (no threads, no I/O): which
 /// connection takes a request, when a connection opens up, is retired or replaced, which
 /// failed request is retried. ``ClientCore`` keeps it behind its lock and acts on the effects.
 ///
@@ -23,7 +23,7 @@ struct DispatchState: Sendable {
     struct Slot: Sendable {
         let id: Int
         var phase: Phase = .probing
-        /// Requests given to this connection and not finished (in its inbox or in curl).
+        /// Requests given to this connection and not finished (in its inbox or on the wire).
         var assigned = 0
         /// Requests handed over and not yet picked up by the connection's thread.
         var inbox: [PendingRequest] = []
@@ -45,7 +45,7 @@ struct DispatchState: Sendable {
         case rejected
     }
 
-    /// What a connection's thread tells after a round of curl work.
+    /// What a connection's thread tells after a round of work.
     struct Report: Sendable {
         /// Requests that ended, with their outcome.
         var results: [(request: PendingRequest, result: Result<HTTP2Response, HTTP2ClientError>)] = []

@@ -1,10 +1,7 @@
-import CCurl
-
-/// An HTTP/2-over-TLS client for one origin, on libcurl's multi interface.
+/// An HTTP/2-over-TLS client for one origin, on libnghttp2 and OpenSSL.
 ///
 /// Requests are multiplexed over at most `maxConnections` long-lived connections. Each
-/// connection is a curl multi handle holding exactly one TCP connection, driven by a thread of
-/// its own; `send` hands a request to the least-loaded connection with room (a new connection
+/// connection is one TCP connection with its nghttp2 session, driven by a thread of its own; `send` hands a request to the least-loaded connection with room (a new connection
 /// carries one request at a time until it has answered anything but 403). A connection that got
 /// GOAWAY, broke, or let a request pass its deadline takes no new requests and is replaced.
 /// A request the server certainly did not process is retried once on another connection; one it
@@ -18,10 +15,10 @@ public final class HTTP2Client: Sendable {
     /// - Throws: `.invalidConfiguration` for an origin that is not `https://host[:port]`, a
     ///   limit below 1, or an unreadable CA file.
     public init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
-        guard CurlGlobal.initialized else {
-            throw HTTP2ClientError(.invalidConfiguration, "curl_global_init failed", mayHaveBeenProcessed: false)
+        guard OpenSSLInitialization.done else {
+            throw HTTP2ClientError(.invalidConfiguration, "OPENSSL_init_ssl failed", mayHaveBeenProcessed: false)
         }
-        let settings = try TransferSettings(configuration: configuration)
+        let settings = try ClientSettings(configuration: configuration)
         core = ClientCore(settings: settings, maxConnections: configuration.maxConnections)
     }
 
@@ -53,8 +50,8 @@ public final class HTTP2Client: Sendable {
     /// The client's counters now.
     public var statistics: HTTP2ClientStatistics { core.statistics }
 
-    /// Fails queued and in-flight requests with `.shutdown`, ends the client's threads and frees
-    /// curl's handles. Later requests fail with `.shutdown` at once. Calling it again does nothing.
+    /// Fails queued and in-flight requests with `.shutdown`, ends the client's threads and closes
+    /// its connections. Later requests fail with `.shutdown` at once. Calling it again does nothing.
     public func shutdown() { core.shutDown() }
 
     /// What makes a request unsendable, if anything (never quoting the request's data).

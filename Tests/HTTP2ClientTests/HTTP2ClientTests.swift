@@ -42,7 +42,7 @@ struct HTTP2ClientTests {
         #expect(missing.status == 404)
     }
 
-    /// One connection reuses its curl handles: each request must go out as itself, whatever came before.
+    /// One connection carries requests of every shape in turn: each must go out as itself, whatever came before.
     @Test func requestsOfEveryShapeInTurnOnOneConnectionEachGoOutAsThemselves() async throws {
         let server = try NGHTTPDServer(files: ["hello.txt": "hello, world\n"])
         let client = try client(server.origin, maxConnections: 1)
@@ -124,6 +124,26 @@ struct HTTP2ClientTests {
         let error = try #require(result.failure)
         #expect(error.code == .tls)
         #expect(!error.mayHaveBeenProcessed)
+    }
+
+    /// The name in the origin is what the certificate must carry (and what SNI sends): `localhost`
+    /// also resolves to ::1, where nothing listens, so the client goes on to 127.0.0.1.
+    @Test func aHostNameIsVerifiedAgainstTheCertificate() async throws {
+        let server = try NGHTTPDServer()
+        let client = try client("https://localhost:\(server.port)")
+        defer { client.shutdown() }
+        #expect(try await client.send(HTTP2Request(path: "/x", body: [1])).get().status == 200)
+    }
+
+    @Test func aCertificateForAnotherNameFailsWithTLSNotProcessed() async throws {
+        let server = try NGHTTPDServer(certificate: pki.elsewhereCertificate)
+        for origin in [server.origin, "https://localhost:\(server.port)"] {
+            let client = try client(origin)
+            defer { client.shutdown() }
+            let error = try #require(await client.send(HTTP2Request(path: "/x", body: [1])).failure)
+            #expect(error.code == .tls, "\(origin): \(error)")
+            #expect(!error.mayHaveBeenProcessed)
+        }
     }
 
     @Test func nothingListeningFailsWithConnectFailed() async throws {

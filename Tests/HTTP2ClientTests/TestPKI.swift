@@ -1,13 +1,16 @@
 import Foundation
 
 /// A throwaway CA and a server certificate for 127.0.0.1 and localhost, made with /usr/bin/openssl
-/// once per test process, plus an unrelated CA that trusts nothing of ours.
+/// once per test process, a second one from the same CA for another name only, and an unrelated
+/// CA that trusts nothing of ours.
 struct TestPKI: Sendable {
     let directory: String
     var caFile: String { directory + "/ca.pem" }
     var otherCAFile: String { directory + "/other-ca.pem" }
     var serverKey: String { directory + "/server.key" }
     var serverCertificate: String { directory + "/server.pem" }
+    /// Issued by `caFile` with the server's key, for `elsewhere.example` only.
+    var elsewhereCertificate: String { directory + "/elsewhere.pem" }
 
     static let shared: TestPKI = {
         let directory = NSTemporaryDirectory() + "http2client-pki-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -33,6 +36,12 @@ struct TestPKI: Sendable {
         run([
             "x509", "-req", "-in", directory + "/server.csr", "-CA", pki.caFile, "-CAkey", directory + "/ca.key",
             "-CAcreateserial", "-out", pki.serverCertificate, "-days", "2", "-extfile", directory + "/server.ext",
+        ])
+        try! "subjectAltName = DNS:elsewhere.example\nextendedKeyUsage = serverAuth\n".write(
+            toFile: directory + "/elsewhere.ext", atomically: true, encoding: .utf8)
+        run([
+            "x509", "-req", "-in", directory + "/server.csr", "-CA", pki.caFile, "-CAkey", directory + "/ca.key",
+            "-CAcreateserial", "-out", pki.elsewhereCertificate, "-days", "2", "-extfile", directory + "/elsewhere.ext",
         ])
         return pki
     }()

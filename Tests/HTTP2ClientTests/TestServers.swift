@@ -11,7 +11,10 @@ final class NGHTTPDServer: Sendable {
     // Process is not Sendable, but it is only started in init and terminated in stop().
     private nonisolated(unsafe) var stopped = false
 
-    init(maxConcurrentStreams: Int? = nil, files: [String: String] = [:], echo: Bool = true) throws {
+    init(
+        maxConcurrentStreams: Int? = nil, files: [String: String] = [:], echo: Bool = true,
+        certificate: String = TestPKI.shared.serverCertificate
+    ) throws {
         let pki = TestPKI.shared
         documentRoot = NSTemporaryDirectory() + "http2client-docs-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: documentRoot, withIntermediateDirectories: true)
@@ -26,7 +29,7 @@ final class NGHTTPDServer: Sendable {
             var arguments = ["-a", "127.0.0.1", "-d", documentRoot]
             if echo { arguments.append("--echo-upload") }
             if let maxConcurrentStreams { arguments += ["-m", String(maxConcurrentStreams)] }
-            arguments += [String(port), pki.serverKey, pki.serverCertificate]
+            arguments += [String(port), pki.serverKey, certificate]
             process.arguments = arguments
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

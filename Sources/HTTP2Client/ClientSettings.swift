@@ -1,0 +1,100 @@
+/// What every connection of one client shares: the origin, the TLS context, the limits.
+/// Built once by `HTTP2Client.init`, then only read by the connection threads.
+final class ClientSettings: Sendable {
+    /// The host to resolve and to verify the certificate against (IPv6 literals without brackets).
+    let host: String
+    let port: UInt16
+    /// The `:authority` of every request: `host` or `host:port`, IPv6 literals in brackets.
+    let authority: String
+    /// The host is an IP address literal: verified against the certificate's IP addresses, no SNI.
+    let hostIsAddress: Bool
+    let connectTimeout: Duration
+    let maxStreams: Int
+    let tls: TLSClientContext
+    let resolver: OriginResolver
+
+    /// The largest response body kept; a larger one fails its request (`.protocolError`).
+    static let maxResponseBodyBytes = 1 << 20
+
+    init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
+        guard let origin = Origin(configuration.origin) else {
+            throw HTTP2ClientError(
+                .invalidConfiguration, "origin must be https://host[:port] without a path",
+                mayHaveBeenProcessed: false)
+        }
+        guard configuration.maxConnections >= 1, configuration.maxStreamsPerConnection >= 1 else {
+            throw HTTP2ClientError(
+                .invalidConfiguration, "maxConnections and maxStreamsPerConnection must be at least 1",
+                mayHaveBeenProcessed: false)
+        }
+        guard configuration.connectTimeout > .zero else {
+            throw HTTP2ClientError(
+                .invalidConfiguration, "connectTimeout must be positive", mayHaveBeenProcessed: false)
+        }
+        host = origin.host
+        port = origin.port
+        authority = origin.authority
+        hostIsAddress = origin.isAddress
+        connectTimeout = configuration.connectTimeout
+        maxStreams = configuration.maxStreamsPerConnection
+        tls = try TLSClientContext(extraCAFile: configuration.caFile)
+        resolver = OriginResolver(host: origin.host, port: origin.port)
+    }
+}
+
+/// `https://host[:port]`, parsed and checked (no user info, path, query or fragment).
+struct Origin: Equatable {
+    let host: String
+    let port: UInt16
+    let authority: String
+    let isAddress: Bool
+
+    init?(_ text: String) {
+        let scheme = "https://"
+        guard text.count > scheme.count, text.prefix(scheme.count).lowercased() == scheme else { return nil }
+        let rest = text.dropFirst(scheme.count)
+        guard !rest.contains(where: { "/?#@ \\".contains($0) || $0.asciiValue.map { $0 < 0x21 || $0 > 0x7E } ?? true })
+        else { return nil }
+        var host: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return nil }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { return nil }
+                portText = after.dropFirst()
+            }
+            guard host.contains(":"), Self.isIPv6(String(host)) else { return nil }
+        } else {
+            let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2 else { return nil }
+            host = parts[0]
+            if parts.count == 2 { portText = parts[1] }
+        }
+        guard !host.isEmpty else { return nil }
+        var port: UInt16 = 443
+        if let portText {
+            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCII),
+                portText.allSatisfy(\.isNumber), let value = UInt16(portText), value > 0
+            else { return nil }
+            port = value
+        }
+        let hostText = String(host).lowercased()
+        self.host = hostText
+        self.port = port
+        isAddress = hostText.contains(":") || Self.isIPv4(hostText)
+        let bracketed = hostText.contains(":") ? "[\(hostText)]" : hostText
+        authority = port == 443 ? bracketed : "\(bracketed):\(port)"
+    }
+
+    private static func isIPv4(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4
+            && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isNumber) && Int($0)! <= 255 }
+    }
+
+    private static func isIPv6(_ text: String) -> Bool {
+        text.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+    }
+}
