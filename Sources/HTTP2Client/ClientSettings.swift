@@ -15,6 +15,8 @@ final class ClientSettings: Sendable {
 
     /// The largest response body kept; a larger one fails its request (`.protocolError`).
     static let maxResponseBodyBytes = 1 << 20
+    /// The most response header fields kept (APNs sends two or three); further ones are dropped.
+    static let maxResponseHeaderFields = 64
 
     init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
         guard let origin = Origin(configuration.origin) else {

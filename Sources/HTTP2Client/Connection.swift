@@ -705,7 +705,8 @@ final class Connection: @unchecked Sendable {
             }
             return
         }
-        guard open.status != nil else { return }
+        // Fields of an informational answer are skipped; past `maxResponseHeaderFields`, the rest.
+        guard open.status != nil, open.headers.count < ClientSettings.maxResponseHeaderFields else { return }
         open.headers.append(
             (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
     }
