@@ -31,9 +31,12 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem"], swiftSettings: strict),
+        // nghttp2 frames to and from OpenSSL: what the APNs client and the simulator share.
+        .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         .target(
-            name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto"],
+            name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire"], swiftSettings: strict),
+        .target(
+            name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire"],
             swiftSettings: strict),
         .target(
             name: "RelayServer", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],

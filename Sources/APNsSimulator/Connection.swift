@@ -1,6 +1,7 @@
 import CNGHTTP2
 import COpenSSL
 import Foundation
+import HTTP2Wire
 
 #if canImport(Glibc)
     import Glibc
@@ -25,8 +26,7 @@ final class Connection {
     /// Streams whose request ended (END_STREAM), in arrival order, not yet answered.
     var completedStreams: [Int32] = []
 
-    private var output: [UInt8] = []
-    private var outputOffset = 0
+    private var writer = FrameWriter()
     private var watchingWritable = false
     private var tokenState = ProviderTokenVerifier.ConnectionState()
     private var raisedStreamLimit = false
@@ -40,7 +40,6 @@ final class Connection {
         self.fd = fd
         self.ssl = ssl
         self.loop = loop
-        output.reserveCapacity(64 * 1024)
     }
 
     // MARK: events
@@ -281,45 +280,15 @@ final class Connection {
 
     // MARK: output
 
-    /// Serializes pending frames in batches of about 64 KB and writes them until the socket is full.
+    /// Writes what nghttp2 has serialized until the socket is full (see `FrameWriter`).
     private func flush() {
         guard let session, !isClosed else { return }
-        while true {
-            if outputOffset == output.count {
-                output.removeAll(keepingCapacity: true)
-                outputOffset = 0
-                while output.count < 64 * 1024 {
-                    var chunk: UnsafePointer<UInt8>?
-                    let length = nghttp2_session_mem_send(session, &chunk)
-                    if length < 0 {
-                        close(graceful: false)
-                        return
-                    }
-                    guard length > 0, let chunk else { break }
-                    output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
-                }
-                if output.isEmpty { break }
-            }
-            ERR_clear_error()
-            let written = output.withUnsafeBytes { bytes in
-                SSL_write(ssl, bytes.baseAddress! + outputOffset, Int32(bytes.count - outputOffset))
-            }
-            if written > 0 {
-                outputOffset += Int(written)
-                continue
-            }
-            switch SSL_get_error(ssl, written) {
-            case SSL_ERROR_WANT_WRITE:
-                setWatchingWritable(true)
-                return
-            case SSL_ERROR_WANT_READ:
-                return
-            default:
-                close(graceful: false)
-                return
-            }
+        switch writer.flush(session: session, ssl: ssl) {
+        case .done: setWatchingWritable(false)
+        case .wantsWritable: setWatchingWritable(true)
+        case .wantsReadable: break
+        case .failed: close(graceful: false)
         }
-        setWatchingWritable(false)
     }
 
     private func setWatchingWritable(_ writable: Bool) {
@@ -330,7 +299,7 @@ final class Connection {
 
     /// Closes the connection once nghttp2 is done, or once a GOAWAY's earlier streams are answered.
     private func finishIfDone() {
-        guard let session, !isClosed, !watchingWritable, outputOffset == output.count else { return }
+        guard let session, !isClosed, !watchingWritable, !writer.hasPending else { return }
         if let last = progress.goawayLastStreamID {
             if !streams.keys.contains(where: { $0 <= last }) && nghttp2_session_want_write(session) == 0 {
                 close(graceful: true)

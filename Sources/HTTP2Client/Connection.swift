@@ -2,6 +2,7 @@ import CNGHTTP2
 import COpenSSL
 import CSystem
 import Foundation
+import HTTP2Wire
 import Synchronization
 
 #if canImport(Glibc)
@@ -64,8 +65,7 @@ final class Connection: @unchecked Sendable {
     /// No request here has a deadline before this instant (it may be stale, never late).
     private var earliestDeadline: ContinuousClock.Instant?
 
-    private var output: [UInt8] = []
-    private var outputOffset = 0
+    private var writer = FrameWriter()
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
     private var headerBytes: [UInt8] = []
     private var headerSpans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
@@ -77,15 +77,11 @@ final class Connection: @unchecked Sendable {
     /// The lowest last stream id of the GOAWAYs received: streams above it were not processed.
     private var goawayLastStreamID: Int32?
 
-    /// Frames are gathered up to this size before one `SSL_write` (TLS then makes 16 KiB records).
-    private static let outputBatch = 64 * 1024
-
     init(id: Int, core: ClientCore, settings: ClientSettings) {
         self.id = id
         self.core = core
         self.settings = settings
         wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        output.reserveCapacity(Self.outputBatch + 16 * 1024)
     }
 
     deinit {
@@ -560,46 +556,15 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Serializes pending frames in batches and writes each batch with one `SSL_write`.
+    /// Writes what nghttp2 has serialized, a round at a time (see `FrameWriter`).
     private func flush() {
-        guard let ssl, let session else { return }
-        while phase == .open {
-            if outputOffset == output.count {
-                output.removeAll(keepingCapacity: true)
-                outputOffset = 0
-                while output.count < Self.outputBatch {
-                    var chunk: UnsafePointer<UInt8>?
-                    let length = nghttp2_session_mem_send(session, &chunk)
-                    if length < 0 {
-                        lose("nghttp2: \(String(cString: nghttp2_strerror(Int32(length))))")
-                        return
-                    }
-                    guard length > 0, let chunk else { break }
-                    output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
-                }
-                if output.isEmpty {
-                    wantWritable = false
-                    return
-                }
-            }
-            ERR_clear_error()
-            let written = output.withUnsafeBytes { bytes in
-                SSL_write(ssl, bytes.baseAddress! + outputOffset, Int32(bytes.count - outputOffset))
-            }
-            if written > 0 {
-                outputOffset += Int(written)
-                continue
-            }
-            switch SSL_get_error(ssl, written) {
-            case SSL_ERROR_WANT_WRITE:
-                wantWritable = true
-                return
-            case SSL_ERROR_WANT_READ:
-                return
-            default:
-                lose("the connection closed before the answer")
-                return
-            }
+        guard let ssl, let session, phase == .open else { return }
+        switch writer.flush(session: session, ssl: ssl) {
+        case .done: wantWritable = false
+        case .wantsWritable: wantWritable = true
+        case .wantsReadable: break
+        case .failed(let reason):
+            lose(reason)
         }
     }
 

@@ -1,0 +1,64 @@
+import CNGHTTP2
+import COpenSSL
+
+/// Writes what an nghttp2 session has serialized to an OpenSSL connection: frames are gathered
+/// into one buffer of up to `batchSize` bytes and written with one `SSL_write` (TLS cuts it into
+/// 16 KiB records), so a round of many small frames costs a few records and system calls, not
+/// one per frame. Used by the APNs client and by the simulator, one per connection, on the
+/// connection's thread.
+public struct FrameWriter {
+    /// Where `flush` stopped.
+    public enum Progress: Equatable {
+        /// Everything nghttp2 had to send is written.
+        case done
+        /// The socket is full: call again once it is writable.
+        case wantsWritable
+        /// TLS needs to read first (renegotiation, key update): call again after reading.
+        case wantsReadable
+        /// The connection is unusable; the reason never holds the data sent.
+        case failed(String)
+    }
+
+    private var buffer: [UInt8] = []
+    private var offset = 0
+    private let batchSize: Int
+
+    public init(batchSize: Int = 64 * 1024) {
+        self.batchSize = batchSize
+        buffer.reserveCapacity(batchSize + 16 * 1024)
+    }
+
+    /// Bytes serialized but not yet written.
+    public var hasPending: Bool { offset < buffer.count }
+
+    /// Writes until nghttp2 has nothing more to send or the socket is full.
+    public mutating func flush(session: OpaquePointer, ssl: OpaquePointer) -> Progress {
+        while true {
+            if offset == buffer.count {
+                buffer.removeAll(keepingCapacity: true)
+                offset = 0
+                while buffer.count < batchSize {
+                    var chunk: UnsafePointer<UInt8>?
+                    let length = nghttp2_session_mem_send(session, &chunk)
+                    if length < 0 { return .failed("nghttp2: \(String(cString: nghttp2_strerror(Int32(length))))") }
+                    guard length > 0, let chunk else { break }
+                    buffer.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+                }
+                if buffer.isEmpty { return .done }
+            }
+            ERR_clear_error()
+            let written = buffer.withUnsafeBytes { bytes in
+                SSL_write(ssl, bytes.baseAddress! + offset, Int32(bytes.count - offset))
+            }
+            if written > 0 {
+                offset += Int(written)
+                continue
+            }
+            switch SSL_get_error(ssl, written) {
+            case SSL_ERROR_WANT_WRITE: return .wantsWritable
+            case SSL_ERROR_WANT_READ: return .wantsReadable
+            default: return .failed("the connection closed while writing")
+            }
+        }
+    }
+}
