@@ -55,9 +55,10 @@ public final class APNsSimulator: Sendable {
         core.state.withLock { $0.defaultFault = fault }
     }
 
-    /// The notifications answered 200, in the order they were answered.
+    /// The notifications answered 200, in the order they were answered: the latest
+    /// `configuration.retainedDeliveries` of them (`statistics.delivered` counts all).
     public var delivered: [DeliveredNotification] {
-        core.state.withLock { $0.delivered }
+        core.state.withLock { $0.retainedDeliveries }
     }
 
     /// Counters since start.

@@ -24,6 +24,9 @@ public struct SimulatorConfiguration: Sendable {
     /// APNs allows one stream; streams beyond it are refused with `REFUSED_STREAM`.
     /// Benchmarks whose client opens many streams at once may raise it.
     public var initialMaxConcurrentStreams: UInt32 = 1
+    /// How many of the latest delivered notifications ``APNsSimulator/delivered`` keeps in memory;
+    /// older ones are forgotten (the record file keeps every one). Bounds a long-running simulator.
+    public var retainedDeliveries: Int = 10_000
     /// When set, every delivered notification is appended to this file as one JSON line.
     public var recordFile: String? = nil
     /// Called on a simulator thread for each delivered notification, after it was recorded.

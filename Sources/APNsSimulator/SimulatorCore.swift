@@ -20,9 +20,21 @@ final class SimulatorCore: Sendable {
         /// Queued faults with how many requests each still applies to, oldest first.
         var faults: [(fault: SimulatorFault, remaining: Int)] = []
         var defaultFault: SimulatorFault?
+        /// The latest deliveries, oldest first: `delivered.suffix(retained)` is what is kept; the
+        /// array is trimmed when it reaches twice that, so appending stays O(1) amortized.
         var delivered: [DeliveredNotification] = []
+        var retained = 10_000
         var statistics = SimulatorStatistics()
         var tokensSeen: Set<String> = []
+
+        mutating func recordDelivery(_ notification: DeliveredNotification) {
+            statistics.delivered += 1
+            delivered.append(notification)
+            if delivered.count >= 2 * retained { delivered.removeFirst(delivered.count - retained) }
+        }
+
+        /// The retained deliveries, oldest first.
+        var retainedDeliveries: [DeliveredNotification] { Array(delivered.suffix(retained)) }
 
         mutating func takeFault() -> SimulatorFault? {
             guard !faults.isEmpty else { return defaultFault }
@@ -59,6 +71,7 @@ final class SimulatorCore: Sendable {
 
     init(configuration: SimulatorConfiguration) throws {
         self.configuration = configuration
+        state.withLock { $0.retained = max(configuration.retainedDeliveries, 0) }
         tls = try TLSServerContext(
             certificatePEM: configuration.certificatePEM, privateKeyPEM: configuration.privateKeyPEM)
         verifier = ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
@@ -126,7 +139,7 @@ final class SimulatorCore: Sendable {
                 case .accepted(let notification):
                     switch state.takeFault() {
                     case nil:
-                        state.delivered.append(notification)
+                        state.recordDelivery(notification)
                         decisions.append(.deliver(notification))
                     case .status(let status, let reason):
                         decisions.append(
@@ -157,7 +170,7 @@ final class SimulatorCore: Sendable {
 
     /// Records a notification delivered after a delay.
     func deliverLate(_ notification: DeliveredNotification) {
-        state.withLock { $0.delivered.append(notification) }
+        state.withLock { $0.recordDelivery(notification) }
     }
 
     /// Writes deliveries to the record file and calls `onDeliver`, outside the lock.

@@ -5,6 +5,8 @@ public struct SimulatorStatistics: Sendable, Equatable {
     /// Requests received completely (END_STREAM) and answered, faulted or held; requests that
     /// arrived above a GOAWAY's last-stream-id are not counted.
     public var requests: Int = 0
+    /// Notifications answered 200 (all of them, also those ``APNsSimulator/delivered`` no longer keeps).
+    public var delivered: Int = 0
     /// Distinct provider-token strings presented (valid or not).
     public var distinctProviderTokens: Int = 0
     /// The most streams any one connection had open at the same time.

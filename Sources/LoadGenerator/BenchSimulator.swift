@@ -53,6 +53,8 @@ enum BenchSimulator {
         // h2load opens its streams before it sees the simulator's SETTINGS: lift the one-stream rule
         // for new connections, for the relay and h2load alike (see APNsSimulatorTests' throughput test).
         config.initialMaxConcurrentStreams = 1000
+        // Millions of pushes: keep none of them in memory (the benchmark reads only counters).
+        config.retainedDeliveries = 0
         let simulator = try APNsSimulator(configuration: config)
         try String(simulator.port).write(toFile: files.port, atomically: true, encoding: .utf8)
         TerminationSignals.wait()

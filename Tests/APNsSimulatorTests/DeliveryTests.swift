@@ -33,4 +33,22 @@ struct DeliveryTests {
         #expect(fixture.simulator.statistics.requests == 1)
         #expect(fixture.simulator.statistics.distinctProviderTokens == 1)
     }
+
+    @Test("only the latest deliveries stay in memory; the record file and the count keep all")
+    func retentionIsBounded() async throws {
+        let fixture = try SimulatorFixture(recordFile: true, retainedDeliveries: 3)
+        let token = try fixture.providerToken()
+        var apnsIDs: [String] = []
+        for index in 0..<8 {
+            let result = try await fixture.curl(
+                headers: fixture.headers(token: token, extra: ["apns-collapse-id: push-\(index)"]))
+            #expect(result.status == 200)
+            apnsIDs.append(try #require(result.headers["apns-id"]))
+        }
+        #expect(fixture.simulator.delivered.map(\.apnsID) == Array(apnsIDs.suffix(3)))
+        #expect(fixture.simulator.delivered.map(\.collapseID) == ["push-5", "push-6", "push-7"])
+        #expect(fixture.simulator.statistics.delivered == 8)
+        let lines = try String(contentsOfFile: fixture.recordPath, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 8)
+    }
 }

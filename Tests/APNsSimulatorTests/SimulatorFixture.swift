@@ -20,7 +20,7 @@ final class SimulatorFixture: Sendable {
 
     init(
         maxConcurrentStreams: UInt32 = 1000, initialMaxConcurrentStreams: UInt32 = 1, recordFile: Bool = false,
-        onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil
+        onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000
     ) throws {
         let pki = try SimulatorPKI.generate()
         signingKey = P256.Signing.PrivateKey()
@@ -37,6 +37,7 @@ final class SimulatorFixture: Sendable {
         configuration.initialMaxConcurrentStreams = initialMaxConcurrentStreams
         configuration.now = { clock.now }
         configuration.onDeliver = onDeliver
+        configuration.retainedDeliveries = retainedDeliveries
         if recordFile { configuration.recordFile = directory.appendingPathComponent("record.jsonl").path }
         simulator = try APNsSimulator(configuration: configuration)
     }

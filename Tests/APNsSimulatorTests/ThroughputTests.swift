@@ -10,7 +10,7 @@ struct ThroughputTests {
         "h2load: every push succeeds over multiplexed connections",
         arguments: [(requests: 20000, clients: 1, streams: 100), (requests: 20000, clients: 4, streams: 25)])
     func h2load(requests: Int, clients: Int, streams: Int) async throws {
-        let fixture = try SimulatorFixture(initialMaxConcurrentStreams: 1000)
+        let fixture = try SimulatorFixture(initialMaxConcurrentStreams: 1000, retainedDeliveries: requests)
         let token = try fixture.providerToken()
         let payloadFile = try fixture.writeFile("payload.json", SimulatorFixture.payload)
         var arguments = ["-n", String(requests), "-c", String(clients), "-m", String(streams), "-d", payloadFile]
@@ -26,6 +26,7 @@ struct ThroughputTests {
         #expect(fixture.simulator.delivered.count == requests)
         let statistics = fixture.simulator.statistics
         #expect(statistics.requests == requests)
+        #expect(statistics.delivered == requests)
         #expect(statistics.connectionsAccepted == clients)
         #expect(statistics.maxConcurrentStreamsSeen > 1)
         #expect(statistics.maxConcurrentStreamsSeen <= streams)
