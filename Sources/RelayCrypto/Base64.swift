@@ -23,6 +23,17 @@ public enum Base64 {
         utf8.withUnsafeBytes { decode($0, table: standardTable, padding: true) }
     }
 
+    /// How many bytes canonical standard base64 with padding decodes to, or nil for anything that
+    /// `decode` refuses: the same checks, without producing the bytes.
+    public static func decodedCount(_ text: some StringProtocol) -> Int? {
+        if let count = text.utf8.withContiguousStorageIfAvailable({
+            validate(UnsafeRawBufferPointer($0), table: standardTable, padding: true)
+        }) {
+            return count
+        }
+        return Array(text.utf8).withUnsafeBytes { validate($0, table: standardTable, padding: true) }
+    }
+
     /// Encodes with the URL-safe alphabet (`-`, `_`) and no padding.
     public static func urlEncode(_ bytes: some ContiguousBytes) -> String {
         bytes.withUnsafeBytes { encode($0, alphabet: urlAlphabet, padding: false) }
@@ -174,6 +185,43 @@ public enum Base64 {
                 initialized = o
             }
             return valid ? output : nil
+        }
+    }
+
+    /// `decode`'s checks without its output: the decoded length, or nil.
+    private static func validate(_ input: UnsafeRawBufferPointer, table: [UInt8], padding: Bool) -> Int? {
+        var count = input.count
+        if count == 0 { return 0 }
+        if padding {
+            guard count % 4 == 0 else { return nil }
+            if input[count - 1] == paddingCharacter {
+                count -= input[count - 2] == paddingCharacter ? 2 : 1
+            }
+        } else {
+            guard count % 4 != 1 else { return nil }
+        }
+        let tail = count % 4
+        let fullCount = count - tail
+        return table.withUnsafeBufferPointer { table -> Int? in
+            var seen: UInt8 = 0
+            var i = 0
+            while i < fullCount {
+                seen |=
+                    table[Int(input[i])] | table[Int(input[i + 1])] | table[Int(input[i + 2])]
+                    | table[Int(input[i + 3])]
+                i += 4
+            }
+            if tail == 2 {
+                let b = table[Int(input[i + 1])]
+                seen |= table[Int(input[i])] | b
+                if b & 0x0F != 0 { return nil }
+            } else if tail == 3 {
+                let c = table[Int(input[i + 2])]
+                seen |= table[Int(input[i])] | table[Int(input[i + 1])] | c
+                if c & 0x03 != 0 { return nil }
+            }
+            guard seen & 0xC0 == 0 else { return nil }
+            return fullCount / 4 * 3 + (tail == 0 ? 0 : tail - 1)
         }
     }
 }

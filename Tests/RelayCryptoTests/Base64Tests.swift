@@ -56,6 +56,7 @@ struct Base64Tests {
     func strictStandard(_ text: String) {
         #expect(Base64.decode(text) == nil)
         #expect(Base64.decode(Array(text.utf8)) == nil)
+        #expect(Base64.decodedCount(text) == nil)
     }
 
     @Test(
@@ -74,10 +75,31 @@ struct Base64Tests {
         for value in 0...255 {
             let bytes = [UInt8(value)]
             #expect(Base64.decode(Base64.encode(bytes)) == bytes)
+            #expect(Base64.decodedCount(Base64.encode(bytes)) == 1)
             #expect(Base64.urlDecode(Base64.urlEncode(bytes)) == bytes)
         }
         let all = (0...255).map { UInt8($0) }
         #expect(Base64.decode(Base64.encode(all)) == all)
+    }
+
+    /// `decodedCount` makes `decode`'s decisions without decoding: the two agree on every
+    /// length of valid text and on every one-character change of it.
+    @Test("decodedCount agrees with decode", arguments: 0..<24)
+    func decodedCountAgrees(_ length: Int) {
+        let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
+        let text = Base64.encode(bytes)
+        #expect(Base64.decodedCount(text) == length)
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ \n".utf8)
+        var utf8 = Array(text.utf8)
+        for index in utf8.indices {
+            let original = utf8[index]
+            for replacement in alphabet where replacement != original {
+                utf8[index] = replacement
+                let changed = String(decoding: utf8, as: UTF8.self)
+                #expect(Base64.decodedCount(changed) == Base64.decode(changed)?.count, "\(changed)")
+            }
+            utf8[index] = original
+        }
     }
 
     @Test("a substring is decoded without copying its base")

@@ -32,7 +32,7 @@ public struct PushRequest: Equatable, Sendable {
             case .string(let grant) = members[0], case .string(let sealed) = members[1],
             case .string(let id) = members[2], case .string(let thread) = members[3]
         else { throw .badRequest }
-        guard sealed.utf8.count == sealedTextLength, Base64.decode(sealed)?.count == sealedByteCount,
+        guard sealed.utf8.count == sealedTextLength, Base64.decodedCount(sealed) == sealedByteCount,
             Hex.isHex(id, count: 64), Hex.isHex(thread, count: 64)
         else { throw .badRequest }
         return PushRequest(grant: grant, sealed: sealed, id: id, thread: thread)

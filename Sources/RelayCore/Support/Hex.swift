@@ -24,7 +24,11 @@ public enum Hex {
 
     /// True when `text` is exactly `count` hex digits of either case.
     public static func isHex(_ text: some StringProtocol, count: Int) -> Bool {
-        text.utf8.count == count && text.utf8.allSatisfy { value(of: $0) != nil }
+        guard text.utf8.count == count else { return false }
+        let allHex = text.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { value(of: $0) != nil }
+        }
+        return allHex ?? text.utf8.allSatisfy { value(of: $0) != nil }
     }
 
     /// Lowercase hex.
