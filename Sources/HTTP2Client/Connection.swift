@@ -114,6 +114,8 @@ final class Connection: @unchecked Sendable {
 
     private func run() {
         threadID.withLock { $0 = pthread_self() }
+        // What `top -H` and /proc show (Foundation's `Thread.name` does not reach the kernel here).
+        _ = csystem_set_thread_name("apns-conn-\(id % 1000)")
         defer {
             closeSocket()
             // OpenSSL gave this thread state of its own (random generators, error queue), which it

@@ -1,3 +1,4 @@
+import CSystem
 import Foundation
 import Synchronization
 
@@ -83,6 +84,7 @@ final class Resolution: Sendable {
     /// Starts resolving.
     init(host: String, port: UInt16) {
         let thread = Thread { [self] in
+            _ = csystem_set_thread_name("apns-resolver")
             let answer = SocketAddress.resolve(host: host, port: port)
             let waiters = self.state.withLock { state in
                 state.answer = answer

@@ -1,6 +1,13 @@
 // glibc interfaces that Swift's Glibc module leaves out: epoll(7) and timerfd (the load
-// generator), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits malloc's per-thread arenas).
+// generator), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits malloc's per-thread
+// arenas), and naming the calling thread (prctl is variadic, so Swift cannot call it directly).
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/timerfd.h>
+
+/// Names the calling thread (at most 15 bytes are kept), as `top -H` and /proc show it.
+static inline int csystem_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
