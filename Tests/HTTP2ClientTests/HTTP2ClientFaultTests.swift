@@ -31,7 +31,8 @@ struct HTTP2ClientFaultTests {
 
     /// A stream reset with REFUSED_STREAM was not processed (RFC 9113 8.7): each is retried
     /// once, on a new connection, and processed there exactly once. (Requests that reach the
-    /// client after the first refusal go straight to the new connection.)
+    /// client after the first refusal go straight to the new connection, or, when the first had
+    /// taken them without sending them, are moved there.)
     @Test func refusedStreamsAreRetriedOnceAndProcessedOnce() async throws {
         let server = try FaultyServer(mode: .refuse)
         let client = try client(server)
@@ -50,7 +51,9 @@ struct HTTP2ClientFaultTests {
             refused += refusals
         }
         #expect(refused >= 1)
-        #expect(client.statistics.retries == refused)
+        // Each refused request was retried; so were requests the first connection had taken but not
+        // yet sent when the refusal retired it.
+        #expect(client.statistics.retries >= refused && client.statistics.retries <= paths.count)
         #expect(client.statistics.connectionsReplaced == 1)
         let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
         #expect(after[header: "x-connection"] == "2")
