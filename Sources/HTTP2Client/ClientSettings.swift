@@ -1,9 +1,8 @@
 /// What every connection of one client shares: the origin, the TLS context, the limits.
 /// Built once by `HTTP2Client.init`, then only read by the connection threads.
 final class ClientSettings: Sendable {
-    /// The host to resolve and to verify the certificate against (IPv6 literals without brackets).
+    /// The host to verify the certificate against (IPv6 literals without brackets).
     let host: String
-    let port: UInt16
     /// The `:authority` of every request: `host` or `host:port`, IPv6 literals in brackets.
     let authority: String
     /// The host is an IP address literal: verified against the certificate's IP addresses, no SNI.
@@ -34,7 +33,6 @@ final class ClientSettings: Sendable {
                 .invalidConfiguration, "connectTimeout must be positive", mayHaveBeenProcessed: false)
         }
         host = origin.host
-        port = origin.port
         authority = origin.authority
         hostIsAddress = origin.isAddress
         connectTimeout = configuration.connectTimeout

@@ -52,6 +52,7 @@ final class Connection: @unchecked Sendable {
     private var socket: Int32 = -1
     private var ssl: OpaquePointer?
     private var session: OpaquePointer?
+    private var pollDescriptors = [pollfd](repeating: pollfd(), count: 2)
     /// What the last `poll` reported for the socket.
     private var socketEvents: Int16 = 0
     /// The socket must become writable before anything more can be written (or connected).
@@ -168,20 +169,23 @@ final class Connection: @unchecked Sendable {
             : Int32(
                 clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
                     + 1)
-        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        // Two fixed slots (the wake-up eventfd, the socket), kept between calls: no allocation per wait.
+        pollDescriptors[0] = pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)
+        var count: nfds_t = 1
         if socket >= 0 && phase != .closed {
             var events = Int16(POLLIN)
             if wantWritable { events |= Int16(POLLOUT) }
             if phase == .connecting { events = Int16(POLLOUT) }
-            descriptors.append(pollfd(fd: socket, events: events, revents: 0))
+            pollDescriptors[1] = pollfd(fd: socket, events: events, revents: 0)
+            count = 2
         }
-        let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+        let ready = poll(&pollDescriptors, count, milliseconds)
         guard ready > 0 else { return }
-        if descriptors[0].revents != 0 {
-            var count: UInt64 = 0
-            _ = Glibc.read(wakeDescriptor, &count, 8)
+        if pollDescriptors[0].revents != 0 {
+            var value: UInt64 = 0
+            _ = Glibc.read(wakeDescriptor, &value, 8)
         }
-        if descriptors.count > 1 { socketEvents = descriptors[1].revents }
+        if count > 1 { socketEvents = pollDescriptors[1].revents }
     }
 
     private func accept(_ request: PendingRequest) {
@@ -257,17 +261,24 @@ final class Connection: @unchecked Sendable {
             return
         }
         self.ssl = ssl
-        _ = SSL_set_fd(ssl, socket)
+        // The peer must prove the configured name (or address): without that check any certificate
+        // the roots trust would do, so a failure to set it up fails the connection.
+        let checked: Bool
         if settings.hostIsAddress {
-            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), settings.host)
+            checked = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), settings.host) == 1
         } else {
             // SSL_set_tlsext_host_name (server name indication) is an SSL_ctrl macro.
-            _ = settings.host.withCString {
+            let named = settings.host.withCString {
                 SSL_ctrl(
                     ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
                     UnsafeMutableRawPointer(mutating: $0))
             }
-            _ = SSL_set1_host(ssl, settings.host)
+            checked = named == 1 && SSL_set1_host(ssl, settings.host) == 1
+        }
+        guard SSL_set_fd(ssl, socket) == 1, checked else {
+            ERR_clear_error()
+            fail(connecting: .tls, "cannot set up the TLS connection's name check")
+            return
         }
         SSL_set_connect_state(ssl)
         phase = .handshaking
@@ -446,8 +457,10 @@ final class Connection: @unchecked Sendable {
         return Self.lostBeforeSent
     }
 
-    /// Ends a stream whose answer is complete, or the reason there is none.
-    private func finish(_ stream: RequestStream, errorCode: UInt32) {
+    /// Ends a stream's request: its answer if it is complete, else why there is none. `resetCode`
+    /// is the stream's RST_STREAM code when it was reset; `lostReason` is set when the whole
+    /// connection broke under it.
+    private func conclude(_ stream: RequestStream, resetCode: UInt32?, lostReason: String?) {
         if stream.tooLarge {
             end(
                 stream.pending,
@@ -461,20 +474,23 @@ final class Connection: @unchecked Sendable {
             return
         }
         retire = true
-        if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(stream.id) {
+        if resetCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(stream.id) {
             // RFC 9113 8.7: a refused stream, or one above GOAWAY's last stream id, was not processed.
             end(stream.pending, .failure(Self.refused))
-            return
-        }
-        if !stream.sent {
+        } else if !stream.sent {
             end(stream.pending, .failure(Self.lostBeforeSent))
-            return
+        } else if let lostReason {
+            end(stream.pending, .failure(HTTP2ClientError(.connectionLost, lostReason, mayHaveBeenProcessed: true)))
+        } else {
+            let code = resetCode ?? 0
+            let name = nghttp2_http2_strerror(code).map { String(cString: $0) } ?? "code \(code)"
+            end(
+                stream.pending,
+                .failure(
+                    HTTP2ClientError(
+                        .protocolError, "the server reset the stream (\(name))", mayHaveBeenProcessed: true)
+                ))
         }
-        let name = nghttp2_http2_strerror(errorCode).map { String(cString: $0) } ?? "code \(errorCode)"
-        end(
-            stream.pending,
-            .failure(
-                HTTP2ClientError(.protocolError, "the server reset the stream (\(name))", mayHaveBeenProcessed: true)))
     }
 
     private func isAboveGoaway(_ stream: Int32) -> Bool {
@@ -577,16 +593,7 @@ final class Connection: @unchecked Sendable {
         streams = [:]
         closedError = Self.lostBeforeSent
         phase = .closed
-        for stream in lost {
-            if stream.ended, let status = stream.status, !stream.tooLarge {
-                if status != 403 { report.answeredOtherThan403 = true }
-                end(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
-            } else if !stream.sent || isAboveGoaway(stream.id) {
-                end(stream.pending, .failure(stream.sent ? Self.refused : Self.lostBeforeSent))
-            } else {
-                end(stream.pending, .failure(HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: true)))
-            }
-        }
+        for stream in lost { conclude(stream, resetCode: nil, lostReason: reason) }
         closeSocket()
         failWaiting()
     }
@@ -711,6 +718,6 @@ final class Connection: @unchecked Sendable {
 
     func streamClosed(_ stream: Int32, errorCode: UInt32) {
         guard let open = streams.removeValue(forKey: stream) else { return }
-        finish(open, errorCode: errorCode)
+        conclude(open, resetCode: errorCode, lostReason: nil)
     }
 }

@@ -15,9 +15,6 @@ public final class HTTP2Client: Sendable {
     /// - Throws: `.invalidConfiguration` for an origin that is not `https://host[:port]`, a
     ///   limit below 1, or an unreadable CA file.
     public init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
-        guard OpenSSLInitialization.done else {
-            throw HTTP2ClientError(.invalidConfiguration, "OPENSSL_init_ssl failed", mayHaveBeenProcessed: false)
-        }
         let settings = try ClientSettings(configuration: configuration)
         core = ClientCore(settings: settings, maxConnections: configuration.maxConnections)
     }

@@ -41,9 +41,3 @@ final class TLSClientContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 }
-
-/// `OPENSSL_init_ssl`, once per process, without OpenSSL's atexit cleanup (which would free state
-/// that connection threads may still use while the process exits).
-enum OpenSSLInitialization {
-    static let done: Bool = OPENSSL_init_ssl(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
-}

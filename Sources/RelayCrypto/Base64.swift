@@ -26,12 +26,7 @@ public enum Base64 {
     /// How many bytes canonical standard base64 with padding decodes to, or nil for anything that
     /// `decode` refuses: the same checks, without producing the bytes.
     public static func decodedCount(_ text: some StringProtocol) -> Int? {
-        if let count = text.utf8.withContiguousStorageIfAvailable({
-            validate(UnsafeRawBufferPointer($0), table: standardTable, padding: true)
-        }) {
-            return count
-        }
-        return Array(text.utf8).withUnsafeBytes { validate($0, table: standardTable, padding: true) }
+        withUTF8(of: text) { validate($0, table: standardTable, padding: true) }
     }
 
     /// Encodes with the URL-safe alphabet (`-`, `_`) and no padding.
@@ -71,9 +66,9 @@ public enum Base64 {
 
     // MARK: - Implementation
 
-    private static func withUTF8<S: StringProtocol>(
-        of text: S, _ body: (UnsafeRawBufferPointer) -> [UInt8]?
-    ) -> [UInt8]? {
+    private static func withUTF8<S: StringProtocol, Result>(
+        of text: S, _ body: (UnsafeRawBufferPointer) -> Result
+    ) -> Result {
         if let result = text.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) {
             return result
         }
@@ -124,23 +119,29 @@ public enum Base64 {
         }
     }
 
-    private static func decode(_ input: UnsafeRawBufferPointer, table: [UInt8], padding: Bool) -> [UInt8]? {
+    /// The shape of an encoded text: its significant characters (padding removed), the characters
+    /// of its last, partial group (0 when none), and the decoded length; nil when the length or the
+    /// padding cannot be canonical.
+    private static func shape(of input: UnsafeRawBufferPointer, padding: Bool) -> (
+        count: Int, tail: Int, outputCount: Int
+    )? {
         var count = input.count
-        if count == 0 { return [] }
-        // The number of significant characters in the last, partial group (0 when none).
-        let tail: Int
         if padding {
             guard count % 4 == 0 else { return nil }
-            if input[count - 1] == paddingCharacter {
+            if count > 0 && input[count - 1] == paddingCharacter {
                 count -= input[count - 2] == paddingCharacter ? 2 : 1
             }
-            tail = count % 4
         } else {
-            tail = count % 4
-            guard tail != 1 else { return nil }
+            guard count % 4 != 1 else { return nil }
         }
+        let tail = count % 4
+        return (count, tail, count / 4 * 3 + (tail == 0 ? 0 : tail - 1))
+    }
+
+    private static func decode(_ input: UnsafeRawBufferPointer, table: [UInt8], padding: Bool) -> [UInt8]? {
+        guard let (count, tail, outputCount) = shape(of: input, padding: padding) else { return nil }
+        if count == 0 { return [] }
         let fullGroups = count / 4
-        let outputCount = fullGroups * 3 + (tail == 0 ? 0 : tail - 1)
 
         return table.withUnsafeBufferPointer { table -> [UInt8]? in
             var valid = true
@@ -190,17 +191,7 @@ public enum Base64 {
 
     /// `decode`'s checks without its output: the decoded length, or nil.
     private static func validate(_ input: UnsafeRawBufferPointer, table: [UInt8], padding: Bool) -> Int? {
-        var count = input.count
-        if count == 0 { return 0 }
-        if padding {
-            guard count % 4 == 0 else { return nil }
-            if input[count - 1] == paddingCharacter {
-                count -= input[count - 2] == paddingCharacter ? 2 : 1
-            }
-        } else {
-            guard count % 4 != 1 else { return nil }
-        }
-        let tail = count % 4
+        guard let (count, tail, outputCount) = shape(of: input, padding: padding) else { return nil }
         let fullCount = count - tail
         return table.withUnsafeBufferPointer { table -> Int? in
             var seen: UInt8 = 0
@@ -221,7 +212,7 @@ public enum Base64 {
                 if c & 0x03 != 0 { return nil }
             }
             guard seen & 0xC0 == 0 else { return nil }
-            return fullCount / 4 * 3 + (tail == 0 ? 0 : tail - 1)
+            return outputCount
         }
     }
 }
