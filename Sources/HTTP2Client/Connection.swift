@@ -609,6 +609,8 @@ final class Connection: @unchecked Sendable {
         closeSocket()
     }
 
+    /// Frees the session, the TLS object and the socket. Leaves `phase` to the caller: a connect
+    /// that failed closes its socket and goes on to the next address.
     private func closeSocket() {
         if let session {
             nghttp2_session_del(session)
@@ -623,7 +625,6 @@ final class Connection: @unchecked Sendable {
             _ = Glibc.close(socket)
             socket = -1
         }
-        if phase != .closed { phase = .closed }
         wantWritable = false
     }
 
