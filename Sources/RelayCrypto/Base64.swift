@@ -26,7 +26,21 @@ public enum Base64 {
     /// How many bytes canonical standard base64 with padding decodes to, or nil for anything that
     /// `decode` refuses: the same checks, without producing the bytes.
     public static func decodedCount(_ text: some StringProtocol) -> Int? {
-        withUTF8(of: text) { validate($0, table: standardTable, padding: true) }
+        withUTF8(of: text) { input in
+            // Eight characters at a time while they are plainly in the alphabet; `validate` judges
+            // the rest (and the padding) as `decode` would.
+            var offset = 0
+            while input.count - offset >= 16 {
+                let word = ASCIIWord.load(input, at: offset)
+                guard word & ASCIIWord.highBits == 0 else { break }
+                let inAlphabet =
+                    ASCIIWord.inRange(word, 0x41, 0x5A) | ASCIIWord.inRange(word, 0x61, 0x7A)
+                    | ASCIIWord.inRange(word, 0x2F, 0x39) | ASCIIWord.inRange(word, 0x2B, 0x2B)  // A-Z a-z /0-9 +
+                guard inAlphabet == ASCIIWord.highBits else { break }
+                offset += 8
+            }
+            return validate(input, table: standardTable, padding: true, from: offset)
+        }
     }
 
     /// Encodes with the URL-safe alphabet (`-`, `_`) and no padding.
@@ -189,13 +203,16 @@ public enum Base64 {
         }
     }
 
-    /// `decode`'s checks without its output: the decoded length, or nil.
-    private static func validate(_ input: UnsafeRawBufferPointer, table: [UInt8], padding: Bool) -> Int? {
+    /// `decode`'s checks without its output: the decoded length, or nil. The characters before
+    /// `start` (a multiple of 4, before the last group) are already known to be in the alphabet.
+    private static func validate(
+        _ input: UnsafeRawBufferPointer, table: [UInt8], padding: Bool, from start: Int = 0
+    ) -> Int? {
         guard let (count, tail, outputCount) = shape(of: input, padding: padding) else { return nil }
         let fullCount = count - tail
         return table.withUnsafeBufferPointer { table -> Int? in
             var seen: UInt8 = 0
-            var i = 0
+            var i = start
             while i < fullCount {
                 seen |=
                     table[Int(input[i])] | table[Int(input[i + 1])] | table[Int(input[i + 2])]

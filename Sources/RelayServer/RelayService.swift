@@ -144,13 +144,14 @@ final class RelayService: HTTPHandler {
         do throws(RelayError) {
             request = try PushRequest.parse(body)
             do throws(GrantError) {
-                grant = try GrantCodec.open(
+                let opened = try GrantCodec.openNamingKey(
                     request.grant, keys: state.secrets.relayKeys, now: clock.unixSeconds,
                     lifetime: state.configuration.grantLifetimeSeconds)
+                grant = opened.grant
+                metrics.grantOpened(keyID: opened.keyID)
             } catch {
                 throw error.relayError
             }
-            if let keyID = GrantCodec.keyID(of: request.grant) { metrics.grantOpened(keyID: keyID) }
             if case .limited(let retryAfter) = phoneLimiter.admit(
                 .phone(token: grant.token), now: clock.uptimeNanoseconds)
             {

@@ -18,7 +18,7 @@ public struct Notification: Equatable, Sendable {
     /// - Parameters:
     ///   - expiresAt: Unix seconds for `apns-expiration`, or 0 to ask for one delivery attempt only.
     public init(push: PushRequest, token: [UInt8], settings: NotificationSettings, expiresAt: UInt64) {
-        path = "/3/device/" + Hex.encode(token)
+        path = Hex.encode(token, after: "/3/device/")
         headers = [
             ("apns-topic", settings.topic),
             ("apns-push-type", "alert"),

@@ -41,17 +41,18 @@ public enum GrantCodec {
         return Base64.urlEncode(out)
     }
 
-    /// The key id a grant names, read without opening it (for counting which keys are in use).
-    public static func keyID(of text: some StringProtocol) -> UInt8? {
-        guard let head = Base64.urlDecode(text.prefix(4)), head.count == 3, head[0] == version else { return nil }
-        return head[1]
-    }
-
     /// Opens a grant. Throws `.malformed`, `.unknownKey` or `.authenticationFailed` (all
     /// `grant_invalid` to a client), or `.expired` from second `issuedAt + lifetime` on.
     public static func open(
         _ text: some StringProtocol, keys: RelayKeys, now: UInt64, lifetime: UInt64
     ) throws(GrantError) -> Grant {
+        try openNamingKey(text, keys: keys, now: now, lifetime: lifetime).grant
+    }
+
+    /// `open`, also naming the key the grant was sealed under (for counting which keys are in use).
+    public static func openNamingKey(
+        _ text: some StringProtocol, keys: RelayKeys, now: UInt64, lifetime: UInt64
+    ) throws(GrantError) -> (grant: Grant, keyID: UInt8) {
         guard let bytes = Base64.urlDecode(text),
             bytes.count >= headerSize + nonceSize + fixedPlaintextSize + tagSize,
             bytes.count <= headerSize + nonceSize + fixedPlaintextSize + maximumTokenBytes + tagSize
@@ -75,7 +76,7 @@ public enum GrantCodec {
         guard !token.isEmpty else { throw GrantError(.malformed) }
         let (expiry, overflow) = issuedAt.addingReportingOverflow(lifetime)
         if !overflow && now >= expiry { throw GrantError(.expired) }
-        return Grant(environment: environment, issuedAt: issuedAt, token: token)
+        return (Grant(environment: environment, issuedAt: issuedAt, token: token), bytes[1])
     }
 }
 

@@ -25,10 +25,9 @@ struct JSONObjectScanner {
     /// JSON object.
     static func members(_ names: [String], in body: [UInt8]) -> [Member]? {
         guard isValidUTF8(body) else { return nil }
-        let wanted = names.map { Array($0.utf8) }
         return body.withUnsafeBufferPointer { buffer -> [Member]? in
             var scanner = JSONObjectScanner(bytes: buffer)
-            return scanner.topLevelObject(wanted)
+            return scanner.topLevelObject(names)
         }
     }
 
@@ -41,7 +40,7 @@ struct JSONObjectScanner {
 
     // MARK: Grammar
 
-    private mutating func topLevelObject(_ wanted: [[UInt8]]) -> [Member]? {
+    private mutating func topLevelObject(_ wanted: [String]) -> [Member]? {
         if bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { index = 3 }
         skipWhitespace()
         guard take(UInt8(ascii: "{")) else { return nil }
@@ -54,7 +53,9 @@ struct JSONObjectScanner {
                 skipWhitespace()
                 guard take(UInt8(ascii: ":")) else { return nil }
                 skipWhitespace()
-                if let slot = wanted.firstIndex(where: { $0.elementsEqual(name.utf8) }) {
+                // Member names are compared as unescaped text, like Unicode scalars (String's `==`
+                // would also match canonically equivalent spellings, which JSONDecoder does not).
+                if let slot = wanted.firstIndex(where: { $0.utf8.elementsEqual(name.utf8) }) {
                     guard found[slot] == .absent else { return nil }
                     if peek == UInt8(ascii: "\"") {
                         guard let value = string() else { return nil }

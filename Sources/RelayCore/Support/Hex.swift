@@ -1,3 +1,5 @@
+import RelayCrypto
+
 /// Hexadecimal text for device tokens and identifiers.
 public enum Hex {
     /// Decodes hex of either case; nil for odd length or any non-hex character.
@@ -26,20 +28,46 @@ public enum Hex {
     public static func isHex(_ text: some StringProtocol, count: Int) -> Bool {
         guard text.utf8.count == count else { return false }
         // Over the string's own storage when it has one (the generic UTF8View walk costs 5x more).
-        return text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isDigit) } ?? text.utf8.allSatisfy(isDigit)
+        return text.utf8.withContiguousStorageIfAvailable { isHex(UnsafeRawBufferPointer($0)) }
+            ?? text.utf8.allSatisfy(isDigit)
+    }
+
+    /// Eight characters at a time, then one at a time.
+    private static func isHex(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while bytes.count - offset >= 8 {
+            let word = ASCIIWord.load(bytes, at: offset)
+            guard word & ASCIIWord.highBits == 0 else { return false }
+            let digits =
+                ASCIIWord.inRange(word, 0x30, 0x39) | ASCIIWord.inRange(word, 0x61, 0x66)
+                | ASCIIWord.inRange(word, 0x41, 0x46)  // 0-9 a-f A-F
+            guard digits == ASCIIWord.highBits else { return false }
+            offset += 8
+        }
+        return bytes[offset...].allSatisfy(isDigit)
     }
 
     /// Lowercase hex.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        encode(Array(bytes), after: "")
     }
+
+    /// `prefix` followed by the lowercase hex of `bytes`, built in place.
+    static func encode(_ bytes: [UInt8], after prefix: StaticString) -> String {
+        let prefixCount = prefix.utf8CodeUnitCount
+        return String(unsafeUninitializedCapacity: prefixCount + bytes.count * 2) { out in
+            for index in 0..<prefixCount { out[index] = prefix.utf8Start[index] }
+            var o = prefixCount
+            for byte in bytes {
+                out[o] = digits[Int(byte >> 4)]
+                out[o + 1] = digits[Int(byte & 0x0f)]
+                o += 2
+            }
+            return o
+        }
+    }
+
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
     @inline(__always)
     private static func isDigit(_ byte: UInt8) -> Bool { value(of: byte) != nil }
