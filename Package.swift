@@ -6,6 +6,11 @@ import PackageDescription
 // libraries; RelayServer wires them; DuoRelayCLI only parses arguments.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+// The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
+// (scripts/sanitize) set DUO_RELAY_SYSTEM_MALLOC: the sanitizers bring their own allocator.
+let allocator: [Target.Dependency] =
+    Context.environment["DUO_RELAY_SYSTEM_MALLOC"] == nil ? ["CJemalloc"] : []
+
 let package = Package(
     name: "duo-relay",
     products: [
@@ -25,6 +30,8 @@ let package = Package(
         .systemLibrary(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(
+            name: "CJemalloc", path: "Sources/C/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
@@ -42,7 +49,8 @@ let package = Package(
             name: "RelayServer", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
             swiftSettings: strict),
         .executableTarget(
-            name: "DuoRelayCLI", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"],
+            name: "DuoRelayCLI",
+            dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"] + allocator,
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench).
         .executableTarget(

@@ -26,6 +26,7 @@ enum ServeCommand {
             return 1
         }
         for line in setup.summary { Log.line("duo-relay: " + line) }
+        Log.line("duo-relay: memory allocator: \(Allocator.name)")
         var listen = setup.configuration.listen
         listen.port = relay.port
         Log.line("duo-relay: listening on \(listen)")

@@ -44,7 +44,9 @@ final class RequestContext: @unchecked Sendable {
     /// whenever the handler stores responders). Safe: the worker side runs only in MHD callbacks, while the daemon
     /// runs, and ``HTTPServer`` keeps the core until its daemon has stopped, which closes every request first; the
     /// responder side touches it only before this request is closed (phase `.handling` or `.suspended`).
-    unowned let core: ServerCore
+    /// `unowned(unsafe)`, given that: a checked `unowned` reference retains and releases the core on every use,
+    /// atomic operations on one object that every server thread shares, several times per request.
+    unowned(unsafe) let core: ServerCore
     /// Retained: updated from the responder side, which may run after the server has gone.
     let counters: RequestCounters
     /// Valid until `shared.phase` becomes `.closed`.

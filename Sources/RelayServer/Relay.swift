@@ -69,7 +69,9 @@ public final class Relay: Sendable {
     /// flight was about 100 MB with the default and 60 MB with one arena, so the relay used one.
     /// Since the client is on nghttp2 the peak is about 37 MB with 1, 2, 4 or 8 arenas alike, while
     /// one arena's lock made threads wait on each other (0.48 against 0.41 context switches and about
-    /// 5% more CPU per push in the benchmark): four arenas, still a bound.
+    /// 5% more CPU per push in the benchmark): four arenas, still a bound. The `duo-relay` binary
+    /// links jemalloc, which replaces glibc's malloc and ignores this; it applies where the relay
+    /// runs on glibc's malloc (the test processes, sanitizer builds).
     private static let mallocLimited: Bool = {
         mallopt(M_ARENA_MAX, 4) == 1
     }()

@@ -171,6 +171,27 @@ import Testing
         #expect((ready.json?["environments"] as? [String: String])?["sandbox"] == "ready")
     }
 
+    /// The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"): it says so at start, the
+    /// library is mapped in the running process, and pushes go through. Sanitizer builds use their own allocator.
+    @Test func theRelayRunsOnJemalloc() throws {
+        let fixture = try PushFixture()
+        let systemMalloc = ProcessInfo.processInfo.environment["DUO_RELAY_SYSTEM_MALLOC"] != nil
+        let announced = fixture.relay.standardError.split(separator: "\n").first { $0.contains("memory allocator:") }
+        // Read to the end: /proc files report a size of 0, and a sized read stops early.
+        let mapsFile = try #require(
+            FileHandle(forReadingAtPath: "/proc/\(fixture.relay.process.processIdentifier)/maps"))
+        let maps = String(decoding: try mapsFile.readToEnd() ?? Data(), as: UTF8.self)
+        if systemMalloc {
+            #expect(announced == "duo-relay: memory allocator: the C library's malloc")
+            #expect(!maps.contains("libjemalloc"))
+        } else {
+            #expect(announced?.hasPrefix("duo-relay: memory allocator: jemalloc 5.") == true, "\(announced ?? "")")
+            #expect(maps.contains("libjemalloc.so"))
+        }
+        let grant = try fixture.grant(token: PushFixture.randomToken())
+        for _ in 0..<5 { #expect(try fixture.push(grant: grant).status == 200) }
+    }
+
     @Test func readinessFollowsAPNsAndRecoversWithoutTraffic() throws {
         let fixture = try PushFixture(apnsConfig: #""timeout_ms":1000"#)
         let connection = try fixture.relay.connect()
