@@ -49,6 +49,10 @@ enum GrantTarget {
         switch result {
         case .success(let grant):
             checkOpened(grant, text: text, now: FuzzKeys.now, lifetime: FuzzKeys.lifetime)
+            let named = try? GrantCodec.openNamingKey(text, keys: keys, now: FuzzKeys.now, lifetime: FuzzKeys.lifetime)
+            invariant(
+                named?.grant == grant && named?.keyID == GrantCodec.keyID(of: text),
+                "openNamingKey disagrees with open or keyID(of:)")
         case .failure(let error):
             if error.code == .unknownKey {
                 let id = GrantCodec.keyID(of: text)

@@ -41,6 +41,12 @@ public enum GrantCodec {
         return Base64.urlEncode(out)
     }
 
+    /// The key id a grant names, read without opening it.
+    public static func keyID(of text: some StringProtocol) -> UInt8? {
+        guard let head = Base64.urlDecode(text.prefix(4)), head.count == 3, head[0] == version else { return nil }
+        return head[1]
+    }
+
     /// Opens a grant. Throws `.malformed`, `.unknownKey` or `.authenticationFailed` (all
     /// `grant_invalid` to a client), or `.expired` from second `issuedAt + lifetime` on.
     public static func open(
