@@ -27,17 +27,11 @@ public enum Base64 {
     /// `decode` refuses: the same checks, without producing the bytes.
     public static func decodedCount(_ text: some StringProtocol) -> Int? {
         withUTF8(of: text) { input in
-            // Eight characters at a time while they are plainly in the alphabet; `validate` judges
-            // the rest (and the padding) as `decode` would.
-            var offset = 0
-            while input.count - offset >= 16 {
-                let word = ASCIIWord.load(input, at: offset)
-                guard word & ASCIIWord.highBits == 0 else { break }
-                let inAlphabet =
-                    ASCIIWord.inRange(word, 0x41, 0x5A) | ASCIIWord.inRange(word, 0x61, 0x7A)
+            // Eight characters at a time while they are plainly in the alphabet (the last group,
+            // which may hold padding, left out); `validate` judges the rest as `decode` would.
+            let offset = ASCIIWord.acceptedPrefix(input, reserving: 8) { word in
+                ASCIIWord.inRange(word, 0x41, 0x5A) | ASCIIWord.inRange(word, 0x61, 0x7A)
                     | ASCIIWord.inRange(word, 0x2F, 0x39) | ASCIIWord.inRange(word, 0x2B, 0x2B)  // A-Z a-z /0-9 +
-                guard inAlphabet == ASCIIWord.highBits else { break }
-                offset += 8
             }
             return validate(input, table: standardTable, padding: true, from: offset)
         }

@@ -34,15 +34,9 @@ public enum Hex {
 
     /// Eight characters at a time, then one at a time.
     private static func isHex(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while bytes.count - offset >= 8 {
-            let word = ASCIIWord.load(bytes, at: offset)
-            guard word & ASCIIWord.highBits == 0 else { return false }
-            let digits =
-                ASCIIWord.inRange(word, 0x30, 0x39) | ASCIIWord.inRange(word, 0x61, 0x66)
+        let offset = ASCIIWord.acceptedPrefix(bytes) { word in
+            ASCIIWord.inRange(word, 0x30, 0x39) | ASCIIWord.inRange(word, 0x61, 0x66)
                 | ASCIIWord.inRange(word, 0x41, 0x46)  // 0-9 a-f A-F
-            guard digits == ASCIIWord.highBits else { return false }
-            offset += 8
         }
         return bytes[offset...].allSatisfy(isDigit)
     }
