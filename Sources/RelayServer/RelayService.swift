@@ -70,7 +70,7 @@ final class RelayService: HTTPHandler {
         let config = current.configuration
         if case .limited(let retryAfter) = ipLimiter.admit(addressKey(head, config), now: clock.uptimeNanoseconds) {
             metrics.limited("address")
-            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter), endpoint))
+            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint))
         }
         guard endpoint != .other else { return .respond(answer(.notFound, endpoint)) }
         guard head.method == "POST" else { return .respond(answer(.methodNotAllowed, endpoint)) }
@@ -78,7 +78,9 @@ final class RelayService: HTTPHandler {
     }
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
-        answer(.tooLarge, head.path == "/v1/push" ? .push : .grant)
+        head.path == "/v1/push"
+            ? answer(RelayError.tooLarge.detail("body: larger than 8192 bytes, the limit of /v1/push"), .push)
+            : answer(RelayError.tooLarge.detail("body: larger than 2048 bytes, the limit of /v1/grant"), .grant)
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
@@ -156,7 +158,7 @@ final class RelayService: HTTPHandler {
                 .phone(token: grant.token), now: clock.uptimeNanoseconds)
             {
                 metrics.limited("phone")
-                throw RelayError(.rateLimited, retryAfter: retryAfter)
+                throw RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone)
             }
             // A grant for an environment whose key was removed can no longer deliver.
             guard state.gateways[grant.environment] != nil else { throw .apns }

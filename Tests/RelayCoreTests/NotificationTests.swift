@@ -54,7 +54,8 @@ import Testing
         #expect(action(410, "ExpiredToken") == .answer(.failure(.unregistered)))
         #expect(action(400, "BadDeviceToken") == .answer(.failure(.unregistered)))
         #expect(action(400, "DeviceTokenNotForTopic") == .answer(.failure(.unregistered)))
-        #expect(action(429, "TooManyRequests") == .answer(.failure(RelayError(.rateLimited, retryAfter: 30))))
+        #expect(
+            action(429, "TooManyRequests") == .answer(.failure(RelayError(.rateLimited, retryAfter: 30, limit: .apns))))
         #expect(action(429, "TooManyProviderTokenUpdates") == .answer(.failure(.apns)))
         #expect(action(403, "ExpiredProviderToken") == .refreshTokenAndRetry)
         #expect(action(403, "InvalidProviderToken") == .rejectedKey)

@@ -44,7 +44,7 @@ public struct APNsAnswer: Equatable, Sendable {
         case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
             return .answer(.failure(.unregistered))
         case (429, "TooManyRequests"):
-            return .answer(.failure(RelayError(.rateLimited, retryAfter: retryAfter)))
+            return .answer(.failure(RelayError(.rateLimited, retryAfter: retryAfter, limit: .apns)))
         case (403, "ExpiredProviderToken"):
             return .refreshTokenAndRetry
         case (403, "InvalidProviderToken"):

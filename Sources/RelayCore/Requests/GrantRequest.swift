@@ -14,18 +14,33 @@ public struct GrantRequest: Equatable, Sendable {
     public static let bodyLimit = 2048
 
     /// Parses and validates a body. A malformed body, a missing or mistyped field, or a token that
-    /// is not 2...1024 hex characters of even length: `bad_request`. An unknown environment name is
-    /// `bad_request` too; whether a known one is configured is decided by the caller.
+    /// is not 2...1024 hex characters of even length: `bad_request`, its detail naming the field or
+    /// rule. An unknown environment name is `bad_request` too; whether a known one is configured is
+    /// decided by the caller.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> GrantRequest {
-        guard let members = JSONObjectScanner.members(["token", "environment"], in: body),
-            case .string(let text) = members[0], case .string(let name) = members[1]
-        else { throw .badRequest }
+        let members = try RequestField.strings(fields, names: names, in: body)
+        let text = members[0].text
         let length = text.utf8.count
-        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(text),
-            let environment = APNsEnvironment(name: name)
-        else { throw .badRequest }
+        guard length >= 2, length <= maximumTokenLength, let token = Hex.decode(text) else {
+            throw RelayError.badRequest.detail(tokenRule)
+        }
+        guard let environment = APNsEnvironment(name: members[1].text) else {
+            throw RelayError.badRequest.detail(environmentRule)
+        }
         return GrantRequest(token: token, environment: environment)
     }
+
+    static let tokenRule: StaticString = "token: must be even-length hex, 2 to 1024 characters"
+    static let environmentRule: StaticString = #"environment: must be "sandbox" or "production""#
+    private static let names = ["token", "environment"]
+    private static let fields = [
+        RequestField(
+            missing: "token: required (the APNs device token, hex)", notString: "token: must be a string",
+            duplicated: "token: given more than once"),
+        RequestField(
+            missing: #"environment: required ("sandbox" or "production")"#,
+            notString: "environment: must be a string", duplicated: "environment: given more than once"),
+    ]
 }
 
 /// The `POST /v1/grant` answer.

@@ -17,22 +17,40 @@ struct JSONObjectScanner {
         case string(String)
         /// Present, but not a string.
         case mismatched
+
+        /// The string's value; empty for the other cases (read only after checking them).
+        var text: String {
+            if case .string(let value) = self { return value }
+            return ""
+        }
+    }
+
+    /// What a scan found.
+    enum Scan: Equatable {
+        /// The wanted members, in the order asked for.
+        case members([Member])
+        /// The body is not one valid JSON object in UTF-8.
+        case malformed
+        /// The wanted member at this position is given more than once.
+        case duplicate(Int)
     }
 
     static let maximumDepth = 512
 
-    /// The wanted members of `body`, in the order of `names`; nil when the body is not one valid
-    /// JSON object.
-    static func members(_ names: [String], in body: [UInt8]) -> [Member]? {
-        guard isValidUTF8(body) else { return nil }
-        return body.withUnsafeBufferPointer { buffer -> [Member]? in
+    /// The wanted members of `body`, in the order of `names`.
+    static func scan(_ names: [String], in body: [UInt8]) -> Scan {
+        guard isValidUTF8(body) else { return .malformed }
+        return body.withUnsafeBufferPointer { buffer -> Scan in
             var scanner = JSONObjectScanner(bytes: buffer)
-            return scanner.topLevelObject(names)
+            if let found = scanner.topLevelObject(names) { return .members(found) }
+            return scanner.duplicate.map { .duplicate($0) } ?? .malformed
         }
     }
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
+    /// Set when a wanted member was found twice (the scan then stops).
+    private var duplicate: Int?
 
     private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -56,7 +74,10 @@ struct JSONObjectScanner {
                 // Member names are compared as unescaped text, like Unicode scalars (String's `==`
                 // would also match canonically equivalent spellings, which JSONDecoder does not).
                 if let slot = wanted.firstIndex(where: { $0.utf8.elementsEqual(name.utf8) }) {
-                    guard found[slot] == .absent else { return nil }
+                    guard found[slot] == .absent else {
+                        duplicate = slot
+                        return nil
+                    }
                     if peek == UInt8(ascii: "\"") {
                         guard let value = string() else { return nil }
                         found[slot] = .string(value)

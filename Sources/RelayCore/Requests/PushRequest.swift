@@ -26,15 +26,36 @@ public struct PushRequest: Equatable, Sendable {
 
     /// Parses and validates a body: every field present and a string; `sealed` canonical standard
     /// base64 of exactly 2934 bytes; `id` and `thread` 64 hex digits of either case. Otherwise
-    /// `bad_request`. The grant's content is judged when it is opened.
+    /// `bad_request`, its detail naming the field or rule. The grant's content is judged when it is opened.
     public static func parse(_ body: [UInt8]) throws(RelayError) -> PushRequest {
-        guard let members = JSONObjectScanner.members(["grant", "sealed", "id", "thread"], in: body),
-            case .string(let grant) = members[0], case .string(let sealed) = members[1],
-            case .string(let id) = members[2], case .string(let thread) = members[3]
-        else { throw .badRequest }
-        guard sealed.utf8.count == sealedTextLength, Base64.decodedCount(sealed) == sealedByteCount,
-            Hex.isHex(id, count: 64), Hex.isHex(thread, count: 64)
-        else { throw .badRequest }
-        return PushRequest(grant: grant, sealed: sealed, id: id, thread: thread)
+        let members = try RequestField.strings(fields, names: names, in: body)
+        let sealed = members[1].text
+        guard sealed.utf8.count == sealedTextLength, Base64.decodedCount(sealed) == sealedByteCount else {
+            throw RelayError.badRequest.detail(sealedRule)
+        }
+        let id = members[2].text
+        guard Hex.isHex(id, count: 64) else { throw RelayError.badRequest.detail(idRule) }
+        let thread = members[3].text
+        guard Hex.isHex(thread, count: 64) else { throw RelayError.badRequest.detail(threadRule) }
+        return PushRequest(grant: members[0].text, sealed: sealed, id: id, thread: thread)
     }
+
+    static let sealedRule: StaticString = "sealed: must be standard base64 of exactly 2934 bytes"
+    static let idRule: StaticString = "id: must be 64 hex characters"
+    static let threadRule: StaticString = "thread: must be 64 hex characters"
+    private static let names = ["grant", "sealed", "id", "thread"]
+    private static let fields = [
+        RequestField(
+            missing: "grant: required (the grant the phone obtained from /v1/grant)",
+            notString: "grant: must be a string", duplicated: "grant: given more than once"),
+        RequestField(
+            missing: "sealed: required (standard base64 of exactly 2934 bytes)",
+            notString: "sealed: must be a string", duplicated: "sealed: given more than once"),
+        RequestField(
+            missing: "id: required (64 hex characters)", notString: "id: must be a string",
+            duplicated: "id: given more than once"),
+        RequestField(
+            missing: "thread: required (64 hex characters)", notString: "thread: must be a string",
+            duplicated: "thread: given more than once"),
+    ]
 }

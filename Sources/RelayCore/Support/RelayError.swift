@@ -1,5 +1,8 @@
 /// An answer the relay gives instead of success: an error code from DESIGN.md, its HTTP status,
 /// and, for limits, when to try again. Every error answer is built from one of these, in one place.
+///
+/// Two errors are equal when their code, `retryAfter` and `limit` are: `detail` is for people,
+/// and clients decide by `error` (and `limit`), never by `detail`.
 public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The stable machine-readable code sent as `{"error":"<code>"}`.
     public struct Code: RawRepresentable, Hashable, Sendable {
@@ -19,13 +22,45 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
     }
 
+    /// Which limit answered a 429, sent as `"limit":"<name>"`.
+    public struct Limit: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The per-phone limit (pushes per device token).
+        public static let phone = Limit(rawValue: "phone")
+        /// The per-client-address limit on `/v1/*`.
+        public static let address = Limit(rawValue: "address")
+        /// APNs answered 429 TooManyRequests.
+        public static let apns = Limit(rawValue: "apns")
+    }
+
     public let code: Code
     /// Seconds after which a retry may succeed (`Retry-After`), for 429 and 503.
     public let retryAfter: Int?
+    /// Which limit refused, for 429.
+    public let limit: Limit?
+    /// One short English sentence naming the field or rule at fault. A `StaticString`, so that it
+    /// can never carry a value from the request, and costs nothing until an error is answered.
+    public let staticDetail: StaticString?
 
-    public init(_ code: Code, retryAfter: Int? = nil) {
+    public init(_ code: Code, retryAfter: Int? = nil, limit: Limit? = nil, detail: StaticString? = nil) {
         self.code = code
         self.retryAfter = retryAfter
+        self.limit = limit
+        self.staticDetail = detail
+    }
+
+    /// The same error with another detail.
+    public func detail(_ detail: StaticString) -> RelayError {
+        RelayError(code, retryAfter: retryAfter, limit: limit, detail: detail)
+    }
+
+    /// The detail as text, if any.
+    public var detail: String? { staticDetail.map { $0.description } }
+
+    public static func == (lhs: RelayError, rhs: RelayError) -> Bool {
+        lhs.code == rhs.code && lhs.retryAfter == rhs.retryAfter && lhs.limit == rhs.limit
     }
 
     /// The HTTP status DESIGN.md assigns to this code.
@@ -44,18 +79,38 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The JSON body of the answer.
-    public var body: String { #"{"error":""# + code.rawValue + #""}"# }
+    /// The JSON body of the answer: `error`, then `detail` and `limit` when set.
+    public var body: String {
+        var text = #"{"error":""# + code.rawValue + #"""#
+        if let detail { text += #","detail":""# + Self.escaped(detail) + #"""# }
+        if let limit { text += #","limit":""# + limit.rawValue + #"""# }
+        return text + "}"
+    }
 
     public var description: String { code.rawValue }
 
+    /// Details are the relay's own ASCII sentences; only their quotes need escaping.
+    private static func escaped(_ text: String) -> String {
+        guard text.utf8.contains(UInt8(ascii: "\"")) || text.utf8.contains(UInt8(ascii: "\\")) else { return text }
+        var out = ""
+        for character in text {
+            if character == "\"" || character == "\\" { out.append("\\") }
+            out.append(character)
+        }
+        return out
+    }
+
     public static let badRequest = RelayError(.badRequest)
-    public static let grantInvalid = RelayError(.grantInvalid)
-    public static let grantExpired = RelayError(.grantExpired)
+    public static let grantInvalid = RelayError(
+        .grantInvalid, detail: "grant: cannot be opened by this relay; ask the phone for a new one")
+    public static let grantExpired = RelayError(
+        .grantExpired, detail: "grant: its lifetime has passed; ask the phone for a new one")
     public static let apns = RelayError(.apns)
     public static let tooLarge = RelayError(.tooLarge)
     public static let notFound = RelayError(.notFound)
     public static let methodNotAllowed = RelayError(.methodNotAllowed)
-    public static let environmentUnavailable = RelayError(.environmentUnavailable)
-    public static let unregistered = RelayError(.unregistered)
+    public static let environmentUnavailable = RelayError(
+        .environmentUnavailable, detail: "environment: this relay has no APNs key for it")
+    public static let unregistered = RelayError(
+        .unregistered, detail: "APNs: this device token can never be delivered to; drop the registration")
 }

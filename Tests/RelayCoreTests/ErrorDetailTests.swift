@@ -1,0 +1,130 @@
+import RelayCore
+import RelayCrypto
+import Testing
+
+/// `detail` names the field or rule at fault, never a value from the request (DESIGN.md, "HTTP API").
+@Suite struct ErrorDetailTests {
+    static let sealed = Base64.encode([UInt8](repeating: 0x5a, count: 2934))
+    static let hex64 = String(repeating: "cD", count: 32)
+
+    static func push(
+        grant: String = #""g""#, sealed: String = #""\#(sealed)""#, id: String = #""\#(hex64)""#,
+        thread: String = #""\#(hex64)""#
+    ) -> String {
+        #"{"grant":\#(grant),"sealed":\#(sealed),"id":\#(id),"thread":\#(thread)}"#
+    }
+
+    func detail(push body: String) -> String? {
+        do throws(RelayError) {
+            _ = try PushRequest.parse(Array(body.utf8))
+            return nil
+        } catch {
+            #expect(error.code == .badRequest)
+            return error.detail
+        }
+    }
+
+    func detail(grant body: String) -> String? {
+        do throws(RelayError) {
+            _ = try GrantRequest.parse(Array(body.utf8))
+            return nil
+        } catch {
+            #expect(error.code == .badRequest)
+            return error.detail
+        }
+    }
+
+    static let malformed = "body: must be one JSON object (RFC 8259) in UTF-8"
+
+    @Test(arguments: [
+        (
+            push(sealed: #""\#(Base64.encode([UInt8](repeating: 1, count: 2933)))""#),
+            "sealed: must be standard base64 of exactly 2934 bytes"
+        ),
+        (
+            push(sealed: #""\#(sealed.replacingOccurrences(of: "W", with: "-"))""#),
+            "sealed: must be standard base64 of exactly 2934 bytes"
+        ),
+        (push(id: #""\#(hex64.dropLast())""#), "id: must be 64 hex characters"),
+        (push(thread: #""\#(String(repeating: "g", count: 64))""#), "thread: must be 64 hex characters"),
+        (push(grant: "5"), "grant: must be a string"),
+        (push(sealed: "null"), "sealed: must be a string"),
+        (push(id: "[]"), "id: must be a string"),
+        (push(thread: "{}"), "thread: must be a string"),
+        (
+            #"{"sealed":"\#(sealed)","id":"\#(hex64)","thread":"\#(hex64)"}"#,
+            "grant: required (the grant the phone obtained from /v1/grant)"
+        ),
+        (
+            #"{"grant":"g","id":"\#(hex64)","thread":"\#(hex64)"}"#,
+            "sealed: required (standard base64 of exactly 2934 bytes)"
+        ),
+        (#"{"grant":"g","sealed":"\#(sealed)","thread":"\#(hex64)"}"#, "id: required (64 hex characters)"),
+        (#"{"grant":"g","sealed":"\#(sealed)","id":"\#(hex64)"}"#, "thread: required (64 hex characters)"),
+        (
+            #"{"grant":"g","grant":"h","sealed":"\#(sealed)","id":"\#(hex64)","thread":"\#(hex64)"}"#,
+            "grant: given more than once"
+        ),
+        (push(thread: #""\#(hex64)","thread":"\#(hex64)""#), "thread: given more than once"),
+        (push() + ",", malformed), ("{", malformed), ("", malformed), ("[]", malformed), ("nope", malformed),
+        (push(grant: #""\u00""#), malformed),
+    ])
+    func pushDetails(_ body: String, _ expected: String) {
+        #expect(detail(push: body) == expected)
+    }
+
+    @Test(arguments: [
+        (#"{"token":"abc","environment":"sandbox"}"#, "token: must be even-length hex, 2 to 1024 characters"),
+        (#"{"token":"zz","environment":"sandbox"}"#, "token: must be even-length hex, 2 to 1024 characters"),
+        (#"{"token":"","environment":"sandbox"}"#, "token: must be even-length hex, 2 to 1024 characters"),
+        (
+            #"{"token":"\#(String(repeating: "a", count: 1026))","environment":"sandbox"}"#,
+            "token: must be even-length hex, 2 to 1024 characters"
+        ),
+        (#"{"token":"abcd","environment":"staging"}"#, #"environment: must be "sandbox" or "production""#),
+        (#"{"token":12,"environment":"sandbox"}"#, "token: must be a string"),
+        (#"{"token":"abcd","environment":true}"#, "environment: must be a string"),
+        (#"{"environment":"sandbox"}"#, "token: required (the APNs device token, hex)"),
+        (#"{"token":"abcd"}"#, #"environment: required ("sandbox" or "production")"#),
+        (
+            #"{"token":"abcd","environment":"sandbox","environment":"production"}"#,
+            "environment: given more than once"
+        ),
+        (#"{"token":"abcd","environment":"sandbox"} x"#, malformed),
+        ("\u{FF}", malformed),
+    ])
+    func grantDetails(_ body: String, _ expected: String) {
+        #expect(detail(grant: body) == expected)
+    }
+
+    @Test func aDetailNeverCarriesTheRequestsValue() {
+        let token = "0123456789abcdefXYZ"
+        let text = detail(grant: #"{"token":"\#(token)","environment":"moon-base"}"#) ?? ""
+        #expect(!text.contains(token) && !text.contains("moon-base"))
+        let id = String(repeating: "q", count: 64)
+        #expect(!(detail(push: Self.push(id: #""\#(id)""#)) ?? "").contains(id))
+    }
+
+    @Test func bodiesCarryDetailAndLimit() {
+        #expect(
+            RelayError.badRequest.detail(#"environment: must be "sandbox" or "production""#).body
+                == #"{"error":"bad_request","detail":"environment: must be \"sandbox\" or \"production\""}"#)
+        #expect(
+            RelayError(.rateLimited, retryAfter: 7, limit: .phone).body == #"{"error":"rate_limited","limit":"phone"}"#)
+        #expect(RelayError(.overloaded, retryAfter: 1).body == #"{"error":"overloaded"}"#)
+        // Clients decide by code and limit, so equality ignores the detail.
+        #expect(RelayError.badRequest.detail("x: y") == RelayError.badRequest)
+        #expect(RelayError(.rateLimited, limit: .phone) != RelayError(.rateLimited, limit: .address))
+    }
+
+    @Test func apnsTooManyRequestsSaysTheLimitIsAPNs() {
+        let action = APNsAnswer(status: 429, reason: "TooManyRequests", apnsID: nil).action(retryAfter: 30)
+        guard case .answer(.failure(let error)) = action else {
+            Issue.record("not an error answer: \(action)")
+            return
+        }
+        #expect(error.limit == .apns)
+        #expect(error.retryAfter == 30)
+        #expect(error.body == #"{"error":"rate_limited","limit":"apns"}"#)
+    }
+}
