@@ -27,6 +27,9 @@ public struct SimulatorConfiguration: Sendable {
     /// How many of the latest delivered notifications ``APNsSimulator/delivered`` keeps in memory;
     /// older ones are forgotten (the record file keeps every one). Bounds a long-running simulator.
     public var retainedDeliveries: Int = 10_000
+    /// Faults by device-token prefix, for every valid request whose token starts with one (the
+    /// longest matching prefix wins); they take precedence over queued and default faults.
+    public var tokenFaults: [TokenFault] = []
     /// When set, every delivered notification is appended to this file as one JSON line.
     public var recordFile: String? = nil
     /// Called on a simulator thread for each delivered notification, after it was recorded.

@@ -137,7 +137,8 @@ final class SimulatorCore: Sendable {
                             stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                             body: Self.errorBody(reason: reason, timestamp: nil)))
                 case .accepted(let notification):
-                    switch state.takeFault() {
+                    let byToken = TokenFault.fault(for: notification.deviceToken, in: configuration.tokenFaults)
+                    switch byToken ?? state.takeFault() {
                     case nil:
                         state.recordDelivery(notification)
                         decisions.append(.deliver(notification))

@@ -12,22 +12,53 @@ enum DevCommand {
     static let keyID = "DEVKEY0001"
     static let teamID = "DEVTEAM001"
 
+    static let help = """
+        usage: duo-relay dev [--port N] [--metrics-port N] [--fault PREFIX=OUTCOME ...]
+
+        A playground: a relay and an APNs simulator on loopback, with throwaway keys, limits relaxed
+        for trying things by hand, and GET /metrics on its own port. Nothing is kept: its temporary
+        folder is removed when it stops (Ctrl-C).
+
+          --port N               the relay's port (default 8787; 0 picks a free one)
+          --metrics-port N       the metrics listener's port (default 0: a free one, printed)
+        """ + "\n" + Usage.faultHelp
+
+    /// Relaxed so that trying things by hand never meets a limit by accident (DESIGN.md's
+    /// defaults are 20 per 60 s and 10 per 10 s); a phone's or address's limit can still be
+    /// reached on purpose with a loop.
+    static let pushLimit = LimitPolicy(requests: 600, periodSeconds: 60)
+    static let ipLimit = LimitPolicy(requests: 600, periodSeconds: 10, blockSeconds: 10)
+
     static func run(_ arguments: [String]) -> Int32 {
+        if arguments.contains("--help") {
+            Output.standard(help)
+            return 0
+        }
         let port: UInt16
+        let metricsPort: UInt16
+        let faults: [TokenFault]
         do throws(UsageError) {
-            try Usage.check(arguments, allowed: ["--port"])
-            let text = try Usage.option("--port", in: arguments) ?? "8787"
-            guard let value = UInt16(text) else { throw UsageError(problem: "--port must be 0 to 65535") }
-            port = value
+            try Usage.check(arguments, allowed: ["--port", "--metrics-port", "--fault"])
+            port = try portOption("--port", in: arguments, default: 8787)
+            metricsPort = try portOption("--metrics-port", in: arguments, default: 0)
+            faults = try Usage.faults(in: arguments)
         } catch {
             return Usage.fail(error.problem)
         }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "duo-relay-dev-\(ProcessInfo.processInfo.processIdentifier)")
+        // Whatever happens, the throwaway CA goes with the process.
+        defer { try? FileManager.default.removeItem(at: directory) }
         do {
-            let (relay, simulator) = try start(port: port)
-            let listen = "127.0.0.1:\(relay.port)"
-            Output.standard(instructions(listen: listen, simulatorPort: simulator.port))
+            let (relay, simulator) = try start(
+                port: port, metricsPort: metricsPort, faults: faults, directory: directory)
+            Output.standard(
+                instructions(
+                    listen: "127.0.0.1:\(relay.port)", simulatorPort: simulator.port,
+                    metricsPort: relay.metricsPort ?? 0, directory: directory.path, faults: faults))
             relay.runUntilSignalled()
             simulator.stop()
+            Output.standard("duo-relay dev: stopped; \(directory.path) removed, nothing kept")
             return 0
         } catch {
             Log.line("duo-relay dev: cannot start: \(error)")
@@ -35,10 +66,18 @@ enum DevCommand {
         }
     }
 
-    static func start(port: UInt16) throws -> (Relay, APNsSimulator) {
+    private static func portOption(_ name: String, in arguments: [String], default value: UInt16) throws(UsageError)
+        -> UInt16
+    {
+        guard let text = try Usage.option(name, in: arguments) else { return value }
+        guard let port = UInt16(text) else { throw UsageError(problem: "\(name) must be 0 to 65535") }
+        return port
+    }
+
+    static func start(
+        port: UInt16, metricsPort: UInt16 = 0, faults: [TokenFault] = [], directory: URL
+    ) throws -> (Relay, APNsSimulator) {
         let pki = try SimulatorPKI.generate()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "duo-relay-dev-\(ProcessInfo.processInfo.processIdentifier)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let caFile = directory.appendingPathComponent("ca.pem").path
         try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
@@ -48,10 +87,14 @@ enum DevCommand {
             certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM, teamID: teamID,
             keys: [keyID: apnsKey.publicKey], topics: [topic])
         simulatorConfig.onDeliver = { note in Output.standard(describe(note)) }
+        simulatorConfig.tokenFaults = faults
         let simulator = try APNsSimulator(configuration: simulatorConfig)
 
         var config = RelayConfiguration(topic: topic)
         config.listen = ListenAddress(host: "127.0.0.1", port: port)
+        config.metricsListen = ListenAddress(host: "127.0.0.1", port: metricsPort)
+        config.pushLimit = pushLimit
+        config.ipLimit = ipLimit
         config.apns.sandboxOrigin = "https://127.0.0.1:\(simulator.port)"
         config.apns.productionOrigin = "https://127.0.0.1:\(simulator.port)"
         config.apns.caFile = caFile
@@ -72,11 +115,17 @@ enum DevCommand {
             + String(note.payload.prefix(160)) + (note.payload.count > 160 ? "…" : "")
     }
 
-    static func instructions(listen: String, simulatorPort: UInt16) -> String {
+    static func instructions(
+        listen: String, simulatorPort: UInt16, metricsPort: UInt16, directory: String, faults: [TokenFault]
+    ) -> String {
         let token = String(repeating: "ab", count: 32)
-        return """
+        var text = """
             duo-relay dev: relay on http://\(listen), APNs simulator on https://127.0.0.1:\(simulatorPort)
-            Throwaway keys; nothing is kept. Try it from another shell:
+            metrics: http://127.0.0.1:\(metricsPort)/metrics
+            limits, relaxed for trying by hand: \(pushLimit.requests) pushes per phone per \(pushLimit.period / 1_000_000_000) s, \
+            \(ipLimit.requests) requests per address per \(ipLimit.period / 1_000_000_000) s (then blocked \(ipLimit.block / 1_000_000_000) s)
+            Throwaway keys and CA in \(directory); nothing is kept: it is removed on exit.
+            Try it from another shell:
 
               GRANT=$(curl -s http://\(listen)/v1/grant \\
                 -d '{"token":"\(token)","environment":"sandbox"}' | sed -E 's/.*"grant":"([^"]+)".*/\\1/')
@@ -84,7 +133,15 @@ enum DevCommand {
               curl -s http://\(listen)/v1/push -d "{\\"grant\\":\\"$GRANT\\",\\"sealed\\":\\"$SEALED\\",\\
             \\"id\\":\\"$(openssl rand -hex 32)\\",\\"thread\\":\\"$(openssl rand -hex 32)\\"}"
 
-            Each notification the simulator receives is shown below. Ctrl-C stops.
+            or: duo-relay push --relay http://\(listen) --grant "$GRANT"
+
             """
+        if faults.isEmpty {
+            text += "No faults set (--fault PREFIX=OUTCOME makes the simulator misbehave for some tokens).\n"
+        } else {
+            text += "Faults: grants for a device token starting with a prefix get its outcome from the simulator:\n"
+            text += Usage.describe(faults) + "\n"
+        }
+        return text + "Each notification the simulator receives is shown below. Ctrl-C stops."
     }
 }

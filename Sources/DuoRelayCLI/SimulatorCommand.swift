@@ -6,16 +6,26 @@ import RelayServer
 
 /// `duo-relay apns-sim`: the APNs simulator alone, for trying a relay against it.
 enum SimulatorCommand {
-    static let help = """
+    static var help: String {
+        """
         usage: duo-relay apns-sim --team-id ID --key-id ID --public-key FILE [options]
 
-          --listen HOST:PORT     where to listen (default 127.0.0.1:4443)
+          --team-id ID           the team id provider tokens must carry (the relay's APNS_TEAM_ID)
+          --key-id ID            the key id provider tokens must name (the relay's APNS_KEY_ID_*)
+          --public-key FILE      the public half of the APNs key the relay signs with, as a PEM
+                                 "PUBLIC KEY" (not the .p8 itself). From a .p8:
+                                   openssl pkey -in AuthKey_KEYID.p8 -pubout -out apns-public.pem
+                                 A throwaway key pair for trying things:
+                                   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out test.p8
+          --listen HOST:PORT     where to listen (default 127.0.0.1:4443; port 0 picks a free one)
           --topic TOPIC          accepted apns-topic (default app.openduo.pocket)
           --cert FILE --private-key FILE
                                  TLS identity; without them a throwaway CA and certificate are made
-          --ca-out FILE          where to write the throwaway CA (default ./apns-sim-ca.pem)
+          --ca-out FILE          where to write the throwaway CA (default ./apns-sim-ca.pem); the
+                                 relay trusts it with "apns": {"ca_file": FILE}
           --record FILE          append each delivered notification as a JSON line
-        """
+        """ + "\n" + Usage.faultHelp
+    }
 
     static func run(_ arguments: [String]) -> Int32 {
         if arguments.contains("--help") {
@@ -27,8 +37,9 @@ enum SimulatorCommand {
                 arguments,
                 allowed: [
                     "--listen", "--topic", "--team-id", "--key-id", "--public-key", "--cert", "--private-key",
-                    "--ca-out", "--record",
+                    "--ca-out", "--record", "--fault",
                 ])
+            let faults = try Usage.faults(in: arguments)
             guard let teamID = try Usage.option("--team-id", in: arguments),
                 let keyID = try Usage.option("--key-id", in: arguments),
                 let keyFile = try Usage.option("--public-key", in: arguments)
@@ -38,8 +49,13 @@ enum SimulatorCommand {
                 throw UsageError(problem: "--listen must be HOST:PORT")
             }
             let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-            let publicKey = try P256.Signing.PublicKey(
-                pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
+            let keyText = try String(contentsOfFile: keyFile, encoding: .utf8)
+            guard !keyText.contains("PRIVATE KEY") else {
+                throw UsageError(
+                    problem: "--public-key wants the public key PEM, not the .p8: "
+                        + "openssl pkey -in KEY.p8 -pubout -out apns-public.pem")
+            }
+            let publicKey = try P256.Signing.PublicKey(pemRepresentation: keyText)
             var certificate: String
             var privateKey: String
             if let certFile = try Usage.option("--cert", in: arguments),
@@ -61,9 +77,11 @@ enum SimulatorCommand {
             config.host = host
             config.port = port
             config.recordFile = try Usage.option("--record", in: arguments)
+            config.tokenFaults = faults
             config.onDeliver = { note in Output.standard(DevCommand.describe(note)) }
             let simulator = try APNsSimulator(configuration: config)
             Log.line("apns-sim: listening on https://\(listen.hasPrefix("[") ? listen : "\(host):\(simulator.port)")")
+            if !faults.isEmpty { Log.line("apns-sim: faults by device token prefix:\n" + Usage.describe(faults)) }
             TerminationSignals.wait()
             simulator.stop()
             return 0

@@ -20,7 +20,8 @@ final class SimulatorFixture: Sendable {
 
     init(
         maxConcurrentStreams: UInt32 = 1000, initialMaxConcurrentStreams: UInt32 = 1, recordFile: Bool = false,
-        onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000
+        onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000,
+        tokenFaults: [TokenFault] = []
     ) throws {
         let pki = try SimulatorPKI.generate()
         signingKey = P256.Signing.PrivateKey()
@@ -38,6 +39,7 @@ final class SimulatorFixture: Sendable {
         configuration.now = { clock.now }
         configuration.onDeliver = onDeliver
         configuration.retainedDeliveries = retainedDeliveries
+        configuration.tokenFaults = tokenFaults
         if recordFile { configuration.recordFile = directory.appendingPathComponent("record.jsonl").path }
         simulator = try APNsSimulator(configuration: configuration)
     }

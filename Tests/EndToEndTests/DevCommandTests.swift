@@ -35,4 +35,78 @@ import Testing
         #expect(!dev.standardError.contains(token))
         #expect(!dev.standardError.contains(grant))
     }
+
+    /// The number after `marker` in `text`, if it is there.
+    static func port(after marker: String, in text: String) -> UInt16? {
+        guard let range = text.range(of: marker) else { return nil }
+        return UInt16(text[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    @Test func aPlaygroundWithRelaxedLimitsMetricsAndFaultsThatLeavesNothing() throws {
+        let dev = try RelayProcess(
+            arguments: [
+                "dev", "--port", "0", "--fault", "410=unregistered", "--fault", "429=too-many-requests",
+                "--fault", "5100=stall",
+            ],
+            environment: [:])
+        let deadline = Date().addingTimeInterval(30)
+        while !dev.standardOutput.contains("Ctrl-C stops") && Date() < deadline { usleep(20_000) }
+        let output = dev.standardOutput
+        let relayPort = try #require(Self.port(after: "relay on http://127.0.0.1:", in: output))
+        let metricsPort = try #require(Self.port(after: "metrics: http://127.0.0.1:", in: output))
+        #expect(output.contains("limits, relaxed for trying by hand: 600 pushes per phone per 60 s"))
+        #expect(output.contains("tokens starting with 410: unregistered"))
+        #expect(output.contains("tokens starting with 429: too-many-requests"))
+        #expect(output.contains("tokens starting with 5100: stall"))
+        let folder = try #require(
+            output.split(separator: "\n").first { $0.hasPrefix("Throwaway keys and CA in ") }.map {
+                String($0.dropFirst("Throwaway keys and CA in ".count).prefix { $0 != ";" })
+            })
+        #expect(FileManager.default.fileExists(atPath: folder))
+
+        // More requests from one address than the production default (10 per 10 s) allows.
+        let connection = try TestConnection(port: relayPort)
+        func grant(_ token: String) throws -> String {
+            let response = try connection.request(
+                "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8))
+            return try #require(response.json?["grant"] as? String, "\(response.status) \(response.text)")
+        }
+        let fine = try grant(PushFixture.randomToken())
+        for _ in 0..<12 {
+            #expect(try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: fine)).status == 200)
+        }
+        let gone = try connection.request(
+            "POST", "/v1/push", body: PushFixture.pushBody(grant: try grant("410" + String(repeating: "0", count: 61))))
+        #expect(gone.status == 410)
+        #expect(gone.error == "unregistered")
+        let busy = try connection.request(
+            "POST", "/v1/push", body: PushFixture.pushBody(grant: try grant("429" + String(repeating: "0", count: 61))))
+        #expect(busy.status == 429)
+        #expect(busy.json?["limit"] as? String == "apns")
+
+        let metrics = try TestConnection(port: metricsPort).request("GET", "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.text.contains("duo_relay_"))
+
+        dev.signal(SIGINT)
+        #expect(try dev.waitForExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: folder))
+        #expect(dev.standardOutput.contains("removed, nothing kept"))
+    }
+
+    @Test(arguments: [["dev", "--help"], ["apns-sim", "--help"]])
+    func helpGoesToStandardOutput(_ arguments: [String]) throws {
+        let process = try CommandRun(arguments)
+        #expect(process.status == 0)
+        #expect(process.standardOutput.hasPrefix("usage: duo-relay \(arguments[0])"))
+        #expect(process.standardOutput.contains("--fault PREFIX=OUTCOME"))
+        #expect(process.standardError.isEmpty)
+    }
+
+    @Test(arguments: ["41x=unregistered", "410=gone", "410"])
+    func aMalformedFaultIsAUsageError(_ rule: String) throws {
+        let dev = try RelayProcess(arguments: ["dev", "--port", "0", "--fault", rule], environment: [:])
+        #expect(try dev.waitForExit() == 64)
+        #expect(dev.standardError.contains("--fault: a fault"))
+    }
 }
