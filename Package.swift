@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
+        // For channels: posts pushes and mints grants, with typed outcomes (Foundation only).
+        .library(name: "DuoRelayClient", targets: ["DuoRelayClient"]),
     ],
     targets: [
         .systemLibrary(
@@ -38,6 +40,7 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "DuoRelayClient", swiftSettings: strict),
         // nghttp2 frames to and from OpenSSL: what the APNs client and the simulator share.
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         .target(
@@ -50,7 +53,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI",
-            dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator"] + allocator,
+            dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient"] + allocator,
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench).
         .executableTarget(
@@ -67,8 +70,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI"],
+            dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient"],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", swiftSettings: strict),
+        .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
     ]
 )

@@ -8,8 +8,10 @@ enum Usage {
           serve --config FILE     run the relay (secrets come from the environment)
           check --config FILE     dry run before a deploy: validate configuration and secrets
           keygen [--id N]         print a fresh relay key for RELAY_KEYS
-          dev [--port N]          relay plus APNs simulator on loopback with throwaway keys
+          dev [--port N]          relay plus APNs simulator on loopback with throwaway keys (dev --help)
           apns-sim [options]      the APNs simulator alone (duo-relay apns-sim --help)
+          push --relay URL --grant G
+                                  send one test push through a relay, as a channel would
         """
 
     static func print() -> Int32 {

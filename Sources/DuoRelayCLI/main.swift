@@ -12,6 +12,7 @@ case "check": status = CheckCommand.run(Array(arguments.dropFirst()))
 case "keygen": status = KeygenCommand.run(Array(arguments.dropFirst()))
 case "dev": status = DevCommand.run(Array(arguments.dropFirst()))
 case "apns-sim": status = SimulatorCommand.run(Array(arguments.dropFirst()))
+case "push": status = PushCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h": status = Usage.print()
 default: status = Usage.fail("unknown command" + (arguments.first.map { " '\($0)'" } ?? ""))
 }

@@ -1,0 +1,198 @@
+import APNsSimulator
+import DuoRelayClient
+import Foundation
+import RelayCore
+import RelayCrypto
+import Testing
+
+/// `DuoRelayClient` against the real relay and the simulator: every outcome reached.
+@Suite struct RelayClientEndToEndTests {
+    static let faults = [
+        TokenFault(prefix: "410", fault: .status(410, reason: "Unregistered")),
+        TokenFault(prefix: "429", fault: .status(429, reason: "TooManyRequests")),
+        TokenFault(prefix: "5100", fault: .stall),
+        TokenFault(prefix: "60a", fault: .goaway),
+    ]
+
+    static func token(_ prefix: String = "") -> String {
+        prefix + String(PushFixture.randomToken().dropFirst(prefix.count))
+    }
+
+    static func randomPush() -> RelayPush {
+        RelayPush(
+            sealed: Data(SecureRandom.bytes(count: RelayPush.sealedByteCount)), id: PushFixture.hex64(),
+            thread: PushFixture.hex64())
+    }
+
+    static func makeFixture(extra: String = "", apns: String = "") throws -> PushFixture {
+        try PushFixture(
+            relayConfig: #""ip_limit":{"requests":100000,"period_s":10,"block_s":10}"# + extra, apnsConfig: apns,
+            tokenFaults: faults)
+    }
+
+    func grant(_ client: RelayClient, _ token: String) async throws -> String {
+        let outcome = await client.grant(token: token, environment: .sandbox)
+        guard case .granted(let grant, let expiresAt) = outcome else { throw TestFailure("no grant: \(outcome)") }
+        #expect(expiresAt > Date().addingTimeInterval(29 * 86_400))
+        return grant
+    }
+
+    @Test func everyPushOutcomeAndEveryGrantOutcome() async throws {
+        let fixture = try Self.makeFixture(extra: #","push_limit":{"requests":2,"period_s":60}"#)
+        let relay = try #require(URL(string: "http://127.0.0.1:\(fixture.relay.port)"))
+        let client = RelayClient(relay: relay, timeout: .seconds(15))
+
+        let push = Self.randomPush()
+        let fine = try await grant(client, Self.token("ff"))
+        guard case .delivered(let apnsID) = await client.push(push, grant: fine) else {
+            Issue.record("not delivered")
+            return
+        }
+        let delivered = fixture.waitForDeliveries(1)
+        #expect(delivered.map(\.apnsID) == [try #require(apnsID)])
+        #expect(delivered.first?.collapseID == push.id)
+
+        // The same phone's second push spends its limit of 2; the third is told to wait.
+        guard case .delivered = await client.push(Self.randomPush(), grant: fine) else {
+            Issue.record("the second push was not delivered")
+            return
+        }
+        guard case .retry(let after, .phoneLimit) = await client.push(Self.randomPush(), grant: fine) else {
+            Issue.record("the phone's limit did not answer")
+            return
+        }
+        #expect((after ?? .zero) > .seconds(50))
+
+        let gone = try await grant(client, Self.token("410"))
+        #expect(await client.push(push, grant: gone) == .dropRegistration)
+
+        let busy = try await grant(client, Self.token("429"))
+        #expect(await client.push(push, grant: busy) == .retry(after: .seconds(30), reason: .apnsLimit))
+
+        let refused = try await grant(client, Self.token("60a"))
+        #expect(await client.push(push, grant: refused) == .failed(mayHaveBeenDelivered: true))
+
+        #expect(await client.push(push, grant: "AQE" + fine) == .renewGrant(expired: false))
+        let keys = RelayKeys(fixture.secrets.relayKeys.mapValues { try! SymmetricKey(bytes: $0) })
+        let old = try GrantCodec.seal(
+            Grant(environment: .sandbox, issuedAt: UInt64(Date().timeIntervalSince1970) - 2_592_000, token: [1, 2]),
+            keyID: 1, keys: keys)
+        #expect(await client.push(push, grant: old) == .renewGrant(expired: true))
+
+        let short = RelayPush(sealed: Data(count: 100), id: push.id, thread: push.thread)
+        #expect(
+            await client.push(short, grant: fine) == .rejected("sealed: must be standard base64 of exactly 2934 bytes"))
+
+        #expect(await client.grant(token: Self.token(), environment: .production) == .environmentUnavailable)
+        #expect(
+            await client.grant(token: "abc", environment: .sandbox)
+                == .rejected("token: must be even-length hex, 2 to 1024 characters"))
+    }
+
+    @Test func deadlinesOverloadAndAnAbsentRelay() async throws {
+        let fixture = try Self.makeFixture(
+            extra: #","server":{"max_pushes_in_flight":1}"#, apns: #""timeout_ms":4000"#)
+        let relay = try #require(URL(string: "http://127.0.0.1:\(fixture.relay.port)"))
+        let client = RelayClient(relay: relay, timeout: .seconds(15))
+        let stalled = try await grant(client, Self.token("5100"))
+
+        let fine = try await grant(client, Self.token("ff"))
+        // While the relay waits for APNs on its one allowed push, the next one is shed: 503.
+        let first = Task { await client.push(Self.randomPush(), grant: stalled) }
+        try await Task.sleep(for: .milliseconds(300))
+        var shed: PushOutcome?
+        for _ in 0..<20 {
+            let outcome = await client.push(Self.randomPush(), grant: fine)
+            if case .retry(_, .overloaded) = outcome {
+                shed = outcome
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(shed == .retry(after: .seconds(1), reason: .overloaded))
+        // The stalled push is answered 502 at the relay's APNs deadline: it may have arrived.
+        #expect(await first.value == .failed(mayHaveBeenDelivered: true))
+
+        // The call's own deadline ends it, long before the relay's APNs timeout would.
+        let started = ContinuousClock.now
+        #expect(
+            await client.push(Self.randomPush(), grant: stalled, timeout: .milliseconds(500))
+                == .failed(mayHaveBeenDelivered: true))
+        #expect(ContinuousClock.now - started < .seconds(3))
+
+        // Nothing listens there: the push certainly did not arrive.
+        let nowhere = RelayClient(relay: try #require(URL(string: "http://127.0.0.1:1")), timeout: .seconds(5))
+        #expect(await nowhere.push(Self.randomPush(), grant: fine) == .failed(mayHaveBeenDelivered: false))
+        #expect(await nowhere.grant(token: "abcd", environment: .sandbox) == .failed)
+    }
+
+    @Test func oneConnectionIsReusedAndTheRetryHelperResendsOnlyWhatIsSafe() async throws {
+        let fixture = try Self.makeFixture(extra: #","push_limit":{"requests":3,"period_s":60}"#)
+        let forwarder = try CountingForwarder(to: fixture.relay.port)
+        let client = RelayClient(
+            relay: try #require(URL(string: "http://127.0.0.1:\(forwarder.port)")), maxConnections: 1)
+        let fine = try await grant(client, Self.token("ff"))
+        for _ in 0..<5 {
+            guard case .delivered = await client.push(Self.randomPush(), grant: try await grant(client, Self.token()))
+            else {
+                Issue.record("not delivered")
+                return
+            }
+        }
+        #expect(forwarder.connections == 1)
+
+        // APNs fails once (relay 502); the helper resends the same push, which is delivered once.
+        let before = fixture.simulator.statistics.requests
+        fixture.simulator.inject(.status(500, reason: "InternalServerError"))
+        let push = Self.randomPush()
+        let policy = RetryPolicy(maxAttempts: 3, maxWait: .seconds(5), backoff: .milliseconds(50))
+        guard case .delivered = await client.push(push, grant: fine, retrying: policy) else {
+            Issue.record("the helper did not deliver after one failure")
+            return
+        }
+        #expect(fixture.simulator.delivered.filter { $0.collapseID == push.id }.count == 1)
+        #expect(fixture.simulator.statistics.requests == before + 2)
+
+        // Never resent: a token APNs will never deliver to (one request to APNs, not three).
+        let requests = fixture.simulator.statistics.requests
+        let gone = try await grant(client, Self.token("410"))
+        #expect(await client.push(push, grant: gone, retrying: policy) == .dropRegistration)
+        #expect(fixture.simulator.statistics.requests == requests + 1)
+
+        // A phone's limit asks for longer than the policy's longest wait: returned at once.
+        _ = await client.push(Self.randomPush(), grant: fine)
+        _ = await client.push(Self.randomPush(), grant: fine)
+        let started = ContinuousClock.now
+        guard case .retry(_, .phoneLimit) = await client.push(push, grant: fine, retrying: policy) else {
+            Issue.record("the phone's limit did not answer")
+            return
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+
+        // GOAWAY for every send: resent up to maxAttempts, then the last outcome.
+        let refused = try await grant(client, Self.token("60a"))
+        #expect(await client.push(push, grant: refused, retrying: policy) == .failed(mayHaveBeenDelivered: true))
+    }
+
+    @Test func thePushCommandSaysWhatBecameOfItsPush() async throws {
+        let fixture = try Self.makeFixture()
+        let url = "http://127.0.0.1:\(fixture.relay.port)"
+        let client = RelayClient(relay: try #require(URL(string: url)))
+        let fine = try await grant(client, Self.token("ff"))
+        let delivered = try CommandRun(["push", "--relay", url, "--grant", fine])
+        #expect(delivered.status == 0)
+        #expect(delivered.standardOutput.hasPrefix("push: delivered, apns-id "))
+        #expect(fixture.waitForDeliveries(1).count == 1)
+        #expect(!delivered.standardOutput.contains(fine))
+
+        let gone = try await grant(client, Self.token("410"))
+        let dropped = try CommandRun(["push", "--relay", url, "--grant", gone])
+        #expect(dropped.status == 1)
+        #expect(dropped.standardOutput.contains("410 unregistered"))
+        #expect(try CommandRun(["push", "--relay", "ftp://x", "--grant", gone]).status == 64)
+        #expect(try CommandRun(["push", "--relay", url]).status == 64)
+        let help = try CommandRun(["push", "--help"])
+        #expect(help.status == 0)
+        #expect(help.standardOutput.hasPrefix("usage: duo-relay push --relay URL --grant GRANT"))
+    }
+}
