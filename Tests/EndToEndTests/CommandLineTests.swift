@@ -4,16 +4,8 @@ import Testing
 /// The command line as DESIGN.md, "Commands", states it (issue 14): the version, `--help` for every command on
 /// standard output with exit 0, and the usage on standard error with exit 64 for a usage error.
 @Suite struct CommandLineTests {
-    struct Run {
-        var status: Int32
-        var standardOutput: String
-        var standardError: String
-    }
-
-    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
-        let process = try RelayProcess(arguments: arguments, environment: environment)
-        let status = try process.waitForExit()
-        return Run(status: status, standardOutput: process.standardOutput, standardError: process.standardError)
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRun {
+        try CommandRun.run(arguments, environment: environment)
     }
 
     /// `duo-relay <version>`: a release number, with `+<commit>` when built from git.
