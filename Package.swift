@@ -37,6 +37,9 @@ let package = Package(
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
+        // The version (a checked-in release number) and, when built from git, the commit (issue 14).
+        .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
+        .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
@@ -49,11 +52,14 @@ let package = Package(
             name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire"],
             swiftSettings: strict),
         .target(
-            name: "RelayServer", dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client"],
+            name: "RelayServer",
+            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client", "RelayVersion"],
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI",
-            dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient"] + allocator,
+            dependencies: [
+                "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
+            ] + allocator,
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench).
         .executableTarget(

@@ -6,4 +6,10 @@ enum Output {
         let line = text.hasSuffix("\n") ? text : text + "\n"
         FileHandle.standardOutput.write(Data(line.utf8))
     }
+
+    /// Standard error, lines as given (the usage after a usage error; `Log.line` would flatten them into one).
+    static func error(_ text: String) {
+        let line = text.hasSuffix("\n") ? text : text + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
 }

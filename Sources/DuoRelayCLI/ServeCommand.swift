@@ -1,9 +1,23 @@
 import RelayCore
 import RelayServer
+import RelayVersion
 
 /// `duo-relay serve --config FILE`: runs the relay until SIGTERM or SIGINT.
 enum ServeCommand {
+    static let help = """
+        usage: duo-relay serve --config FILE
+
+        Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0); SIGHUP re-reads the
+        configuration file and the secrets given as NAME_FILE. The path is always explicit: nothing is
+        searched for. Secrets come from the environment (DESIGN.md, "Configuration"): APNS_KEY_SANDBOX,
+        APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION, APNS_TEAM_ID and RELAY_KEYS,
+        each also as NAME_FILE (a path) or as a systemd credential NAME.
+
+        Exit status: 0 stopped by a signal, 1 a configuration or start-up problem, 64 a usage error.
+        """
+
     static func run(_ arguments: [String]) -> Int32 {
+        if Usage.wantsHelp(arguments) { return Usage.help(help) }
         switch SetupLoader.loadOrReport(arguments, prefix: "duo-relay") {
         case .success(let setup):
             return serve(setup) {
@@ -25,6 +39,7 @@ enum ServeCommand {
             Log.line("duo-relay: cannot start: \(error)")
             return 1
         }
+        Log.line("duo-relay: version: \(RelayVersion.text)")
         for line in setup.summary { Log.line("duo-relay: " + line) }
         Log.line("duo-relay: memory allocator: \(Allocator.name)")
         var listen = setup.configuration.listen

@@ -37,9 +37,14 @@ enum SetupLoader {
     }
 
     static func environmentSecrets() -> SecretSource {
-        SecretSource(environment: ProcessInfo.processInfo.environment) { path in
-            try String(contentsOfFile: path, encoding: .utf8)
-        }
+        SecretSource(
+            environment: ProcessInfo.processInfo.environment,
+            entryExists: { path in
+                // lstat, not stat: a dangling link exists (and cannot be read).
+                var status = stat()
+                return lstat(path, &status) == 0
+            },
+            readFile: { path in try String(contentsOfFile: path, encoding: .utf8) })
     }
 }
 

@@ -1,4 +1,5 @@
 import RelayServer
+import RelayVersion
 
 /// Exit codes: 0 success, 1 a configuration or runtime problem, 64 a usage error.
 enum Usage {
@@ -12,9 +13,35 @@ enum Usage {
           apns-sim [options]      the APNs simulator alone (duo-relay apns-sim --help)
           push --relay URL --grant G
                                   send one test push through a relay, as a channel would
+          version, --version      print the version
+
+        Every command answers --help.
         """
 
     static func print() -> Int32 {
+        Output.standard(text)
+        return 0
+    }
+
+    /// `duo-relay --version` and `duo-relay version`.
+    static func printVersion() -> Int32 {
+        Output.standard("duo-relay " + RelayVersion.text)
+        return 0
+    }
+
+    /// `duo-relay` with no command: the usage, on standard error, as a usage error.
+    static func failWithUsage() -> Int32 {
+        Output.error(text)
+        return 64
+    }
+
+    /// Whether a command was asked for its help (`--help` or `-h` anywhere among its arguments).
+    static func wantsHelp(_ arguments: [String]) -> Bool {
+        arguments.contains("--help") || arguments.contains("-h")
+    }
+
+    /// A command's help, on standard output, exit 0.
+    static func help(_ text: String) -> Int32 {
         Output.standard(text)
         return 0
     }

@@ -14,6 +14,8 @@ case "dev": status = DevCommand.run(Array(arguments.dropFirst()))
 case "apns-sim": status = SimulatorCommand.run(Array(arguments.dropFirst()))
 case "push": status = PushCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h": status = Usage.print()
+case "version", "--version": status = Usage.printVersion()
+case nil: status = Usage.failWithUsage()
 default: status = Usage.fail("unknown command" + (arguments.first.map { " '\($0)'" } ?? ""))
 }
 exit(status)

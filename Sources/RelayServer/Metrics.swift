@@ -1,3 +1,4 @@
+import RelayVersion
 import Synchronization
 
 /// Aggregate counts for operators, exposed in the Prometheus text format. Labels only ever carry
@@ -132,14 +133,24 @@ final class Metrics: Sendable {
                 out += "\(name){\(labels)} \(value)\n"
             }
         }
+        out += "# HELP duo_relay_build_info The running version (always 1).\n# TYPE duo_relay_build_info gauge\n"
+        out += #"duo_relay_build_info{version="\#(RelayVersion.text)"} 1"# + "\n"
         out += "# HELP duo_relay_pushes_in_flight Pushes accepted and not yet answered.\n"
         out += "# TYPE duo_relay_pushes_in_flight gauge\nduo_relay_pushes_in_flight \(inFlight)\n"
-        var described: Set<String> = []
+        // One group per family (Prometheus' text format expects a family's lines together): the counters come
+        // per environment, so they are gathered by name, in the order the names first appear.
+        var names: [String] = []
+        var families: [String: (help: String, lines: String)] = [:]
         for counter in counters {
-            if described.insert(counter.name).inserted {
-                out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n"
+            if families[counter.name] == nil {
+                names.append(counter.name)
+                families[counter.name] = (counter.help, "")
             }
-            out += "\(counter.name){\(counter.labels)} \(counter.value)\n"
+            families[counter.name]!.lines += "\(counter.name){\(counter.labels)} \(counter.value)\n"
+        }
+        for name in names {
+            let family = families[name]!
+            out += "# HELP \(name) \(family.help)\n# TYPE \(name) counter\n" + family.lines
         }
         out += "# HELP duo_relay_apns_latency_seconds Time from sending a push to APNs' answer.\n"
         out += "# TYPE duo_relay_apns_latency_seconds histogram\n"

@@ -215,18 +215,24 @@ public final class Relay: Sendable {
         for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let labels = #"environment="\#(environment.name)""#
             let stats = gateway.client.statistics
+            // Names say what they count: every connect is an attempt (failed ones too), and a connection is
+            // counted as failed when a fault retires it (GOAWAY, reset, deadline, failed connect or handshake).
             out.append(
                 (
-                    "duo_relay_provider_token_refreshes_total", "Provider tokens signed.", labels,
-                    gateway.token.refreshes
+                    "duo_relay_provider_tokens_signed_total", "Provider tokens signed, the first one included.",
+                    labels, gateway.token.refreshes
                 ))
             out.append(
-                ("duo_relay_apns_connections_opened_total", "APNs connections opened.", labels, stats.connectionsOpened)
-            )
+                (
+                    "duo_relay_apns_connection_attempts_total",
+                    "Connections to APNs started (TCP connect begun), failed ones included.", labels,
+                    stats.connectionsOpened
+                ))
             out.append(
                 (
-                    "duo_relay_apns_connections_replaced_total", "APNs connections retired and replaced.", labels,
-                    stats.connectionsReplaced
+                    "duo_relay_apns_connections_failed_total",
+                    "Connections to APNs retired by a fault (GOAWAY, reset, deadline, failed connect or TLS).",
+                    labels, stats.connectionsReplaced
                 ))
         }
         return out

@@ -159,8 +159,8 @@ import Testing
                 == 1)
         #expect(value(after, #"duo_relay_grants_opened_total{key_id="1"}"#) == 2)
         #expect(value(after, #"duo_relay_apns_latency_seconds_count{environment="sandbox"}"#) == 2)
-        #expect(value(after, #"duo_relay_provider_token_refreshes_total{environment="sandbox"}"#) == 1)
-        #expect(value(after, #"duo_relay_apns_connections_opened_total{environment="sandbox"}"#) >= 1)
+        #expect(value(after, #"duo_relay_provider_tokens_signed_total{environment="sandbox"}"#) == 1)
+        #expect(value(after, #"duo_relay_apns_connection_attempts_total{environment="sandbox"}"#) >= 1)
         #expect(after.contains("duo_relay_pushes_in_flight 0"))
         for secret in [token, grant] { #expect(!after.contains(secret)) }
         // Not on the public port.

@@ -9,6 +9,7 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
         public static let unknownKey = Code(rawValue: "unknown_key")
         public static let missing = Code(rawValue: "missing")
         public static let invalid = Code(rawValue: "invalid")
+        public static let duplicateKey = Code(rawValue: "duplicate_key")
     }
 
     public let code: Code
@@ -38,6 +39,22 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
             }
         }
         return out
+    }
+
+    /// The error for a text that ``JSONParser`` refused, about `subject` (`config`, `RELAY_KEYS`): the position
+    /// and problem of a syntax error; for a member named twice, its dotted path as the subject, each name shown
+    /// only when `shows` allows it (a name may be a secret pasted in the wrong place) and `…` otherwise.
+    init(_ failure: JSONParser.Failure, subject: String, shows: (String) -> Bool) {
+        switch failure {
+        case .syntax(let line, let column, let problem):
+            self.init(.notJSON, subject, "is not JSON: line \(line), column \(column): \(problem)")
+        case .duplicateMember(let path):
+            let names = path.map { shows($0) ? $0 : "…" }
+            self.init(
+                .duplicateKey, subject == "config" ? names.joined(separator: ".") : subject,
+                (subject == "config" ? "" : "member " + names.joined(separator: ".") + " ")
+                    + "is given more than once: give it once (a reader would otherwise pick one silently)")
+        }
     }
 
     public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {

@@ -30,8 +30,8 @@ public enum JSONValue: Equatable, Sendable, Decodable {
         }
     }
 
-    /// Parses a JSON text; nil if it is not JSON.
+    /// Parses a JSON text strictly (``JSONParser``); nil if it is not JSON or names an object's member twice.
     public static func parse(_ bytes: [UInt8]) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        try? JSONParser.parse(bytes)
     }
 }

@@ -56,8 +56,11 @@ public struct RelayConfiguration: Equatable, Sendable {
 
     /// Parses and checks a configuration file's bytes.
     public static func parse(_ bytes: [UInt8]) throws(ConfigurationError) -> RelayConfiguration {
-        guard let document = JSONValue.parse(bytes) else {
-            throw ConfigurationError(.notJSON, "config", "is not valid JSON")
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(bytes)
+        } catch {
+            throw ConfigurationError(error, subject: "config", shows: isKeyName)
         }
         var config = RelayConfiguration()
         let root = try Reader(document, path: "")
@@ -182,6 +185,13 @@ public struct RelayConfiguration: Equatable, Sendable {
         return text
     }
 
+    /// Whether a key from the file may be shown in an error (escaped, see ``ConfigurationError``): a typo of a
+    /// configuration key is short. A longer one is not repeated: it may be a relay key (43 characters) or an APNs
+    /// key pasted in the wrong place.
+    static func isKeyName(_ name: String) -> Bool {
+        name.unicodeScalars.count <= 32
+    }
+
     static func isTokenCharacter(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
@@ -217,6 +227,11 @@ private struct Reader {
 
     func allow(_ names: Set<String>) throws(ConfigurationError) {
         if let unknown = fields.keys.sorted().first(where: { !names.contains($0) }) {
+            guard RelayConfiguration.isKeyName(unknown) else {
+                throw ConfigurationError(
+                    .unknownKey, path.isEmpty ? "config" : path,
+                    "holds a key that is not a configuration key (not shown: it does not look like one)")
+            }
             throw ConfigurationError(.unknownKey, key(unknown), "is not a known configuration key")
         }
     }

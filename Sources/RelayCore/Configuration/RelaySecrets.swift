@@ -81,7 +81,14 @@ public struct RelaySecrets: Sendable {
 
     /// `{"<id 0..255>": "<base64url 32-byte key>", ...}`
     public static func parseRelayKeys(_ text: String) throws(ConfigurationError) -> RelayKeys {
-        guard case .object(let entries)? = JSONValue.parse(Array(text.utf8)) else {
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(Array(text.utf8))
+        } catch {
+            // Only a well-formed key id is named: a name that is not one may be a key put in the id's place.
+            throw ConfigurationError(error, subject: "RELAY_KEYS", shows: { isKeyID($0) })
+        }
+        guard case .object(let entries) = document else {
             throw ConfigurationError(.invalid, "RELAY_KEYS", "must be a JSON object of key id to base64url key")
         }
         guard !entries.isEmpty else {
@@ -89,8 +96,10 @@ public struct RelaySecrets: Sendable {
         }
         var keys: [UInt8: SymmetricKey] = [:]
         for (name, value) in entries.sorted(by: { $0.key < $1.key }) {
-            guard let id = UInt8(name), String(id) == name else {
-                throw ConfigurationError(.invalid, "RELAY_KEYS", "key id \"\(printable(name))\" is not 0..255")
+            guard isKeyID(name), let id = UInt8(name) else {
+                // Not repeated, not even in part: ids and keys swapped would put a key here.
+                throw ConfigurationError(
+                    .invalid, "RELAY_KEYS", "a key id is not a number from 0 to 255 (\"0\" to \"255\"; not shown)")
             }
             guard case .string(let encoded) = value, let bytes = Base64.urlDecode(encoded), bytes.count == 32,
                 let key = try? SymmetricKey(bytes: bytes)
@@ -110,8 +119,8 @@ public struct RelaySecrets: Sendable {
             }
     }
 
-    /// Key ids are not secret, but a garbled one is shown only in part.
-    private static func printable(_ text: String) -> String {
-        String(text.prefix(8).filter { $0.isASCII && !$0.isNewline })
+    /// A relay key id as `RELAY_KEYS` names it: "0" to "255", without leading zeros.
+    static func isKeyID(_ name: String) -> Bool {
+        UInt8(name).map { String($0) == name } ?? false
     }
 }

@@ -5,9 +5,16 @@ public struct SecretSource: Sendable {
     public let environment: [String: String]
     /// Reads a whole file as UTF-8 text; the I/O is the caller's.
     public let readFile: @Sendable (String) throws -> String
+    /// Whether a directory entry exists at a path, whatever it is (a file, a directory, a dangling link): a
+    /// credential that exists but cannot be read is an error, not an absent secret.
+    public let entryExists: @Sendable (String) -> Bool
 
-    public init(environment: [String: String], readFile: @escaping @Sendable (String) throws -> String) {
+    public init(
+        environment: [String: String], entryExists: @escaping @Sendable (String) -> Bool = { _ in false },
+        readFile: @escaping @Sendable (String) throws -> String
+    ) {
         self.environment = environment
+        self.entryExists = entryExists
         self.readFile = readFile
     }
 
@@ -22,8 +29,15 @@ public struct SecretSource: Sendable {
         }
         if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
             let path = directory + "/" + name
-            if let text = try? readFile(path) {
-                found.append(("credential " + name, text))
+            do {
+                found.append(("credential " + name, try readFile(path)))
+            } catch {
+                if entryExists(path) {
+                    throw ConfigurationError(
+                        .unreadable, name,
+                        "is a credential in $CREDENTIALS_DIRECTORY that cannot be read "
+                            + "(a directory, a dangling link or no permission)")
+                }
             }
         }
         guard found.count <= 1 else {
@@ -32,9 +46,11 @@ public struct SecretSource: Sendable {
                 "is given more than once (" + found.map(\.source).joined(separator: ", ") + "): give one")
         }
         guard let value = found.first?.value else { return nil }
-        // Files usually end with a newline; secrets never do.
-        let trimmed = String(value.reversed().drop(while: { $0 == "\n" || $0 == "\r" }).reversed())
-        return trimmed.isEmpty ? nil : trimmed
+        // Files usually end with a newline (`\n`, or `\r\n` from Windows editors); secrets never do. By scalars:
+        // as a Character, "\r\n" is one grapheme that equals neither "\n" nor "\r".
+        var scalars = value.unicodeScalars[...]
+        while let last = scalars.last, last == "\n" || last == "\r" { scalars = scalars.dropLast() }
+        return scalars.isEmpty ? nil : String(scalars)
     }
 
     private func read(_ path: String, for variable: String) throws(ConfigurationError) -> String {

@@ -1,15 +1,19 @@
 import Foundation
 
-/// A short-lived `duo-relay` command run to completion, its output collected through files.
+/// One run of the `duo-relay` binary to its end (`check`, `--help`, `keygen`, `push`), with its exit
+/// status and both outputs, collected through files.
 ///
 /// `RelayProcess` reads pipes as the child writes; for a child that prints to standard output and
 /// exits at once, the end of that pipe was seen only after `RelayProcess`'s 10-second wait, so
-/// commands that finish immediately (`--help`, `push`) run here instead.
+/// commands that finish by themselves run here instead.
 struct CommandRun {
     let status: Int32
     let standardOutput: String
     let standardError: String
+    var output: String { standardOutput + standardError }
 
+    /// Runs `duo-relay <arguments>` with exactly `environment` (plus `PATH` and the sanitizer settings
+    /// ``RelayProcess`` passes on), stopping it after `timeoutSeconds`.
     init(_ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 60) throws {
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -22,7 +26,12 @@ struct CommandRun {
         let process = Process()
         process.executableURL = RelayProcess.binary
         process.arguments = arguments
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        var childEnvironment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        let own = ProcessInfo.processInfo.environment
+        for name in RelayProcess.sanitizerVariables where childEnvironment[name] == nil {
+            childEnvironment[name] = own[name]
+        }
+        process.environment = childEnvironment
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -39,5 +48,9 @@ struct CommandRun {
         status = process.terminationStatus
         standardOutput = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         standardError = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRun {
+        try CommandRun(arguments, environment: environment)
     }
 }
