@@ -34,6 +34,8 @@ struct Dockerfile {
     }
 
     private(set) var stages: [Stage] = []
+    /// The build arguments declared before the first `FROM` (`ARG NAME=default`), with their defaults.
+    private(set) var globalArguments: [String: String] = [:]
 
     init(_ text: String) {
         var logicalLines: [String] = []
@@ -58,10 +60,21 @@ struct Dockerfile {
             if instruction.keyword == "FROM" {
                 let words = instruction.arguments.split(separator: " ").map(String.init)
                 let name = words.count >= 3 && words[1].uppercased() == "AS" ? words[2] : nil
-                stages.append(Stage(base: words.first ?? "", name: name, instructions: []))
+                stages.append(Stage(base: expanded(words.first ?? ""), name: name, instructions: []))
+            } else if instruction.keyword == "ARG" && stages.isEmpty {
+                let parts = instruction.arguments.split(separator: "=", maxSplits: 1).map(String.init)
+                globalArguments[parts[0]] = parts.count > 1 ? parts[1] : ""
             } else if !stages.isEmpty {
                 stages[stages.count - 1].instructions.append(instruction)
             }
         }
+    }
+
+    /// `text` with each `${NAME}` of a global build argument replaced by its default, as a builder
+    /// given no `--build-arg` does.
+    private func expanded(_ text: String) -> String {
+        var result = text
+        for (name, value) in globalArguments { result = result.replacingOccurrences(of: "${\(name)}", with: value) }
+        return result
     }
 }
