@@ -33,7 +33,8 @@ public struct SecretSource: Sendable {
         }
         guard let value = found.first?.value else { return nil }
         // Files usually end with a newline; secrets never do.
-        let trimmed = String(value.reversed().drop(while: { $0 == "\n" || $0 == "\r" }).reversed())
+        // (A String sees "\r\n" as one Character: it is named too.)
+        let trimmed = String(value.reversed().drop(while: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }).reversed())
         return trimmed.isEmpty ? nil : trimmed
     }
 
