@@ -33,6 +33,8 @@ let package = Package(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
+            name: "CHiredis", path: "Sources/C/CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(
             name: "CJemalloc", path: "Sources/C/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
@@ -46,14 +48,22 @@ let package = Package(
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // nghttp2 frames to and from OpenSSL: what the APNs client and the simulator share.
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
+        // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
+        .target(name: "ClientTLS", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
-            name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire"], swiftSettings: strict),
+            name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS"],
+            swiftSettings: strict),
+        // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
+        .target(
+            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS"], swiftSettings: strict),
         .target(
             name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
-            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client", "RelayVersion"],
+            dependencies: [
+                "CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client", "RedisClient", "RelayVersion",
+            ],
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI",
@@ -71,6 +81,7 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
         .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RelayCore"], swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client"],
             swiftSettings: strict),

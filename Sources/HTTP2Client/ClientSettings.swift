@@ -1,3 +1,5 @@
+import ClientTLS
+
 /// What every connection of one client shares: the origin, the TLS context, the limits.
 /// Built once by `HTTP2Client.init`, then only read by the connection threads.
 final class ClientSettings: Sendable {
@@ -37,7 +39,11 @@ final class ClientSettings: Sendable {
         hostIsAddress = origin.isAddress
         connectTimeout = configuration.connectTimeout
         maxStreams = configuration.maxStreamsPerConnection
-        tls = try TLSClientContext(extraCAFile: configuration.caFile)
+        do {
+            tls = try TLSClientContext(extraCAFile: configuration.caFile, alpn: ["h2"])
+        } catch {
+            throw HTTP2ClientError(.invalidConfiguration, error.reason, mayHaveBeenProcessed: false)
+        }
         resolver = OriginResolver(host: origin.host, port: origin.port)
     }
 }

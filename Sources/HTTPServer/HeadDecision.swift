@@ -4,4 +4,7 @@ public enum HeadDecision: Sendable {
     case respond(HTTPResponse)
     /// Read the body, up to `limit` bytes, then call ``HTTPHandler/request(_:body:responder:)``.
     case readBody(limit: Int)
+    /// Decide later: the request waits, its connection suspended (holding no server thread), until
+    /// the handler calls ``PendingHeadDecision/decide(_:)`` with `.respond` or `.readBody`, from any thread.
+    case later(PendingHeadDecision)
 }

@@ -61,6 +61,8 @@ final class RequestContext: @unchecked Sendable {
     /// An answer chosen from the head alone, sent once the (empty or small, dropped) body is in: sent any earlier,
     /// it would make MHD close the connection.
     var deferred: HTTPResponse?
+    /// A head decision the handler gives later; set while the request waits suspended for it.
+    var pendingDecision: PendingHeadDecision?
 
     let shared = Mutex(Shared())
 
@@ -127,6 +129,12 @@ final class RequestContext: @unchecked Sendable {
                 counters.pending.subtract(1, ordering: .relaxed)
             }
         }
+        if let pending = pendingDecision {
+            // Closed while waiting for its head decision (the server stopped): the decision is dropped.
+            pendingDecision = nil
+            pending.abandon()
+            core.suspended.withLock { _ = $0.contexts.removeValue(forKey: ObjectIdentifier(self)) }
+        }
         if stage == .handedOver {
             // Closed while suspended, or resumed and closed before the access handler ran again (the client left):
             // `resumed()` will not run, so the registry must let go here or keep this context until `stop()`.
@@ -186,7 +194,25 @@ final class RequestContext: @unchecked Sendable {
             return queue(ServerCore.tooLarge(431), close: true)
         }
         let head = makeHead(url: url, method: method)
-        switch core.handler.head(head) {
+        var decision: HeadDecision
+        if let pending = pendingDecision {
+            // Resumed: the handler's later decision has come (or the server is stopping without one).
+            guard let taken = resumedWithDecision(pending) else { return .NO }
+            decision = taken
+        } else {
+            decision = core.handler.head(head)
+        }
+        if case .later(let pending) = decision {
+            switch waitForDecision(pending) {
+            case .suspended: return .YES
+            case .stopping: return .NO
+            case .decided(let taken): decision = taken
+            }
+        }
+        switch decision {
+        case .later:
+            // `decide` never stores a `.later`: unreachable, but a request must not hang on it.
+            return queue(HTTPResponse(status: 500), close: true)
         case .respond(let response):
             let length = head.contentLength ?? 0
             let chunked = head.headers["transfer-encoding"] != nil

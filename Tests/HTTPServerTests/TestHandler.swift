@@ -8,10 +8,13 @@ import Synchronization
 /// - `POST /echo`: body up to `limit`, echoed inline from `request()`.
 /// - `POST /async`: body up to `limit`; the responder is parked under the `x-id` header until the test answers.
 /// - `GET /peer`: the peer as "<family> <bytes>".
+/// - `/later` (any method): decided later; the pending decision is parked under `x-id` until the test decides it
+///   (with `x-decide: now`, decided `.readBody` before `head` returns); a body read is echoed.
 /// - anything else: 404, with the method in the body.
 final class TestHandler: HTTPHandler {
     let limit: Int
     let parked = Mutex<[String: HTTPResponder]>([:])
+    let parkedDecisions = Mutex<[String: PendingHeadDecision]>([:])
     let methodsSeen = Mutex<[String]>([])
 
     init(limit: Int = 64) {
@@ -25,6 +28,14 @@ final class TestHandler: HTTPHandler {
             return .respond(.json(200, #"{"hello":"world"}"#))
         case ("POST", "/echo"), ("POST", "/async"):
             return .readBody(limit: limit)
+        case (_, "/later"):
+            let pending = PendingHeadDecision()
+            if head.headers["x-decide"] == "now" {
+                pending.decide(.readBody(limit: limit))
+            } else {
+                parkedDecisions.withLock { $0[head.headers["x-id"] ?? ""] = pending }
+            }
+            return .later(pending)
         case ("GET", "/peer"):
             let family = head.peer.family == .ipv4 ? "ipv4" : "ipv6"
             let bytes = head.peer.bytes.map(String.init).joined(separator: ".")
@@ -44,6 +55,12 @@ final class TestHandler: HTTPHandler {
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
         .json(413, #"{"error":"too_large"}"#)
+    }
+
+    /// Waits until the head decision of the request with this `x-id` is parked, and returns it.
+    func pendingDecision(_ id: String) throws -> PendingHeadDecision {
+        try waitUntil { self.parkedDecisions.withLock { $0[id] } != nil }
+        return parkedDecisions.withLock { $0[id]! }
     }
 
     /// Waits until the request with this `x-id` is parked, and returns its responder.

@@ -194,3 +194,116 @@ import Testing
         }
     }
 }
+
+@Suite struct LimitsStoreConfigurationTests {
+    func parse(_ block: String) throws(ConfigurationError) -> LimitsStore {
+        try RelayConfiguration.parse(Array(#"{"apns":{"topic":"t"},"limits_store":\#(block)}"#.utf8)).limitsStore
+    }
+
+    func failure(_ block: String) -> ConfigurationError? {
+        do {
+            _ = try parse(block)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func absentMeansMemory() throws {
+        let config = try RelayConfiguration.parse(Array(#"{"apns":{"topic":"t"}}"#.utf8))
+        #expect(config.limitsStore == LimitsStore())
+        #expect(config.limitsStore.kind == .memory)
+    }
+
+    @Test func designExampleParses() throws {
+        let store = try parse(
+            """
+            { "kind": "redis", "url": "redis://127.0.0.1:6379/0", "username": null, "timeout_ms": 100,
+              "on_failure": "local", "key_prefix": "duo-relay:", "ca_file": null }
+            """)
+        #expect(store.kind == .redis)
+        #expect(store.url == RedisURL(host: "127.0.0.1", port: 6379, database: 0, tls: false))
+        #expect(store.timeoutMilliseconds == 100)
+        #expect(store.onFailure == .local)
+        #expect(store.keyPrefix == "duo-relay:")
+    }
+
+    @Test func tlsURLWithUserCAAndRefuse() throws {
+        let store = try parse(
+            #"{"kind":"redis","url":"rediss://[::1]:6380/3","username":"relay","ca_file":"/ca.pem","on_failure":"refuse"}"#
+        )
+        #expect(store.url == RedisURL(host: "::1", port: 6380, database: 3, tls: true))
+        #expect(store.username == "relay")
+        #expect(store.caFile == "/ca.pem")
+        #expect(store.onFailure == .refuse)
+        #expect(try parse(#"{"kind":"redis","url":"redis://cache.internal"}"#).url?.port == 6379)
+    }
+
+    @Test func aURLWithAPasswordIsRefusedWithoutRepeatingIt() {
+        let error = failure(#"{"kind":"redis","url":"redis://user:hunter2secret@127.0.0.1:6379/0"}"#)
+        #expect(error?.subject == "limits_store.url")
+        #expect(error?.description.contains("REDIS_PASSWORD") == true)
+        #expect(error?.description.contains("hunter2secret") == false)
+        #expect(failure(#"{"kind":"redis","url":"redis://:hunter2secret@h"}"#)?.subject == "limits_store.url")
+    }
+
+    @Test(arguments: [
+        (#"{"kind":"etcd"}"#, "limits_store.kind"),
+        (#"{"kind":"redis"}"#, "limits_store.url"),
+        (#"{"kind":"redis","url":"http://h:1"}"#, "limits_store.url"),
+        (#"{"kind":"redis","url":"redis://h:0"}"#, "limits_store.url"),
+        (#"{"kind":"redis","url":"redis://h:99999"}"#, "limits_store.url"),
+        (#"{"kind":"redis","url":"redis://h/x"}"#, "limits_store.url"),
+        (#"{"kind":"redis","url":"redis://relay@h"}"#, "limits_store.url"),
+        (#"{"kind":"redis","url":"redis://h","timeout_ms":0}"#, "limits_store.timeout_ms"),
+        (#"{"kind":"redis","url":"redis://h","on_failure":"ignore"}"#, "limits_store.on_failure"),
+        (#"{"kind":"redis","url":"redis://h","key_prefix":"a b"}"#, "limits_store.key_prefix"),
+        (#"{"kind":"redis","url":"redis://h","ca_file":"/ca.pem"}"#, "limits_store.ca_file"),
+        (#"{"kind":"redis","url":"redis://h","tiemout_ms":5}"#, "limits_store.tiemout_ms"),
+    ])
+    func invalidBlocksNameTheirKey(block: String, key: String) {
+        #expect(failure(block)?.subject == key)
+    }
+
+    @Test func redisPasswordIsASecretInEveryForm() throws {
+        let relayKey = Base64.urlEncode(SecureRandom.bytes(count: 32))
+        var env = [
+            "APNS_KEY_SANDBOX": P256.Signing.PrivateKey().pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
+            "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(relayKey)"}"#,
+        ]
+        let files = ["/run/secrets/redis": "s3cret\n", "/creds/REDIS_PASSWORD": "fromsystemd\r\n"]
+        func load(_ env: [String: String]) throws(ConfigurationError) -> RelaySecrets {
+            try RelaySecrets.load(
+                from: SecretSource(environment: env) { path in
+                    guard let text = files[path] else { throw ConfigurationError(.unreadable, path, "none") }
+                    return text
+                })
+        }
+        #expect(try load(env).redisPassword == nil)
+        env["REDIS_PASSWORD_FILE"] = "/run/secrets/redis"
+        #expect(try load(env).redisPassword == "s3cret")
+        env["REDIS_PASSWORD"] = "twice"
+        #expect(throws: ConfigurationError(.invalid, "REDIS_PASSWORD", "")) { try load(env) }
+        env["REDIS_PASSWORD"] = nil
+        env["REDIS_PASSWORD_FILE"] = nil
+        env["CREDENTIALS_DIRECTORY"] = "/creds"
+        let secrets = try load(env)
+        #expect(secrets.redisPassword == "fromsystemd")
+
+        // A user name without a password cannot AUTH; the summary never shows the password.
+        var config = try RelayConfiguration.parse(
+            Array(#"{"apns":{"topic":"t"},"limits_store":{"kind":"redis","url":"redis://h","username":"u"}}"#.utf8))
+        let setup = try RelaySetup(configuration: config, secrets: secrets)
+        #expect(setup.summary.contains { $0.contains("redis redis://h:6379/0") && $0.contains("as user u") })
+        #expect(!setup.summary.joined().contains("fromsystemd"))
+        var withoutPassword = secrets
+        withoutPassword.redisPassword = nil
+        #expect(throws: ConfigurationError(.missing, "REDIS_PASSWORD", "")) {
+            try RelaySetup(configuration: config, secrets: withoutPassword)
+        }
+        config.limitsStore = LimitsStore()
+        #expect(
+            try RelaySetup(configuration: config, secrets: withoutPassword).summary.last
+                == "limits store: memory (this instance only)")
+    }
+}

@@ -74,3 +74,29 @@ import Testing
         #expect(refusedWhileFlooded == 1_000)
     }
 }
+
+@Suite struct SharedLimiterKeyTests {
+    @Test func storeKeysAreThePrefixTheKindAndTheDigestInHex() {
+        let key = LimiterKey.phone(token: [0xAB, 0xCD])
+        let name = String(decoding: key.storeKey(prefix: "duo-relay:", kind: "p"), as: UTF8.self)
+        let digest = SHA256.hash([0xAB, 0xCD]).map { String(format: "%02x", $0) }.joined()
+        #expect(name == "duo-relay:p:" + digest)
+    }
+
+    @Test func instancesWithTheSameRelayKeysHashAnAddressAlike() throws {
+        let one = try SymmetricKey(bytes: [UInt8](repeating: 7, count: 32))
+        let two = try SymmetricKey(bytes: [UInt8](repeating: 9, count: 32))
+        let keys = RelayKeys([4: two, 2: one])
+        let secret = LimiterKey.sharedAddressSecret(keys)
+        // The lowest id's key, through HKDF-SHA256 with the design's info.
+        #expect(
+            secret
+                == HKDFSHA256.deriveKey(
+                    from: [UInt8](repeating: 7, count: 32), info: Array("duo-relay address limiter v1".utf8), count: 32)
+        )
+        #expect(secret == LimiterKey.sharedAddressSecret(RelayKeys([2: one, 4: two, 9: two])))
+        #expect(secret != LimiterKey.sharedAddressSecret(RelayKeys([4: two])))
+        let address: [UInt8] = [192, 0, 2, 1]
+        #expect(LimiterKey.address(address, secret: secret) == LimiterKey.address(address, secret: secret))
+    }
+}

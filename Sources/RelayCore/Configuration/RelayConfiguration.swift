@@ -11,6 +11,8 @@ public struct RelayConfiguration: Equatable, Sendable {
     public var server = Server()
     /// Where `GET /metrics` is served; nil: nowhere.
     public var metricsListen: ListenAddress? = nil
+    /// Where the limits are counted: in memory, or shared through Redis.
+    public var limitsStore = LimitsStore()
 
     public struct APNs: Equatable, Sendable {
         public var topic: String
@@ -66,6 +68,7 @@ public struct RelayConfiguration: Equatable, Sendable {
         let root = try Reader(document, path: "")
         try root.allow([
             "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server", "metrics_listen",
+            "limits_store",
         ])
         if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
         if let text = try root.optionalString("metrics_listen") {
@@ -166,6 +169,7 @@ public struct RelayConfiguration: Equatable, Sendable {
                 config.server.maxTrackedKeys = Int(v)
             }
         }
+        if let store = try root.object("limits_store") { config.limitsStore = try LimitsStore.parse(store) }
         return config
     }
 
@@ -211,7 +215,8 @@ public struct RelayConfiguration: Equatable, Sendable {
 }
 
 /// Walks one JSON object of the configuration, naming keys by their dotted path in errors.
-private struct Reader {
+/// (Internal, not private: each block's own file reads it, as `limits_store` does.)
+struct Reader {
     let fields: [String: JSONValue]
     let path: String
 

@@ -16,6 +16,8 @@ public struct RelaySecrets: Sendable {
     public var teamID: String
     public var apnsKeys: [APNsEnvironment: APNsKey]
     public var relayKeys: RelayKeys
+    /// AUTH's password for the Redis limits store (`REDIS_PASSWORD`); nil: no AUTH.
+    public var redisPassword: String? = nil
 
     public init(teamID: String, apnsKeys: [APNsEnvironment: APNsKey], relayKeys: RelayKeys) {
         self.teamID = teamID
@@ -76,7 +78,9 @@ public struct RelaySecrets: Sendable {
         guard isAppleIdentifier(teamID) else {
             throw ConfigurationError(.invalid, "APNS_TEAM_ID", "must be 10 characters of A-Z and 0-9")
         }
-        return RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
+        var secrets = RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
+        secrets.redisPassword = try source.value("REDIS_PASSWORD")
+        return secrets
     }
 
     /// `{"<id 0..255>": "<base64url 32-byte key>", ...}`

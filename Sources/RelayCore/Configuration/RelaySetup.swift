@@ -19,6 +19,11 @@ public struct RelaySetup: Sendable {
                     .invalid, "APNS_KEY_" + environment.variableSuffix, "cannot sign a provider token")
             }
         }
+        let store = configuration.limitsStore
+        if store.kind == .redis, store.username != nil, secrets.redisPassword == nil {
+            throw ConfigurationError(
+                .missing, "REDIS_PASSWORD", "is not set, but limits_store.username is: AUTH needs both")
+        }
         self.configuration = configuration
         self.secrets = secrets
     }
@@ -41,6 +46,17 @@ public struct RelaySetup: Sendable {
             "address limit: \(config.ipLimit.requests) per \(config.ipLimit.period / 1_000_000_000) s, then blocked "
                 + "\(config.ipLimit.block / 1_000_000_000) s"
                 + (config.clientIPHeader.map { "; client address from header \($0)" } ?? ""),
+            "limits store: " + limitsStoreSummary,
         ]
+    }
+
+    /// The store's line: where it is and how it fails, never the password.
+    private var limitsStoreSummary: String {
+        let store = configuration.limitsStore
+        guard store.kind == .redis, let url = store.url else { return "memory (this instance only)" }
+        return "redis \(url) (\(url.tls ? "TLS" : "no TLS"); AUTH "
+            + (secrets.redisPassword == nil ? "none" : store.username.map { "as user \($0)" } ?? "with password")
+            + "), key prefix \(store.keyPrefix), timeout \(store.timeoutMilliseconds) ms, on failure "
+            + store.onFailure.rawValue
     }
 }

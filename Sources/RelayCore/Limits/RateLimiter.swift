@@ -36,6 +36,20 @@ public struct LimiterKey: Hashable, Sendable {
         hasher.combine(words.0)
         hasher.combine(words.1)
     }
+
+    /// The key's name in a shared store: `prefix`, the limit's letter (`p` phone, `a` address), `:`,
+    /// and the 32-byte digest in lowercase hex. Nothing else: the store learns only hashes.
+    public func storeKey(prefix: String, kind: Character) -> [UInt8] {
+        let hex = Array("0123456789abcdef".utf8)
+        var out = Array(prefix.utf8)
+        out.reserveCapacity(out.count + 66)
+        out.append(contentsOf: String(kind).utf8)
+        out.append(UInt8(ascii: ":"))
+        for word in [words.0, words.1, words.2, words.3] {
+            for shift in stride(from: 60, through: 0, by: -4) { out.append(hex[Int(word >> UInt64(shift) & 0xF)]) }
+        }
+        return out
+    }
 }
 
 /// A limit: `requests` per `period`, then optionally blocked for `block`.
@@ -58,10 +72,16 @@ public enum LimitDecision: Equatable, Sendable {
     case allowed
     /// Refused; a retry may succeed after this many whole seconds.
     case limited(retryAfter: Int)
+    /// Not decided: the shared store cannot be reached and the relay is configured to refuse rather
+    /// than count locally (503 `overloaded`); a retry may succeed after this many whole seconds.
+    case unavailable(retryAfter: Int)
 }
 
 /// The one interface behind which limiter state lives, so a shared store can replace the
 /// in-memory one when the relay runs as several instances.
+///
+/// It decides at once (the in-memory limiter: no work added to the request's path); a limiter whose
+/// state lives in a shared store is an ``AsynchronousRateLimiter`` instead.
 public protocol RateLimiter: Sendable {
     /// Counts one request for `key` at `now` (monotonic nanoseconds) and decides it.
     func admit(_ key: LimiterKey, now: UInt64) -> LimitDecision
@@ -69,4 +89,12 @@ public protocol RateLimiter: Sendable {
     func sweep(now: UInt64)
     /// How many keys are currently held.
     var trackedKeys: Int { get }
+}
+
+/// The asynchronous path: a limiter whose decision takes a round trip to a shared store. The caller
+/// must not block waiting for it: `completion` is called exactly once, from any thread, within the
+/// store's timeout (with the fallback's decision when the store fails), possibly before `admit` returns.
+public protocol AsynchronousRateLimiter: Sendable {
+    /// Counts one request for `key` and decides it through `completion`.
+    func admit(_ key: LimiterKey, now: UInt64, completion: @escaping @Sendable (LimitDecision) -> Void)
 }

@@ -1,0 +1,368 @@
+import COpenSSL
+import CSystem
+import ClientTLS
+import Foundation
+import Synchronization
+
+/// A pipelined connection to Redis that runs one Lua script: every caller's `EVALSHA` goes into a
+/// queue, and the connection's own thread writes whatever has queued up in one write and matches
+/// the replies, in order, to their callers. A request's answer never waits past ``RedisClientConfiguration/timeout``.
+///
+/// While not connected, ``evaluate(keys:arguments:completion:)`` refuses at once (the caller decides
+/// without the store); the thread reconnects with a growing delay (50 ms doubling to 5 s, with
+/// jitter) and reports each loss and return once through the event handler.
+public final class RedisPipeline: Sendable {
+    public enum Event: Sendable, Equatable {
+        /// Connected, authenticated, script loaded: requests are sent from now on.
+        case connected
+        /// The connection was lost or could not be made (reported once per loss, not per attempt).
+        case lost(RedisClientError)
+    }
+
+    /// The answer to one ``evaluate(keys:arguments:completion:)``: the script's integer, or why there is none.
+    public typealias Completion = @Sendable (Result<Int64, RedisClientError>) -> Void
+
+    struct Request {
+        let command: [UInt8]
+        let completion: Completion
+        let submitted: UInt64
+        let deadline: UInt64
+        var retried = false
+    }
+
+    private struct Shared {
+        var ready = false
+        var stopping = false
+        var queue: [Request] = []
+        var wakePending = false
+        var firstAttemptDone = false
+    }
+
+    private let configuration: RedisClientConfiguration
+    private let tls: TLSClientContext?
+    private let onEvent: @Sendable (Event) -> Void
+    private let shared = Mutex(Shared())
+    private let wakeDescriptor: Int32
+    /// The script's SHA-1 in hex, as EVALSHA names it.
+    public let scriptDigest: String
+    private let scriptDigestBytes: [UInt8]
+    private let evalsha: [UInt8] = Array("EVALSHA".utf8)
+    let statistics = Mutex(RedisPipelineStatistics())
+
+    public init(
+        configuration: RedisClientConfiguration, onEvent: @escaping @Sendable (Event) -> Void
+    ) throws(RedisClientError) {
+        self.configuration = configuration
+        self.onEvent = onEvent
+        if configuration.useTLS {
+            do {
+                tls = try TLSClientContext(extraCAFile: configuration.caFile, alpn: [])
+            } catch {
+                throw RedisClientError(.invalidConfiguration, error.reason)
+            }
+        } else {
+            tls = nil
+        }
+        scriptDigest = Self.sha1Hex(Array(configuration.script.utf8))
+        scriptDigestBytes = Array(scriptDigest.utf8)
+        wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeDescriptor >= 0 else {
+            throw RedisClientError(.invalidConfiguration, "eventfd failed")
+        }
+    }
+
+    deinit { _ = Glibc.close(wakeDescriptor) }
+
+    /// Starts the connection's thread.
+    public func start() {
+        let thread = Thread { [self] in run() }
+        thread.start()
+    }
+
+    /// Waits (at most `timeout`) until the first connection attempt has ended; true when connected.
+    public func awaitFirstAttempt(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let (done, ready) = shared.withLock { ($0.firstAttemptDone, $0.ready) }
+            if done { return ready }
+            usleep(2_000)
+        }
+        return isConnected
+    }
+
+    /// Ends the thread; queued requests are answered `.unavailable`.
+    public func shutdown() {
+        shared.withLock { $0.stopping = true }
+        wake()
+    }
+
+    public var isConnected: Bool { shared.withLock { $0.ready } }
+
+    /// A snapshot of the counters.
+    public var currentStatistics: RedisPipelineStatistics { statistics.withLock { $0 } }
+
+    /// Runs the script with `keys` and `arguments`. Returns false at once, without calling
+    /// `completion`, when not connected; otherwise `completion` is called exactly once, on the
+    /// connection's thread, within the timeout.
+    public func evaluate(keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping Completion) -> Bool {
+        var parts: [[UInt8]] = [evalsha, scriptDigestBytes, Array(String(keys.count).utf8)]
+        parts.append(contentsOf: keys)
+        parts.append(contentsOf: arguments)
+        var command: [UInt8] = []
+        command.reserveCapacity(160)
+        RedisCommand.append(parts, to: &command)
+        let now = Monotonic.now
+        let request = Request(
+            command: command, completion: completion, submitted: now,
+            deadline: now + Self.nanoseconds(configuration.timeout))
+        let wakeNeeded: Bool? = shared.withLock { state in
+            guard state.ready, !state.stopping else { return nil }
+            state.queue.append(request)
+            defer { state.wakePending = true }
+            return !state.wakePending
+        }
+        guard let wakeNeeded else { return false }
+        if wakeNeeded { wake() }
+        return true
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeDescriptor, &one, 8)
+    }
+
+    // MARK: The thread
+
+    private func run() {
+        _ = csystem_set_thread_name("redis-limits")
+        defer { OPENSSL_thread_stop() }
+        var failures = 0
+        var reportedUp: Bool? = nil
+        while !shared.withLock({ $0.stopping }) {
+            let outcome = connectAndServe(onReady: {
+                failures = 0
+                if reportedUp != true {
+                    reportedUp = true
+                    onEvent(.connected)
+                }
+            })
+            let queued = shared.withLock { state -> [Request] in
+                state.ready = false
+                state.firstAttemptDone = true
+                defer { state.queue = [] }
+                return state.queue
+            }
+            let stopping = shared.withLock { $0.stopping }
+            for request in queued {
+                request.completion(.failure(stopping ? RedisClientError(.unavailable, "shutting down") : outcome))
+            }
+            if stopping { break }
+            statistics.withLock { $0.errors[outcome.code.name, default: 0] += 1 }
+            if reportedUp != false {
+                reportedUp = false
+                onEvent(.lost(outcome))
+            }
+            failures += 1
+            let base = min(5_000, 50 << min(failures - 1, 7))
+            let delay = base + Int.random(in: 0...(base / 5))
+            pause(milliseconds: delay)
+        }
+    }
+
+    /// Waits `milliseconds`, or less if woken to stop.
+    private func pause(milliseconds: Int) {
+        let deadline = Monotonic.now + UInt64(milliseconds) * 1_000_000
+        while !shared.withLock({ $0.stopping }) {
+            let now = Monotonic.now
+            guard now < deadline else { return }
+            var entry = pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, Int32(clamping: (deadline - now) / 1_000_000 + 1))
+            drainWake()
+        }
+    }
+
+    private func drainWake() {
+        var value: UInt64 = 0
+        _ = Glibc.read(wakeDescriptor, &value, 8)
+    }
+
+    /// One connection's life: connect, set up, serve until it fails. Returns why it ended.
+    private func connectAndServe(onReady: () -> Void) -> RedisClientError {
+        let deadline = Monotonic.now + Self.nanoseconds(configuration.connectTimeout)
+        let transport: RedisTransport
+        switch RedisTransport.connect(
+            host: configuration.host, port: configuration.port, tls: tls, deadline: deadline)
+        {
+        case .success(let connected): transport = connected
+        case .failure(let error): return error
+        }
+        defer { transport.close() }
+        statistics.withLock { $0.connectionsOpened += 1 }
+        var session = RedisSession(transport: transport)
+        if let failure = setUp(&session, deadline: deadline) { return failure }
+        shared.withLock { state in
+            state.ready = !state.stopping
+            state.firstAttemptDone = true
+        }
+        onReady()
+        return serve(&session)
+    }
+
+    /// AUTH, SELECT and SCRIPT LOAD, in one write, their replies checked in order.
+    private func setUp(_ session: inout RedisSession, deadline: UInt64) -> RedisClientError? {
+        var commands: [[[UInt8]]] = []
+        if let password = configuration.password {
+            var auth = [Array("AUTH".utf8)]
+            if let username = configuration.username { auth.append(Array(username.utf8)) }
+            auth.append(Array(password.utf8))
+            commands.append(auth)
+        }
+        if configuration.database != 0 {
+            commands.append(RedisCommand.bytes("SELECT", String(configuration.database)))
+        }
+        commands.append(RedisCommand.bytes("SCRIPT", "LOAD", configuration.script))
+        for command in commands { RedisCommand.append(command, to: &session.output) }
+        for (index, command) in commands.enumerated() {
+            let reply: RedisReply
+            switch session.awaitReply(deadline: deadline) {
+            case .success(let received): reply = received
+            case .failure(let error): return error
+            }
+            let isAuth = configuration.password != nil && index == 0
+            let isScriptLoad = index == commands.count - 1
+            if case .error(let message) = reply {
+                // NOAUTH: the server wants a password and none was configured; WRONGPASS: refused.
+                if isAuth || message.hasPrefix("NOAUTH") || message.hasPrefix("WRONGPASS") {
+                    return RedisClientError(.auth, "the server refused AUTH (\(Self.errorName(message)))")
+                }
+                let what = String(decoding: command[0], as: UTF8.self)
+                return RedisClientError(.script, "\(what) was refused (\(Self.errorName(message)))")
+            }
+            if isScriptLoad {
+                guard case .bulk(let digest?) = reply, digest.map({ $0 | 0x20 }) == scriptDigestBytes else {
+                    return RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1")
+                }
+            } else if reply != .status("OK") {
+                return RedisClientError(
+                    .protocolError, "an unexpected reply to \(String(decoding: command[0], as: UTF8.self))")
+            }
+        }
+        return nil
+    }
+
+    /// Until the connection fails: sends what callers queued, hands replies to them, enforces deadlines.
+    private func serve(_ session: inout RedisSession) -> RedisClientError {
+        var inFlight = InFlightQueue()
+        let scriptLoad = { () -> [UInt8] in
+            var bytes: [UInt8] = []
+            RedisCommand.append(RedisCommand.bytes("SCRIPT", "LOAD", configuration.script), to: &bytes)
+            return bytes
+        }()
+        var fds = [
+            pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: session.transport.socket, events: Int16(POLLIN), revents: 0),
+        ]
+        func failAll(_ error: RedisClientError) -> RedisClientError {
+            shared.withLock { $0.ready = false }
+            for entry in inFlight.drain() {
+                if case .request(let request) = entry { request.completion(.failure(error)) }
+            }
+            return error
+        }
+        while true {
+            let (batch, stopping) = shared.withLock { state -> ([Request], Bool) in
+                state.wakePending = false
+                defer { state.queue = [] }
+                return (state.queue, state.stopping)
+            }
+            if stopping { return failAll(RedisClientError(.unavailable, "shutting down")) }
+            for request in batch {
+                session.output.append(contentsOf: request.command)
+                inFlight.append(.request(request))
+            }
+            if let failure = session.flush() { return failAll(failure) }
+            var timeout: Int32 = -1
+            if let deadline = inFlight.firstDeadline {
+                let now = Monotonic.now
+                if now >= deadline {
+                    return failAll(RedisClientError(.timeout, "no reply within \(configuration.timeout)"))
+                }
+                timeout = Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+            }
+            fds[1].events = Int16(POLLIN) | (session.wantsWrite ? Int16(POLLOUT) : 0)
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = poll(&fds, 2, timeout)
+            if ready < 0 && errno != EINTR {
+                return failAll(RedisClientError(.closed, "poll failed"))
+            }
+            if fds[0].revents != 0 { drainWake() }
+            guard fds[1].revents != 0 else { continue }
+            if let failure = session.receive() { return failAll(failure) }
+            while true {
+                let reply: RedisReply
+                do throws(RedisClientError) {
+                    guard let next = try session.reader.next() else { break }
+                    reply = next
+                } catch {
+                    return failAll(error)
+                }
+                guard let entry = inFlight.pop() else {
+                    return failAll(RedisClientError(.protocolError, "a reply that no request asked for"))
+                }
+                switch (entry, reply) {
+                case (.scriptLoad, .bulk(let digest?)) where digest.map({ $0 | 0x20 }) == scriptDigestBytes:
+                    continue
+                case (.scriptLoad, _):
+                    return failAll(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"))
+                case (.request(let request), .integer(let value)):
+                    let seconds = Double(Monotonic.now - request.submitted) / 1e9
+                    statistics.withLock { $0.record(latency: seconds) }
+                    request.completion(.success(value))
+                case (.request(var request), .error(let message)):
+                    if message.hasPrefix("NOSCRIPT") && !request.retried {
+                        // The server lost its scripts (restart without our reconnecting, SCRIPT FLUSH,
+                        // failover): load it again and send this request once more, both in one write.
+                        request.retried = true
+                        session.output.append(contentsOf: scriptLoad)
+                        session.output.append(contentsOf: request.command)
+                        inFlight.append(.scriptLoad)
+                        inFlight.append(.request(request))
+                        statistics.withLock { $0.scriptReloads += 1 }
+                    } else {
+                        statistics.withLock { $0.errors[RedisClientError.Code.script.name, default: 0] += 1 }
+                        request.completion(
+                            .failure(RedisClientError(.script, "the script failed (\(Self.errorName(message)))")))
+                    }
+                case (.request(let request), _):
+                    // A reply of the wrong type is a reply to some other request: nothing after it can be trusted.
+                    request.completion(.failure(RedisClientError(.protocolError, "an unexpected reply type")))
+                    return failAll(RedisClientError(.protocolError, "an unexpected reply type"))
+                }
+            }
+        }
+    }
+
+    /// The first word of an error reply (`WRONGPASS`, `NOSCRIPT`, `ERR`): its code, never the rest,
+    /// which may quote a command's arguments.
+    static func errorName(_ message: String) -> String {
+        String(
+            message.prefix { $0 != " " }.prefix(32).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+    }
+
+    static func sha1Hex(_ bytes: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        _ = EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha1(), nil)
+        return digest.prefix(Int(length)).map { String($0, radix: 16).leftPadded }.joined()
+    }
+}
+
+extension String {
+    fileprivate var leftPadded: String { count == 1 ? "0" + self : self }
+}

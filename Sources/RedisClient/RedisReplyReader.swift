@@ -1,0 +1,58 @@
+import CHiredis
+
+/// hiredis's RESP reader: bytes in, whole replies out.
+///
+/// Owns one `redisReader` (freed in `deinit`); each reply object hiredis builds is converted and
+/// freed at once. Used by one thread at a time (the pipeline's I/O thread).
+final class RedisReplyReader {
+    private let reader: UnsafeMutablePointer<redisReader>
+
+    init() {
+        // redisReaderCreate only fails when out of memory.
+        reader = redisReaderCreate()!
+    }
+
+    deinit { redisReaderFree(reader) }
+
+    func feed(_ bytes: UnsafeRawBufferPointer) throws(RedisClientError) {
+        guard bytes.count > 0 else { return }
+        let status = redisReaderFeed(reader, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
+        guard status == REDIS_OK else { throw failure() }
+    }
+
+    /// The next whole reply, or nil when more bytes are needed.
+    func next() throws(RedisClientError) -> RedisReply? {
+        var object: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &object) == REDIS_OK else { throw failure() }
+        guard let object else { return nil }
+        defer { freeReplyObject(object) }
+        return Self.convert(object.assumingMemoryBound(to: redisReply.self))
+    }
+
+    private func failure() -> RedisClientError {
+        // hiredis's reason names the offending byte's kind, never more than a few bytes of it: not a key or secret.
+        let reason = withUnsafeBytes(of: reader.pointee.errstr) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        return RedisClientError(.protocolError, "the server's reply is not RESP (\(reason))")
+    }
+
+    private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
+        let value = reply.pointee
+        func text() -> [UInt8] {
+            guard let str = value.str else { return [] }
+            return Array(UnsafeRawBufferPointer(start: str, count: value.len))
+        }
+        switch value.type {
+        case REDIS_REPLY_STATUS: return .status(String(decoding: text(), as: UTF8.self))
+        case REDIS_REPLY_ERROR: return .error(String(decoding: text(), as: UTF8.self))
+        case REDIS_REPLY_INTEGER: return .integer(Int64(value.integer))
+        case REDIS_REPLY_NIL: return .bulk(nil)
+        case REDIS_REPLY_STRING: return .bulk(text())
+        case REDIS_REPLY_ARRAY:
+            guard let elements = value.element else { return .array([]) }
+            return .array((0..<value.elements).map { convert(elements[$0]!) })
+        default: return .error("unknown reply type")
+        }
+    }
+}

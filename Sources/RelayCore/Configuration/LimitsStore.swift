@@ -1,0 +1,153 @@
+/// Where the per-phone and per-address limits are counted (DESIGN.md, "Several instances"):
+/// in this process's memory (the default), or in Redis, shared by every instance.
+public struct LimitsStore: Equatable, Sendable {
+    public enum Kind: String, Sendable {
+        case memory, redis
+    }
+
+    /// What a request gets while Redis cannot answer.
+    public enum OnFailure: String, Sendable {
+        /// This instance's own in-memory limiter decides, with the same policies.
+        case local
+        /// 503 `overloaded` with `Retry-After`.
+        case refuse
+    }
+
+    public var kind = Kind.memory
+    /// Required with `kind` redis.
+    public var url: RedisURL? = nil
+    /// The ACL user for AUTH (the password comes from `REDIS_PASSWORD`).
+    public var username: String? = nil
+    public var timeoutMilliseconds = 100
+    public var onFailure = OnFailure.local
+    public var keyPrefix = "duo-relay:"
+    /// A PEM CA bundle added to the roots for `rediss://`.
+    public var caFile: String? = nil
+
+    public init() {}
+
+    /// The configuration block `limits_store`, read through the configuration's reader.
+    static func parse(_ block: Reader) throws(ConfigurationError) -> LimitsStore {
+        try block.allow(["kind", "url", "username", "timeout_ms", "on_failure", "key_prefix", "ca_file"])
+        var store = LimitsStore()
+        if let text = try block.string("kind") {
+            guard let kind = Kind(rawValue: text) else {
+                throw ConfigurationError(.invalid, block.key("kind"), "must be \"memory\" or \"redis\"")
+            }
+            store.kind = kind
+        }
+        if let text = try block.optionalString("url") {
+            store.url = try RedisURL.parse(text, key: block.key("url"))
+        }
+        if let name = try block.optionalString("username") {
+            guard !name.isEmpty, name.utf8.count <= 128, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                throw ConfigurationError(.invalid, block.key("username"), "must be 1 to 128 printable ASCII characters")
+            }
+            store.username = name
+        }
+        if let value = try block.integer("timeout_ms", in: 1...10_000) { store.timeoutMilliseconds = Int(value) }
+        if let text = try block.string("on_failure") {
+            guard let onFailure = OnFailure(rawValue: text) else {
+                throw ConfigurationError(.invalid, block.key("on_failure"), "must be \"local\" or \"refuse\"")
+            }
+            store.onFailure = onFailure
+        }
+        if let prefix = try block.string("key_prefix") {
+            // Printable ASCII without spaces: keys stay easy to list and to match in ACLs (`~duo-relay:*`).
+            guard prefix.utf8.count <= 64, prefix.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                throw ConfigurationError(
+                    .invalid, block.key("key_prefix"), "must be at most 64 printable ASCII characters without spaces")
+            }
+            store.keyPrefix = prefix
+        }
+        if let path = try block.optionalString("ca_file") {
+            guard !path.isEmpty else { throw ConfigurationError(.invalid, block.key("ca_file"), "must be a file path") }
+            store.caFile = path
+        }
+        if store.kind == .redis {
+            guard let url = store.url else {
+                throw ConfigurationError(.missing, block.key("url"), "is required with kind \"redis\"")
+            }
+            if store.caFile != nil && !url.tls {
+                throw ConfigurationError(.invalid, block.key("ca_file"), "applies only to a rediss:// (TLS) url")
+            }
+        }
+        return store
+    }
+}
+
+/// `redis://host[:port][/db]` or `rediss://` (TLS). Never with user information: a password
+/// belongs in `REDIS_PASSWORD`, a user name in `limits_store.username`.
+public struct RedisURL: Equatable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    public var database: Int
+    public var tls: Bool
+
+    /// Errors name `key` and never repeat the text: it may carry a password.
+    static func parse(_ text: String, key: String) throws(ConfigurationError) -> RedisURL {
+        let tls: Bool
+        let rest: Substring
+        if text.hasPrefix("rediss://") {
+            (tls, rest) = (true, text.dropFirst(9))
+        } else if text.hasPrefix("redis://") {
+            (tls, rest) = (false, text.dropFirst(8))
+        } else {
+            throw ConfigurationError(.invalid, key, "must be redis://host:port[/db] or rediss://host:port[/db]")
+        }
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") {
+            if authority[..<at].contains(":") {
+                throw ConfigurationError(
+                    .invalid, key, "carries a password: give it in REDIS_PASSWORD, never in the configuration file")
+            }
+            throw ConfigurationError(.invalid, key, "carries a user name: give it in limits_store.username")
+        }
+        guard !rest.contains(where: { $0 == "?" || $0 == "#" || !$0.isASCII || $0 == " " }) else {
+            throw ConfigurationError(.invalid, key, "must be redis://host:port[/db] without a query or fragment")
+        }
+        var host = authority
+        var port: UInt16 = 6379
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw ConfigurationError(.invalid, key, "has an unclosed [ipv6] host")
+            }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let value = UInt16(after.dropFirst()), value > 0 else {
+                    throw ConfigurationError(.invalid, key, "has a port that is not 1..65535")
+                }
+                port = value
+            }
+        } else if let colon = authority.firstIndex(of: ":") {
+            host = authority[..<colon]
+            guard let value = UInt16(authority[authority.index(after: colon)...]), value > 0 else {
+                throw ConfigurationError(.invalid, key, "has a port that is not 1..65535")
+            }
+            port = value
+        }
+        guard !host.isEmpty else { throw ConfigurationError(.invalid, key, "has no host") }
+        var database = 0
+        let path = rest[authorityEnd...].dropFirst()
+        if !path.isEmpty {
+            guard path.allSatisfy({ $0.isNumber }), let value = Int(path), value <= 1023 else {
+                throw ConfigurationError(.invalid, key, "has a database number that is not 0..1023")
+            }
+            database = value
+        }
+        return RedisURL(host: String(host), port: port, database: database, tls: tls)
+    }
+
+    public init(host: String, port: UInt16, database: Int = 0, tls: Bool = false) {
+        self.host = host
+        self.port = port
+        self.database = database
+        self.tls = tls
+    }
+
+    public var description: String {
+        (tls ? "rediss://" : "redis://") + (host.contains(":") ? "[\(host)]" : host) + ":\(port)/\(database)"
+    }
+}
