@@ -49,7 +49,12 @@ enum ClientCallbacks {
         let header = frame.pointee.hd
         switch Int(header.type) {
         case Int(NGHTTP2_GOAWAY.rawValue):
-            connection(user).goawayReceived(lastStreamID: frame.pointee.goaway.last_stream_id)
+            let goaway = frame.pointee.goaway
+            connection(user).goawayReceived(
+                lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code,
+                debugData: UnsafeBufferPointer(start: goaway.opaque_data, count: goaway.opaque_data_len))
+        case Int(NGHTTP2_PING.rawValue):
+            if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { connection(user).pingAnswered() }
         case Int(NGHTTP2_DATA.rawValue), Int(NGHTTP2_HEADERS.rawValue):
             if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
                 connection(user).answerEnded(stream: header.stream_id)

@@ -1,12 +1,12 @@
 import Foundation
 import Synchronization
 
-/// The shared heart of an ``HTTP2Client``: the ``DispatchState`` and the running connections
+/// The shared heart of an ``HTTP2Client``: the ``PoolStateMachine`` and the running connections
 /// behind one lock. `send` hands requests in; connection threads exchange reports for work.
 /// Decisions are made under the lock; threads are started and completions called after it.
 final class ClientCore: Sendable {
     struct State: ~Copyable {
-        var dispatch: DispatchState
+        var pool: PoolStateMachine
         var connections: [Int: Connection] = [:]
     }
 
@@ -24,19 +24,21 @@ final class ClientCore: Sendable {
 
     init(settings: ClientSettings, maxConnections: Int) {
         self.settings = settings
-        state = Mutex(State(dispatch: DispatchState(maxConnections: maxConnections, maxStreams: settings.maxStreams)))
+        state = Mutex(State(pool: PoolStateMachine(maxConnections: maxConnections, maxStreams: settings.maxStreams)))
     }
 
-    var statistics: HTTP2ClientStatistics { state.withLock { $0.dispatch.statistics } }
+    var statistics: HTTP2ClientStatistics { state.withLock { $0.pool.statistics } }
+
+    var isShutDown: Bool { state.withLock { $0.pool.isShutDown } }
 
     func submit(_ request: PendingRequest) {
         var started: Connection?
         var woken: Connection?
-        let placement = state.withLock { state -> DispatchState.Placement in
-            let placement = state.dispatch.submit(request)
+        let placement = state.withLock { state -> PoolStateMachine.Placement in
+            let placement = state.pool.submit(request, now: .now)
             switch placement {
             case .slot(let id, let wake): if wake { woken = state.connections[id] }
-            case .newConnection(let id): started = register(id, in: &state)
+            case .newConnection(let id, let notBefore): started = register(id, notBefore: notBefore, in: &state)
             case .queued, .rejected: break
             }
             return placement
@@ -51,20 +53,20 @@ final class ClientCore: Sendable {
         }
     }
 
-    private func register(_ id: Int, in state: inout State) -> Connection {
-        let connection = Connection(id: id, core: self, settings: settings)
+    private func register(_ id: Int, notBefore: ContinuousClock.Instant?, in state: inout State) -> Connection {
+        let connection = Connection(id: id, core: self, settings: settings, notBefore: notBefore)
         state.connections[id] = connection
         return connection
     }
 
     /// A connection's thread reports what ended and takes its new requests.
-    func exchange(connection: Connection, report: DispatchState.Report, now: ContinuousClock.Instant) -> Step {
+    func exchange(connection: Connection, report: PoolStateMachine.Report, now: ContinuousClock.Instant) -> Step {
         var started: [Connection] = []
         var woken: [Connection] = []
         let step = state.withLock { state -> Step in
-            let effects = state.dispatch.finish(connection: connection.id, report: report, now: now)
+            let effects = state.pool.finish(connection: connection.id, report: report, now: now)
             var deliveries = effects.deliveries
-            for request in state.dispatch.removeExpired(now: now) {
+            for request in state.pool.removeExpired(now: now) {
                 deliveries.append(
                     (
                         request,
@@ -72,11 +74,11 @@ final class ClientCore: Sendable {
                     ))
             }
             for id in effects.wake { if let connection = state.connections[id] { woken.append(connection) } }
-            for id in effects.start { started.append(register(id, in: &state)) }
+            for (id, notBefore) in effects.start { started.append(register(id, notBefore: notBefore, in: &state)) }
             if effects.exit { state.connections[connection.id] = nil }
             return Step(
-                deliveries: deliveries, inbox: state.dispatch.takeInbox(of: connection.id), exit: effects.exit,
-                shutDown: state.dispatch.isShutDown, queueDeadline: state.dispatch.earliestQueuedDeadline)
+                deliveries: deliveries, inbox: state.pool.takeInbox(of: connection.id), exit: effects.exit,
+                shutDown: state.pool.isShutDown, queueDeadline: state.pool.earliestQueuedDeadline)
         }
         for connection in woken { connection.wake() }
         for connection in started { connection.start() }
@@ -86,7 +88,7 @@ final class ClientCore: Sendable {
     /// A connection's thread leaves at shutdown, having failed `completed` requests.
     func departed(connection: Connection, completed: Int) {
         state.withLock { state in
-            state.dispatch.remove(connection: connection.id, completed: completed)
+            state.pool.remove(connection: connection.id, completed: completed)
             state.connections[connection.id] = nil
         }
     }
@@ -94,7 +96,7 @@ final class ClientCore: Sendable {
     /// Fails queued requests, tells every connection to fail its own and end, and waits for them.
     func shutDown() {
         let (queued, connections) = state.withLock { state in
-            let queued = state.dispatch.isShutDown ? [] : state.dispatch.shutDown()
+            let queued = state.pool.isShutDown ? [] : state.pool.shutDown()
             let connections = Array(state.connections.values)
             for connection in connections { connection.wake() }
             return (queued, connections)

@@ -13,6 +13,9 @@ final class ClientSettings: Sendable {
     let maxStreams: Int
     let tls: TLSClientContext
     let resolver: OriginResolver
+    let provesConnection: @Sendable (Int) -> Bool
+    let timing: ConnectionStateMachine.Timing
+    let onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
 
     /// The largest response body kept; a larger one fails its request (`.protocolError`).
     static let maxResponseBodyBytes = 1 << 20
@@ -30,9 +33,12 @@ final class ClientSettings: Sendable {
                 .invalidConfiguration, "maxConnections and maxStreamsPerConnection must be at least 1",
                 mayHaveBeenProcessed: false)
         }
-        guard configuration.connectTimeout > .zero else {
+        guard configuration.connectTimeout > .zero, configuration.pingInterval > .zero,
+            configuration.pingTimeout > .zero
+        else {
             throw HTTP2ClientError(
-                .invalidConfiguration, "connectTimeout must be positive", mayHaveBeenProcessed: false)
+                .invalidConfiguration, "connectTimeout, pingInterval and pingTimeout must be positive",
+                mayHaveBeenProcessed: false)
         }
         host = origin.host
         authority = origin.authority
@@ -45,6 +51,10 @@ final class ClientSettings: Sendable {
             throw HTTP2ClientError(.invalidConfiguration, error.reason, mayHaveBeenProcessed: false)
         }
         resolver = OriginResolver(host: origin.host, port: origin.port)
+        provesConnection = configuration.provesConnection
+        timing = ConnectionStateMachine.Timing(
+            pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout)
+        onEvent = configuration.onEvent
     }
 }
 

@@ -10,45 +10,41 @@ import Synchronization
 #endif
 
 /// One HTTP/2 connection to the origin: one TCP socket, its OpenSSL object and an nghttp2 client
-/// session, driven by a thread of its own.
+/// session, driven by a thread of its own. The I/O layer around a ``ConnectionStateMachine``,
+/// which decides what every event means; this type only does what it says.
 ///
 /// The thread takes requests from its inbox in ``ClientCore``, submits them to nghttp2, writes
 /// what nghttp2 serialized with one `SSL_write` per round, reads answers, reports what ended,
-/// and sleeps in `poll` until the socket is ready, a deadline comes, or `wake()` is called.
-///
-/// Whether the server may have processed a request that got no answer is decided from what
-/// nghttp2 reports: a request whose HEADERS never left, a stream refused (RST_STREAM
-/// REFUSED_STREAM) or above a GOAWAY's last stream id (RFC 9113 8.7) was certainly not
-/// processed; anything else that was sent may have been.
+/// and sleeps in `poll` until the socket is ready, a deadline or PING is due, or `wake()` is called.
 final class Connection: @unchecked Sendable {
-    // Safe to share: `id`, `core`, `settings` and `wakeDescriptor` are immutable; every other
-    // property is touched by the connection's own thread only; other threads call `wake()` alone,
-    // through a reference taken while the core held this connection registered.
+    // Safe to share: `id`, `core`, `settings`, `notBefore` and `wakeDescriptor` are immutable;
+    // every other property is touched by the connection's own thread only; other threads call
+    // `wake()` alone, through a reference taken while the core held this connection registered.
 
     let id: Int
     private let core: ClientCore
     private let settings: ClientSettings
+    /// Pacing: the thread does not connect before this.
+    private let notBefore: ContinuousClock.Instant?
     /// An eventfd: `wake()` writes to it, the thread polls it. Closed in deinit.
     private let wakeDescriptor: Int32
     private let finished = DispatchSemaphore(value: 0)
     private let threadID = Mutex<pthread_t?>(nil)
 
-    private enum Phase {
-        case resolving
+    private var machine: ConnectionStateMachine
+
+    /// How far the connect has come (I/O detail of the machine's `connecting` state).
+    private enum ConnectStep {
+        case resolving(Resolution?)
         case connecting
         case handshaking
-        case open
-        /// No socket any more (failed, lost, or never made); requests fail with `closedError`.
-        case closed
+        case done
     }
 
-    private var phase = Phase.resolving
-    private var resolution: Resolution?
-    private var closedError = Connection.lostBeforeSent
+    private var connectStep = ConnectStep.resolving(nil)
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
     private var lastConnectError = ""
-    private var connectDeadline = ContinuousClock.now
     private var socket: Int32 = -1
     private var ssl: OpaquePointer?
     private var session: OpaquePointer?
@@ -63,26 +59,33 @@ final class Connection: @unchecked Sendable {
     private var waitingHead = 0
     /// Submitted requests by stream id, until their stream closes.
     private var streams: [Int32: RequestStream] = [:]
-    /// No request here has a deadline before this instant (it may be stale, never late).
-    private var earliestDeadline: ContinuousClock.Instant?
+    /// Streams whose HEADERS nghttp2 has serialized, with the writer position just past them, oldest
+    /// first: each is written once the writer has handed that many bytes to the socket.
+    private var headersInFlight: [(stream: Int32, end: Int)] = []
 
     private var writer = FrameWriter()
+    /// The writer's counters, read from nghttp2 callbacks that run inside `writer.flush`.
+    private let written: FrameWriter.Counters
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
     private var headerBytes: [UInt8] = []
     private var headerSpans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
     private var headerFields: [nghttp2_nv] = []
 
-    private var report = DispatchState.Report()
+    private var report = PoolStateMachine.Report()
     private var established = false
-    private var retire = false
-    /// The lowest last stream id of the GOAWAYs received: streams above it were not processed.
-    private var goawayLastStreamID: Int32?
+    private var proven = false
+    private var sawGoaway = false
+    /// Events for `settings.onEvent`, told after each round.
+    private var events: [HTTP2ClientEvent] = []
 
-    init(id: Int, core: ClientCore, settings: ClientSettings) {
+    init(id: Int, core: ClientCore, settings: ClientSettings, notBefore: ContinuousClock.Instant? = nil) {
         self.id = id
         self.core = core
         self.settings = settings
+        self.notBefore = notBefore
+        machine = ConnectionStateMachine(connectDeadline: .now, timing: settings.timing)
         wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        written = writer.counters
     }
 
     deinit {
@@ -124,21 +127,26 @@ final class Connection: @unchecked Sendable {
             OPENSSL_thread_stop()
             finished.signal()
         }
-        connectDeadline = .now + settings.connectTimeout
+        if let notBefore { pace(until: notBefore) }
+        machine = ConnectionStateMachine(connectDeadline: .now + settings.connectTimeout, timing: settings.timing)
         if wakeDescriptor < 0 {
-            fail(connecting: .connectFailed, "eventfd failed: \(errno.errnoDescription)")
+            fail(connecting: .connectFailed, .cannotConnect, "eventfd failed: \(errno.errnoDescription)")
         } else {
             let resolution = settings.resolver.resolution()
-            self.resolution = resolution
+            connectStep = .resolving(resolution)
             resolution.notify { [weak self] in self?.wake() }
         }
         var reportedRetire = false
         while true {
+            let retired = isRetired
             report.established = established
-            report.retire = retire
-            reportedRetire = retire
+            report.proven = proven
+            report.retire = retired
+            report.goaway = sawGoaway
+            reportedRetire = retired
             let step = core.exchange(connection: self, report: report, now: .now)
-            report = DispatchState.Report()
+            report = PoolStateMachine.Report()
+            tellEvents()
             for (request, result) in step.deliveries { request.completion(result) }
             if step.exit {
                 closeGracefully()
@@ -152,13 +160,30 @@ final class Connection: @unchecked Sendable {
             advance()
             let now = ContinuousClock.now
             expireOverdue(now: now)
-            if !report.results.isEmpty || reportedRetire != retire { continue }
+            if !report.results.isEmpty || reportedRetire != isRetired || !events.isEmpty { continue }
             var until = now + .seconds(1)
-            if let deadline = earliestDeadline { until = min(until, deadline) }
+            if let next = machine.nextWakeUp() { until = min(until, next) }
+            if let deadline = earliestWaitingDeadline { until = min(until, deadline) }
             if let deadline = step.queueDeadline { until = min(until, deadline) }
-            if isConnecting { until = min(until, connectDeadline) }
             wait(until: until, now: now)
         }
+    }
+
+    /// The connection takes no new requests (GOAWAY, refused, silent, failed, retired).
+    private var isRetired: Bool { !machine.takesStreams && !machine.isConnecting }
+
+    /// Waits before connecting (reconnects after GOAWAY are paced); wake-ups are for shutdown.
+    private func pace(until instant: ContinuousClock.Instant) {
+        while ContinuousClock.now < instant && !core.isShutDown {
+            wait(until: instant, now: .now)
+        }
+    }
+
+    private func tellEvents() {
+        guard !events.isEmpty else { return }
+        let told = events
+        events = []
+        if let onEvent = settings.onEvent { for event in told { onEvent(event) } }
     }
 
     private func wait(until: ContinuousClock.Instant, now: ContinuousClock.Instant) {
@@ -172,10 +197,10 @@ final class Connection: @unchecked Sendable {
         // Two fixed slots (the wake-up eventfd, the socket), kept between calls: no allocation per wait.
         pollDescriptors[0] = pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)
         var count: nfds_t = 1
-        if socket >= 0 && phase != .closed {
+        if socket >= 0 && !machine.isClosed {
             var events = Int16(POLLIN)
             if wantWritable { events |= Int16(POLLOUT) }
-            if phase == .connecting { events = Int16(POLLOUT) }
+            if case .connecting = connectStep { events = Int16(POLLOUT) }
             pollDescriptors[1] = pollfd(fd: socket, events: events, revents: 0)
             count = 2
         }
@@ -189,39 +214,40 @@ final class Connection: @unchecked Sendable {
     }
 
     private func accept(_ request: PendingRequest) {
-        if phase == .closed || retire {
-            end(request, .failure(unsentError()))
+        if machine.isClosed || isRetired {
+            end(request, machine.unsentOutcome)
             return
         }
         waiting.append(request)
-        earliestDeadline = min(earliestDeadline ?? request.deadline, request.deadline)
+    }
+
+    private var earliestWaitingDeadline: ContinuousClock.Instant? {
+        guard waitingHead < waiting.count else { return nil }
+        return waiting[waitingHead...].lazy.map(\.deadline).min()
     }
 
     /// Moves the connection on as far as it can go without waiting.
     private func advance() {
-        if phase == .resolving, let answer = resolution?.answer {
-            resolution = nil
+        if case .resolving(let resolution) = connectStep, let answer = resolution?.answer {
             addresses = answer.addresses
             if let problem = answer.problem {
-                fail(connecting: .connectFailed, problem)
+                fail(connecting: .connectFailed, .cannotResolve, problem)
             } else {
-                phase = .connecting
+                connectStep = .connecting
             }
         }
-        if phase == .connecting { continueConnect() }
-        if phase == .handshaking { continueHandshake() }
-        if phase == .open {
+        if case .connecting = connectStep { continueConnect() }
+        if case .handshaking = connectStep { continueHandshake() }
+        if session != nil && !machine.isClosed {
             if socketEvents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readAvailable() }
-            if phase == .open && !retire { submitWaiting() }
-            if phase == .open { flush() }
+            if machine.takesStreams { submitWaiting() }
+            flush()
         }
         socketEvents = 0
-        if phase == .closed || retire { failWaiting() }
+        if machine.isClosed || isRetired { failWaiting() }
     }
 
     // MARK: Connecting
-
-    private var isConnecting: Bool { phase == .resolving || phase == .connecting || phase == .handshaking }
 
     private func continueConnect() {
         while true {
@@ -237,7 +263,7 @@ final class Connection: @unchecked Sendable {
                 closeSocket()
             }
             guard nextAddress < addresses.count else {
-                fail(connecting: .connectFailed, "cannot connect: \(lastConnectError)")
+                fail(connecting: .connectFailed, .cannotConnect, "cannot connect: \(lastConnectError)")
                 return
             }
             let address = addresses[nextAddress]
@@ -257,7 +283,7 @@ final class Connection: @unchecked Sendable {
         wantWritable = false
         setSocketOptions()
         guard let ssl = SSL_new(settings.tls.context) else {
-            fail(connecting: .tls, "SSL_new failed")
+            fail(connecting: .tls, .tlsFailed, "SSL_new failed")
             return
         }
         self.ssl = ssl
@@ -277,11 +303,11 @@ final class Connection: @unchecked Sendable {
         }
         guard SSL_set_fd(ssl, socket) == 1, checked else {
             ERR_clear_error()
-            fail(connecting: .tls, "cannot set up the TLS connection's name check")
+            fail(connecting: .tls, .tlsFailed, "cannot set up the TLS connection's name check")
             return
         }
         SSL_set_connect_state(ssl)
-        phase = .handshaking
+        connectStep = .handshaking
     }
 
     private func setSocketOptions() {
@@ -290,7 +316,7 @@ final class Connection: @unchecked Sendable {
             _ = setsockopt(socket, level, option, &value, socklen_t(MemoryLayout<Int32>.size))
         }
         set(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        // Idle connections are kept; TCP keep-alive finds one that died silently.
+        // Idle connections are kept and checked with PING; TCP keep-alive backs it up.
         set(SOL_SOCKET, SO_KEEPALIVE, 1)
         set(Int32(IPPROTO_TCP), TCP_KEEPIDLE, 30)
         set(Int32(IPPROTO_TCP), TCP_KEEPINTVL, 15)
@@ -308,9 +334,9 @@ final class Connection: @unchecked Sendable {
                 let verification = SSL_get_verify_result(ssl)
                 if verification != X509_V_OK {
                     let text = X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown"
-                    fail(connecting: .tls, "the server's certificate was not accepted: \(text)")
+                    fail(connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)")
                 } else {
-                    fail(connecting: .tls, "the TLS handshake failed: \(Self.openSSLError())")
+                    fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(Self.openSSLError())")
                 }
             }
             return
@@ -319,7 +345,7 @@ final class Connection: @unchecked Sendable {
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &name, &length)
         guard length == 2, let name, name[0] == UInt8(ascii: "h"), name[1] == UInt8(ascii: "2") else {
-            fail(connecting: .tls, "the server did not agree to HTTP/2 (ALPN h2)")
+            fail(connecting: .tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)")
             return
         }
         var created: OpaquePointer?
@@ -327,7 +353,7 @@ final class Connection: @unchecked Sendable {
             nghttp2_session_client_new(&created, ClientCallbacks.table, Unmanaged.passUnretained(self).toOpaque()) == 0,
             let created
         else {
-            fail(connecting: .protocolError, "nghttp2_session_client_new failed")
+            fail(connecting: .protocolError, .tlsFailed, "nghttp2_session_client_new failed")
             return
         }
         session = created
@@ -335,17 +361,19 @@ final class Connection: @unchecked Sendable {
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)
         ]
         _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
-        phase = .open
+        connectStep = .done
+        machine.connected(now: .now)
         established = true
+        events.append(HTTP2ClientEvent(.connected))
         wantWritable = false
         socketEvents = Int16(POLLIN)  // TLS may hold bytes that came with the handshake
     }
 
     /// The connection could not be made: every request here fails, not processed.
-    private func fail(connecting code: HTTP2ClientError.Code, _ reason: String) {
-        closedError = HTTP2ClientError(code, reason, mayHaveBeenProcessed: false)
-        phase = .closed
-        retire = true
+    private func fail(connecting code: HTTP2ClientError.Code, _ kind: HTTP2ClientEvent.Kind, _ reason: String) {
+        machine.connectFailed(HTTP2ClientError(code, reason, mayHaveBeenProcessed: false))
+        connectStep = .done
+        events.append(HTTP2ClientEvent(kind, reason))
         closeSocket()
         failWaiting()
     }
@@ -424,123 +452,82 @@ final class Connection: @unchecked Sendable {
         }
         guard streamID > 0 else {
             let reason = String(cString: nghttp2_strerror(streamID))
-            end(pending, .failure(HTTP2ClientError(.protocolError, "nghttp2: \(reason)", mayHaveBeenProcessed: false)))
+            _ = reason
+            end(pending, .notSent)
             return
         }
         streams[streamID] = RequestStream(pending: pending, id: streamID)
+        machine.streamSubmitted(streamID, deadline: pending.deadline)
     }
 
-    private func end(_ request: PendingRequest, _ result: Result<HTTP2Response, HTTP2ClientError>) {
-        report.results.append((request, result))
+    private func end(_ request: PendingRequest, _ outcome: StreamOutcome, response: HTTP2Response? = nil) {
+        report.results.append(PoolStateMachine.Ended(request: request, outcome: outcome, response: response))
     }
 
     /// Fails the requests not yet submitted: the server never saw them.
     private func failWaiting() {
         guard waitingHead < waiting.count else { return }
-        let error = unsentError()
-        for request in waiting[waitingHead...] { end(request, .failure(error)) }
+        let outcome = machine.unsentOutcome
+        for request in waiting[waitingHead...] { end(request, outcome) }
         waiting.removeAll(keepingCapacity: true)
         waitingHead = 0
     }
 
-    private static let refused = HTTP2ClientError(
-        .refused, "the server refused the stream", mayHaveBeenProcessed: false)
-    private static let lostBeforeSent = HTTP2ClientError(
-        .connectionLost, "the connection closed before the request was sent", mayHaveBeenProcessed: false)
-
-    /// Why a request that was never submitted fails.
-    private func unsentError() -> HTTP2ClientError {
-        if phase == .closed { return closedError }
-        if goawayLastStreamID != nil {
-            return HTTP2ClientError(.refused, "the server is closing the connection", mayHaveBeenProcessed: false)
-        }
-        return Self.lostBeforeSent
-    }
-
-    /// Ends a stream's request: its answer if it is complete, else why there is none. `resetCode`
-    /// is the stream's RST_STREAM code when it was reset; `lostReason` is set when the whole
-    /// connection broke under it.
-    private func conclude(_ stream: RequestStream, resetCode: UInt32?, lostReason: String?) {
-        if stream.tooLarge {
-            end(
-                stream.pending,
-                .failure(HTTP2ClientError(.protocolError, "the response body is too large", mayHaveBeenProcessed: true))
-            )
-            return
-        }
-        if stream.ended, let status = stream.status {
-            if status != 403 { report.answeredOtherThan403 = true }
-            end(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
-            return
-        }
-        retire = true
-        if resetCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(stream.id) {
-            // RFC 9113 8.7: a refused stream, or one above GOAWAY's last stream id, was not processed.
-            end(stream.pending, .failure(Self.refused))
-        } else if !stream.sent {
-            end(stream.pending, .failure(Self.lostBeforeSent))
-        } else if let lostReason {
-            end(stream.pending, .failure(HTTP2ClientError(.connectionLost, lostReason, mayHaveBeenProcessed: true)))
-        } else {
-            let code = resetCode ?? 0
-            let name = nghttp2_http2_strerror(code).map { String(cString: $0) } ?? "code \(code)"
-            end(
-                stream.pending,
-                .failure(
-                    HTTP2ClientError(
-                        .protocolError, "the server reset the stream (\(name))", mayHaveBeenProcessed: true)
-                ))
+    /// Acts on what the state machine said.
+    private func perform(_ actions: [ConnectionStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .sendPing:
+                if let session { _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) }
+            case .cancel(let id, let outcome):
+                guard let stream = streams.removeValue(forKey: id) else { continue }
+                if let session, !machine.isClosed {
+                    _ = nghttp2_submit_rst_stream(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
+                }
+                end(stream.pending, outcome)
+            case .retire(let cause):
+                if case .pingUnanswered = cause { events.append(HTTP2ClientEvent(.pingUnanswered)) }
+            case .close:
+                closeSocket()
+            }
         }
     }
 
-    private func isAboveGoaway(_ stream: Int32) -> Bool {
-        guard let last = goawayLastStreamID else { return false }
-        return stream > last
-    }
-
-    /// Ends the requests whose deadline has passed: `.timeout`. A request sent and not answered in
-    /// time means the connection went silent: it takes no more requests.
+    /// Ends the requests whose deadline has passed (`.timeout`), sends PING when idle, retires a
+    /// connection whose PING went unanswered: the state machine decides, this does.
     private func expireOverdue(now: ContinuousClock.Instant) {
-        if isConnecting && connectDeadline <= now {
-            fail(connecting: .connectFailed, phase == .resolving ? "resolving the host timed out" : "connect timed out")
+        let wasConnecting = machine.isConnecting
+        let actions = machine.tick(now: now)
+        if wasConnecting && machine.isClosed {
+            let resolving: Bool
+            if case .resolving = connectStep { resolving = true } else { resolving = false }
+            let reason = resolving ? "resolving the host timed out" : "connect timed out"
+            machine.connectFailed(HTTP2ClientError(.connectFailed, reason, mayHaveBeenProcessed: false))
+            events.append(HTTP2ClientEvent(resolving ? .cannotResolve : .cannotConnect, reason))
+            connectStep = .done
         }
-        guard let earliest = earliestDeadline, earliest <= now else { return }
-        var next: ContinuousClock.Instant?
-        if waitingHead < waiting.count {
+        perform(actions)
+        if waitingHead < waiting.count, let earliest = earliestWaitingDeadline, earliest <= now {
             var kept: [PendingRequest] = []
+            var expired = false
             for request in waiting[waitingHead...] {
                 if request.deadline <= now {
-                    if !established { retire = true }
-                    end(
-                        request,
-                        .failure(
-                            HTTP2ClientError(.timeout, "no answer before the deadline", mayHaveBeenProcessed: false)))
+                    expired = true
+                    end(request, .timedOut(written: false))
                 } else {
                     kept.append(request)
-                    next = min(next ?? request.deadline, request.deadline)
                 }
             }
             waiting = kept
             waitingHead = 0
-        }
-        for (id, stream) in streams {
-            let deadline = stream.pending.deadline
-            guard deadline <= now else {
-                next = min(next ?? deadline, deadline)
-                continue
+            // Still not connected by a request's deadline: presumed unreachable.
+            if expired && machine.isConnecting {
+                perform(machine.retire(.deadline))
             }
-            streams[id] = nil
-            retire = true
-            if let session {
-                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
-            }
-            end(
-                stream.pending,
-                .failure(HTTP2ClientError(.timeout, "no answer before the deadline", mayHaveBeenProcessed: stream.sent))
-            )
         }
-        earliestDeadline = next
-        if phase == .open { flush() }
+        if machine.isClosed { failWaiting() }
+        flush()
     }
 
     // MARK: Reading and writing
@@ -548,10 +535,11 @@ final class Connection: @unchecked Sendable {
     private func readAvailable() {
         guard let ssl, let session else { return }
         let buffer = readBuffer.baseAddress!
-        while phase == .open {
+        while !machine.isClosed {
             ERR_clear_error()
             let count = SSL_read(ssl, buffer, Int32(readBuffer.count))
             if count > 0 {
+                machine.received(now: .now)
                 let consumed = nghttp2_session_mem_recv(session, buffer.assumingMemoryBound(to: UInt8.self), Int(count))
                 if consumed < 0 {
                     flush()  // nghttp2 queued a GOAWAY telling the server why
@@ -573,10 +561,13 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Writes what nghttp2 has serialized, a round at a time (see `FrameWriter`).
+    /// Writes what nghttp2 has serialized, a round at a time (see `FrameWriter`), and tells the
+    /// machine which requests' HEADERS reached the socket.
     private func flush() {
-        guard let ssl, let session, phase == .open else { return }
-        switch writer.flush(session: session, ssl: ssl) {
+        guard let ssl, let session, !machine.isClosed else { return }
+        let progress = writer.flush(session: session, ssl: ssl)
+        noteWrittenHeaders()
+        switch progress {
         case .done: wantWritable = false
         case .wantsWritable: wantWritable = true
         case .wantsReadable: break
@@ -585,32 +576,42 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// The connection broke: every open stream fails (processed if it was sent, unless GOAWAY
+    private func noteWrittenHeaders() {
+        var done = 0
+        while done < headersInFlight.count && headersInFlight[done].end <= written.written {
+            machine.headersWritten(headersInFlight[done].stream)
+            done += 1
+        }
+        if done > 0 { headersInFlight.removeFirst(done) }
+    }
+
+    /// The connection broke: every open stream fails (processed if it was written, unless GOAWAY
     /// said otherwise), and so does every request not yet sent.
     private func lose(_ reason: String) {
-        retire = true
-        let lost = streams.values.sorted { $0.id < $1.id }
+        noteWrittenHeaders()
+        for (id, outcome) in machine.connectionLost(reason) {
+            guard let stream = streams.removeValue(forKey: id) else { continue }
+            end(stream.pending, outcome)
+        }
+        for stream in streams.values.sorted(by: { $0.id < $1.id }) { end(stream.pending, .notSent) }
         streams = [:]
-        closedError = Self.lostBeforeSent
-        phase = .closed
-        for stream in lost { conclude(stream, resetCode: nil, lostReason: reason) }
         closeSocket()
         failWaiting()
     }
 
     /// Ends the session politely (GOAWAY, TLS close_notify), without waiting for the server.
     private func closeGracefully() {
-        if phase == .open, let session, let ssl {
+        if !machine.isClosed, let session, let ssl {
             _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
-            flush()
+            _ = writer.flush(session: session, ssl: ssl)
             ERR_clear_error()
             _ = SSL_shutdown(ssl)
         }
         closeSocket()
     }
 
-    /// Frees the session, the TLS object and the socket. Leaves `phase` to the caller: a connect
-    /// that failed closes its socket and goes on to the next address.
+    /// Frees the session, the TLS object and the socket. A connect that failed closes its socket
+    /// and goes on to the next address.
     private func closeSocket() {
         if let session {
             nghttp2_session_del(session)
@@ -630,20 +631,18 @@ final class Connection: @unchecked Sendable {
 
     /// Fails everything with `.shutdown` and leaves.
     private func shutDown(inbox: [PendingRequest]) {
+        noteWrittenHeaders()
         var ended: [(PendingRequest, HTTP2ClientError)] = []
-        let notSent = HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)
+        let notSent = StreamOutcome.shutdown(written: false).error!
         for request in inbox { ended.append((request, notSent)) }
         if waitingHead < waiting.count {
             for request in waiting[waitingHead...] { ended.append((request, notSent)) }
         }
         waiting = []
         waitingHead = 0
+        let writtenStreams = Set(machine.writtenStreams)
         for stream in streams.values.sorted(by: { $0.id < $1.id }) {
-            ended.append(
-                (
-                    stream.pending,
-                    HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: stream.sent)
-                ))
+            ended.append((stream.pending, StreamOutcome.shutdown(written: writtenStreams.contains(stream.id)).error!))
         }
         streams = [:]
         closeGracefully()
@@ -702,23 +701,59 @@ final class Connection: @unchecked Sendable {
         streams[stream]?.ended = true
     }
 
+    /// nghttp2 serialized the stream's HEADERS: they are written once the writer passes this point.
     func requestSent(stream: Int32) {
-        streams[stream]?.sent = true
+        headersInFlight.append((stream, written.queued))
     }
 
     func requestNotSent(stream: Int32) {
         guard let open = streams.removeValue(forKey: stream) else { return }
-        retire = true
-        end(open.pending, .failure(isAboveGoaway(stream) ? Self.refused : Self.lostBeforeSent))
+        end(open.pending, machine.streamNotSent(stream))
     }
 
-    func goawayReceived(lastStreamID: Int32) {
-        retire = true
-        goawayLastStreamID = min(goawayLastStreamID ?? Int32.max, lastStreamID)
+    func pingAnswered() {
+        machine.pingAnswered(now: .now)
+    }
+
+    func goawayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
+        let reason = Self.goawayReason(debugData)
+        let actions = machine.goawayReceived(lastStreamID: lastStreamID, errorCode: errorCode, reason: reason)
+        if !actions.isEmpty {
+            sawGoaway = true
+            events.append(HTTP2ClientEvent(.goaway, reason ?? StreamOutcome.name(ofErrorCode: errorCode)))
+        }
+        perform(actions)
+    }
+
+    /// The `reason` of GOAWAY debug data such as APNs' `{"reason":"Shutdown"}`, if it is a plain
+    /// word (anything else is not repeated: it could carry anything).
+    static func goawayReason(_ data: UnsafeBufferPointer<UInt8>) -> String? {
+        guard !data.isEmpty, data.count <= 1024,
+            let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
+            let reason = object["reason"] as? String, (1...64).contains(reason.utf8.count),
+            reason.utf8.allSatisfy({ $0 < 0x80 && (isalnum(Int32($0)) != 0) })
+        else { return nil }
+        return reason
     }
 
     func streamClosed(_ stream: Int32, errorCode: UInt32) {
         guard let open = streams.removeValue(forKey: stream) else { return }
-        conclude(open, resetCode: errorCode, lostReason: nil)
+        if open.tooLarge {
+            _ = machine.streamClosed(stream, status: nil, resetCode: errorCode, now: .now)
+            end(open.pending, .tooLarge)
+            return
+        }
+        let status = open.ended ? open.status : nil
+        let (outcome, actions) = machine.streamClosed(stream, status: status, resetCode: errorCode, now: .now)
+        perform(actions)
+        if case .answered(let status) = outcome {
+            if !proven && settings.provesConnection(status) {
+                proven = true
+                events.append(HTTP2ClientEvent(.proven))
+            }
+            end(open.pending, outcome, response: HTTP2Response(status: status, headers: open.headers, body: open.body))
+        } else {
+            end(open.pending, outcome)
+        }
     }
 }

@@ -14,16 +14,33 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var maxStreamsPerConnection: Int
     /// How long a new connection may take to connect and finish its TLS handshake.
     public var connectTimeout: Duration
+    /// Whether an answer (its HTTP status) proves a new connection: until one does, the connection
+    /// carries one request at a time. The default takes any answer. (APNs allows one stream on a
+    /// new connection until it has seen a valid provider token: anything but 403.)
+    public var provesConnection: @Sendable (Int) -> Bool
+    /// A connection with nothing in flight and nothing received for this long is checked with PING.
+    public var pingInterval: Duration
+    /// A PING unanswered this long retires its connection (a replacement opens at once).
+    public var pingTimeout: Duration
+    /// Told of connection problems and recoveries (never about a request), on a client thread;
+    /// must return quickly.
+    public var onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
 
     /// Creates a configuration; see the properties for the meaning of each value.
     public init(
         origin: String, caFile: String? = nil, maxConnections: Int = 2, maxStreamsPerConnection: Int = 500,
-        connectTimeout: Duration = .seconds(5)
+        connectTimeout: Duration = .seconds(5), provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true },
+        pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
+        onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
     ) {
         self.origin = origin
         self.caFile = caFile
         self.maxConnections = maxConnections
         self.maxStreamsPerConnection = maxStreamsPerConnection
         self.connectTimeout = connectTimeout
+        self.provesConnection = provesConnection
+        self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
+        self.onEvent = onEvent
     }
 }

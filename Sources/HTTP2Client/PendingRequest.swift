@@ -1,24 +1,44 @@
-/// A request accepted by `send` and not yet completed, with its deadline and its completion.
-/// A reference: it is handed from queue to inbox to transfer and back, and copying a struct of
-/// this size retained every string, array and closure in it each time.
+/// A request accepted by `send` and not yet completed, with its deadline, its completion and
+/// its history of tries. A reference: it is handed from queue to inbox to transfer and back, and
+/// copying a struct of this size retained every string, array and closure in it each time.
 final class PendingRequest: Sendable {
     typealias Completion = @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
 
     let request: HTTP2Request
     let deadline: ContinuousClock.Instant
     let completion: Completion
-    /// 0 for the first try, 1 for the one retry a request may get.
-    let attempt: Int
+    /// Times its HEADERS were written on earlier tries.
+    let sends: Int
+    /// Connections it was given to on earlier tries.
+    let tries: Int
+    /// Earlier tries that failed because the connection could not be made.
+    let connectFailures: Int
+    /// Refused by a GOAWAY before: it goes only to connections opened for suspects.
+    let suspect: Bool
+    /// It was alone on its connection when a GOAWAY refused it.
+    let drewGoawayAlone: Bool
 
-    init(request: HTTP2Request, deadline: ContinuousClock.Instant, completion: @escaping Completion, attempt: Int = 0) {
+    init(
+        request: HTTP2Request, deadline: ContinuousClock.Instant, completion: @escaping Completion, sends: Int = 0,
+        tries: Int = 0, connectFailures: Int = 0, suspect: Bool = false, drewGoawayAlone: Bool = false
+    ) {
         self.request = request
         self.deadline = deadline
         self.completion = completion
-        self.attempt = attempt
+        self.sends = sends
+        self.tries = tries
+        self.connectFailures = connectFailures
+        self.suspect = suspect
+        self.drewGoawayAlone = drewGoawayAlone
     }
 
-    /// The same request for its retry.
-    func retried() -> PendingRequest {
-        PendingRequest(request: request, deadline: deadline, completion: completion, attempt: attempt + 1)
+    /// The same request for another try.
+    func retried(
+        sends: Int, tries: Int, suspect: Bool? = nil, drewGoawayAlone: Bool? = nil, connectFailed: Bool = false
+    ) -> PendingRequest {
+        PendingRequest(
+            request: request, deadline: deadline, completion: completion, sends: sends, tries: tries,
+            connectFailures: connectFailures + (connectFailed ? 1 : 0), suspect: suspect ?? self.suspect,
+            drewGoawayAlone: drewGoawayAlone ?? self.drewGoawayAlone)
     }
 }

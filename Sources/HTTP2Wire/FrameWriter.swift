@@ -22,6 +22,17 @@ public struct FrameWriter {
     private var buffer: [UInt8] = []
     private var offset = 0
     private let batchSize: Int
+    /// How many bytes went through this writer. A reference, so that nghttp2 callbacks running
+    /// inside `flush` can read it without touching the writer itself (an exclusive access then).
+    public final class Counters {
+        /// Bytes taken from nghttp2 so far: during an nghttp2 send callback, the position just past
+        /// the frame it reports.
+        public fileprivate(set) var queued = 0
+        /// Bytes handed to `SSL_write` so far: a frame that ends at or before this reached the socket.
+        public fileprivate(set) var written = 0
+    }
+
+    public let counters = Counters()
 
     public init(batchSize: Int = 64 * 1024) {
         self.batchSize = batchSize
@@ -43,6 +54,7 @@ public struct FrameWriter {
                     if length < 0 { return .failed("nghttp2: \(String(cString: nghttp2_strerror(Int32(length))))") }
                     guard length > 0, let chunk else { break }
                     buffer.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+                    counters.queued += length
                 }
                 if buffer.isEmpty { return .done }
             }
@@ -52,6 +64,7 @@ public struct FrameWriter {
             }
             if written > 0 {
                 offset += Int(written)
+                counters.written += Int(written)
                 continue
             }
             switch SSL_get_error(ssl, written) {

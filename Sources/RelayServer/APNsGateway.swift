@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import HTTP2Client
 import RelayCore
 import Synchronization
@@ -34,7 +35,8 @@ final class APNsGateway: Sendable {
         }
     }
     private let clock: any RelayClock
-    private let lastKeyComplaint = Mutex<UInt64?>(nil)
+    /// What the operator is told about this environment's connections.
+    private let problems: APNsProblemReporter
     private let currentHealth = Mutex(Health.idle)
     private let lastProbe = Mutex<UInt64>(0)
     private let topic: String
@@ -51,9 +53,26 @@ final class APNsGateway: Sendable {
         timeoutNanoseconds = Atomic(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000)
         token = ProviderToken(credentials: credentials, clock: clock)
         transport = Transport(configuration, environment)
-        client = try HTTP2Client(
-            configuration: HTTP2ClientConfiguration(
-                origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections))
+        let problems = APNsProblemReporter(environment: environment.description, clock: clock)
+        self.problems = problems
+        var clientConfiguration = HTTP2ClientConfiguration(
+            origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections,
+            provesConnection: APNsAnswer.provesToken(status:))
+        clientConfiguration.onEvent = { problems.record($0) }
+        if let ping = Self.pingOverride() {
+            clientConfiguration.pingInterval = ping.interval
+            clientConfiguration.pingTimeout = ping.timeout
+        }
+        client = try HTTP2Client(configuration: clientConfiguration)
+    }
+
+    /// Tests shorten the PING timing with `DUO_RELAY_APNS_PING_MS=interval,timeout` (not a setting
+    /// for operators: DESIGN.md fixes 60 s and 10 s).
+    private static func pingOverride() -> (interval: Duration, timeout: Duration)? {
+        guard let value = getenv("DUO_RELAY_APNS_PING_MS") else { return nil }
+        let parts = String(cString: value).split(separator: ",").compactMap { Int($0) }
+        guard parts.count == 2, parts.allSatisfy({ $0 > 0 }) else { return nil }
+        return (.milliseconds(parts[0]), .milliseconds(parts[1]))
     }
 
     /// Takes a new configuration without touching connections (transport and key are unchanged).
@@ -101,6 +120,7 @@ final class APNsGateway: Sendable {
             switch answer.action(retryAfter: Self.apnsRetryAfter) {
             case .answer(let outcome):
                 setHealth(.ready)
+                if answer.provesToken { problems.providerTokenAccepted() }
                 completion(outcome)
             case .refreshTokenAndRetry:
                 guard mayRetry, (try? token.tokenAfterExpiry(of: bearer)) != nil else {
@@ -146,20 +166,11 @@ final class APNsGateway: Sendable {
         currentHealth.withLock { if $0 != health { $0 = health } }
     }
 
-    /// One line, at most once a minute: APNs refuses this environment's key.
+    /// One line when APNs starts refusing this environment's key (and one when it accepts it again).
     private func complainAboutKey() {
-        let now = clock.uptimeNanoseconds
-        let due = lastKeyComplaint.withLock { last -> Bool in
-            if let last, now &- last < 60_000_000_000 { return false }
-            last = now
-            return true
-        }
-        if due {
-            let suffix = environment.variableSuffix
-            Log.line(
-                "apns \(environment): APNs rejects the provider token (InvalidProviderToken): check APNS_KEY_\(suffix), "
-                    + "APNS_KEY_ID_\(suffix) and APNS_TEAM_ID")
-        }
+        let suffix = environment.variableSuffix
+        let detail = "InvalidProviderToken: check APNS_KEY_\(suffix), APNS_KEY_ID_\(suffix) and APNS_TEAM_ID"
+        problems.providerTokenRejected(detail)
     }
 
     func shutdown() {

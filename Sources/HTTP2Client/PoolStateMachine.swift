@@ -1,0 +1,368 @@
+/// The client's connection pool as a pure state machine (no threads, no I/O, time passed in):
+/// which connection takes a request, when a connection opens, is retired or replaced, and which
+/// failed request is sent again. ``ClientCore`` keeps it behind its lock and acts on the effects.
+///
+/// Rules (DESIGN.md, "The APNs request" and "Lifecycle"):
+/// - A new connection carries one request at a time until an answer proves it (the client's
+///   ``HTTP2ClientConfiguration/provesConnection``; for APNs, anything but 403); then up to
+///   `maxStreams` at once.
+/// - A request goes to the least-loaded connection with room; without one, a new connection is
+///   started if fewer than `maxConnections` are live, else the request waits in the queue.
+/// - A retired connection takes no new requests; it leaves when its last request is done. One
+///   that had been up is replaced at once, so a push does not wait for the replacement's handshake.
+/// - A request the server certainly did not process is sent again on another connection while its
+///   deadline allows, at most ``maxSends`` sends in all; one it may have processed never is.
+/// - A request refused by a GOAWAY is a suspect: it may be what makes the server go away. Suspects
+///   go only to connections opened for them after the GOAWAY, never to connections carrying other
+///   traffic, and the first request of such a connection goes alone (it is probing). A suspect
+///   refused by GOAWAY while alone on its connection, for the second time, is the cause: it fails
+///   without another send, and the suspects behind it go on unharmed. Suspects are sent in the
+///   order of their refused stream ids: the first above the last stream id is the likeliest cause.
+/// - Connections started after GOAWAYs in a row are paced (APNs treats rapid reconnects as abuse).
+struct PoolStateMachine: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
+    /// The most times one request is sent (HEADERS written) in all.
+    static let maxSends = 3
+    /// The most connections one request is handed to (bounds requests that are never sent).
+    static let maxTries = 6
+
+    enum Phase: Sendable, Equatable {
+        /// New: one request at a time until a proving answer.
+        case probing
+        /// Up to `maxStreams` requests at once.
+        case open
+        /// Takes no new requests; leaves once empty.
+        case retired
+    }
+
+    struct Slot: Sendable {
+        let id: Int
+        var phase: Phase = .probing
+        /// Requests given to this connection and not finished (in its inbox or on the wire).
+        var assigned = 0
+        /// Requests handed over and not yet picked up by the connection's thread.
+        var inbox: [PendingRequest] = []
+        /// A wake-up is on its way to the connection's thread.
+        var wakeRequested = false
+        /// Its TLS connection has been up.
+        var established = false
+        /// Opened after a GOAWAY to carry suspects.
+        var forSuspects = false
+        /// Opened after the latest GOAWAY (proving it ends the reconnect pacing).
+        var afterGoaway = false
+    }
+
+    /// Where `submit` put a request.
+    enum Placement: Sendable, Equatable {
+        /// In the inbox of a running connection; `wake` when its thread needs a wake-up.
+        case slot(id: Int, wake: Bool)
+        /// In the inbox of a new connection, whose thread the caller must start.
+        case newConnection(id: Int, notBefore: Instant?)
+        /// In the queue, until a connection has room.
+        case queued
+        /// Refused: the client is shut down.
+        case rejected
+    }
+
+    /// One request that ended on a connection.
+    struct Ended: Sendable {
+        var request: PendingRequest
+        var outcome: StreamOutcome
+        var response: HTTP2Response?
+    }
+
+    /// What a connection's thread tells after a round of work.
+    struct Report: Sendable {
+        var results: [Ended] = []
+        /// The connection's TLS connection has been up.
+        var established = false
+        /// An answer that proves the connection arrived.
+        var proven = false
+        /// The connection is no longer usable; `goaway` when a GOAWAY retired it.
+        var retire = false
+        var goaway = false
+    }
+
+    /// What the caller must do after `finish`.
+    struct Effects: Sendable {
+        /// Completions to call, outside the lock.
+        var deliveries: [(request: PendingRequest, result: Result<HTTP2Response, HTTP2ClientError>)] = []
+        /// Connections whose threads need a wake-up (a request was put in their inbox).
+        var wake: [Int] = []
+        /// New connections whose threads must be started, not connecting before `notBefore`.
+        var start: [(id: Int, notBefore: Instant?)] = []
+        /// The reporting connection is retired and empty: it was removed and its thread ends.
+        var exit = false
+    }
+
+    let maxConnections: Int
+    let maxStreams: Int
+    private(set) var slots: [Slot] = []
+    private(set) var queue = RequestQueue()
+    /// Suspects waiting for a connection opened for them.
+    private(set) var suspects = RequestQueue()
+    private(set) var isShutDown = false
+    private var nextID = 0
+    private var counters = HTTP2ClientStatistics()
+    /// GOAWAYs since a connection opened after one was proven.
+    private(set) var goawayStreak = 0
+    /// No connection starts before this (pacing after GOAWAY).
+    private(set) var pacedUntil: Instant?
+
+    init(maxConnections: Int, maxStreams: Int) {
+        self.maxConnections = maxConnections
+        self.maxStreams = maxStreams
+    }
+
+    var statistics: HTTP2ClientStatistics {
+        var result = counters
+        result.connectionsOpen = liveCount
+        return result
+    }
+
+    private var liveCount: Int { slots.reduce(0) { $0 + ($1.phase == .retired ? 0 : 1) } }
+
+    private func capacity(_ slot: Slot) -> Int {
+        switch slot.phase {
+        case .probing: 1
+        case .open: maxStreams
+        case .retired: 0
+        }
+    }
+
+    private func index(of id: Int) -> Int? { slots.firstIndex { $0.id == id } }
+
+    /// The pause before the next connection after `streak` GOAWAYs in a row: none after one
+    /// (APNs sends GOAWAY when it restarts), then 250 ms, doubling, at most 4 s.
+    static func reconnectDelay(afterGoaways streak: Int) -> Duration {
+        guard streak >= 2 else { return .zero }
+        return .milliseconds(250 << min(streak - 2, 4))
+    }
+
+    /// Accepts a new request from `send`.
+    mutating func submit(_ request: PendingRequest, now: Instant) -> Placement {
+        guard !isShutDown else { return .rejected }
+        counters.requestsInFlight += 1
+        return place(request, excluding: nil, front: false, now: now)
+    }
+
+    private mutating func place(_ request: PendingRequest, excluding: Int?, front: Bool, now: Instant) -> Placement {
+        if let placement = placeOnConnection(request, excluding: excluding, now: now) { return placement }
+        enqueue(request, front: front)
+        return .queued
+    }
+
+    /// Puts a request on a connection with room, or a new one; nil when every connection is full.
+    private mutating func placeOnConnection(_ request: PendingRequest, excluding: Int?, now: Instant) -> Placement? {
+        var best: Int?
+        for i in slots.indices where slots[i].id != excluding && slots[i].assigned < capacity(slots[i]) {
+            // A suspect never shares a connection with traffic that was not refused beside it.
+            if request.suspect && !slots[i].forSuspects { continue }
+            if best == nil || slots[i].assigned < slots[best!].assigned { best = i }
+        }
+        if let i = best {
+            slots[i].inbox.append(request)
+            slots[i].assigned += 1
+            let wake = !slots[i].wakeRequested
+            slots[i].wakeRequested = true
+            return .slot(id: slots[i].id, wake: wake)
+        }
+        if liveCount < maxConnections {
+            let (id, notBefore) = startConnection(with: request, now: now)
+            return .newConnection(id: id, notBefore: notBefore)
+        }
+        return nil
+    }
+
+    private mutating func enqueue(_ request: PendingRequest, front: Bool) {
+        if request.suspect {
+            if front { suspects.prepend(request) } else { suspects.append(request) }
+        } else {
+            if front { queue.prepend(request) } else { queue.append(request) }
+        }
+    }
+
+    private mutating func startConnection(with request: PendingRequest?, now: Instant) -> (Int, Instant?) {
+        nextID += 1
+        counters.connectionsOpened += 1
+        var slot = Slot(id: nextID)
+        if let request {
+            slot.inbox = [request]
+            slot.assigned = 1
+            slot.forSuspects = request.suspect
+        }
+        slot.wakeRequested = true
+        slot.afterGoaway = goawayStreak > 0
+        slots.append(slot)
+        return (nextID, pacedUntil.flatMap { $0 > now ? $0 : nil })
+    }
+
+    /// Hands a connection's thread the requests given to it since its last call.
+    mutating func takeInbox(of id: Int) -> [PendingRequest] {
+        guard let i = index(of: id) else { return [] }
+        slots[i].wakeRequested = false
+        let inbox = slots[i].inbox
+        slots[i].inbox = []
+        return inbox
+    }
+
+    /// Records a connection's round of work; returns what the caller must do.
+    mutating func finish(connection id: Int, report: Report, now: Instant) -> Effects {
+        var effects = Effects()
+        guard let i = index(of: id) else { return effects }
+        slots[i].assigned -= report.results.count
+        if report.established { slots[i].established = true }
+        if report.proven && slots[i].phase == .probing {
+            slots[i].phase = .open
+            if slots[i].afterGoaway {
+                goawayStreak = 0
+                pacedUntil = nil
+            }
+        }
+        var orphans: [PendingRequest] = []
+        var replace = false
+        if report.retire && slots[i].phase != .retired {
+            slots[i].phase = .retired
+            counters.connectionsReplaced += 1
+            replace = slots[i].established
+            if report.goaway {
+                goawayStreak += 1
+                let delay = Self.reconnectDelay(afterGoaways: goawayStreak)
+                pacedUntil = delay > .zero ? now + delay : nil
+            }
+            // Requests handed over but not picked up yet go elsewhere, untried.
+            orphans = slots[i].inbox
+            slots[i].inbox = []
+            slots[i].assigned -= orphans.count
+        }
+
+        var retries: [(PendingRequest, Int32)] = []
+        var connectFailure: HTTP2ClientError?
+        for ended in report.results {
+            if let response = ended.response, case .answered = ended.outcome {
+                effects.deliveries.append((ended.request, .success(response)))
+                continue
+            }
+            if case .connectFailed(let error) = ended.outcome, !slots[i].established { connectFailure = error }
+            if let retry = retry(of: ended.request, after: ended.outcome, now: now) {
+                var order: Int32 = .max
+                if case .refusedByGoaway(_, let stream) = ended.outcome { order = stream }
+                retries.append((retry, order))
+                counters.retries += 1
+            } else {
+                effects.deliveries.append((ended.request, .failure(finalError(ended.request, ended.outcome))))
+            }
+        }
+
+        // The origin is unreachable and no connection works: fail the waiting requests now
+        // rather than letting each of them try a connection of its own.
+        if let failure = connectFailure, !slots.contains(where: { $0.phase != .retired && $0.established }) {
+            for request in queue.removeAll() + suspects.removeAll() {
+                let error = HTTP2ClientError(
+                    failure.code, "no connection to the origin: \(failure.reason)", mayHaveBeenProcessed: false)
+                effects.deliveries.append((request, .failure(error)))
+            }
+        }
+
+        // Suspects in stream order (see the type's rules), in front of what waits.
+        let ordered = retries.sorted { $0.1 < $1.1 }.map(\.0) + orphans
+        var waiting: [PendingRequest] = []
+        for request in ordered {
+            switch placeOnConnection(request, excluding: id, now: now) {
+            case .slot(let target, let wake)?: if wake { effects.wake.append(target) }
+            case .newConnection(let target, let notBefore)?: effects.start.append((target, notBefore))
+            case .queued?, .rejected?, nil: waiting.append(request)
+            }
+        }
+        for request in waiting.reversed() { enqueue(request, front: true) }
+
+        if let i = index(of: id) {
+            // Take waiting requests while this connection has room.
+            while slots[i].assigned < capacity(slots[i]) {
+                let next = slots[i].forSuspects ? (suspects.popFirst() ?? queue.popFirst()) : queue.popFirst()
+                guard let next else { break }
+                slots[i].inbox.append(next)
+                slots[i].assigned += 1
+            }
+        }
+        // Replace retired connections while requests wait, suspects first.
+        while liveCount < maxConnections, let next = suspects.popFirst() ?? queue.popFirst() {
+            let (target, notBefore) = startConnection(with: next, now: now)
+            effects.start.append((target, notBefore))
+            replace = false
+        }
+        // A connection that was up and is gone is replaced before a push needs it.
+        if replace && !isShutDown && liveCount < maxConnections {
+            let (target, notBefore) = startConnection(with: nil, now: now)
+            effects.start.append((target, notBefore))
+        }
+        counters.requestsInFlight -= effects.deliveries.count
+
+        if let i = index(of: id), slots[i].phase == .retired && slots[i].assigned == 0 {
+            slots.remove(at: i)
+            effects.exit = true
+        }
+        return effects
+    }
+
+    /// The request to send again after `outcome`, or nil when it ends here.
+    func retry(of request: PendingRequest, after outcome: StreamOutcome, now: Instant) -> PendingRequest? {
+        guard !isShutDown, outcome.certainlyNotProcessed, now < request.deadline else { return nil }
+        let sends = request.sends + (outcome.wasSent ? 1 : 0)
+        let tries = request.tries + 1
+        guard sends < Self.maxSends, tries < Self.maxTries else { return nil }
+        switch outcome {
+        case .refusedByGoaway(let alone, _):
+            // Alone on its connection twice, and twice the server went away: it is the cause.
+            if alone && request.drewGoawayAlone { return nil }
+            return request.retried(sends: sends, tries: tries, suspect: true, drewGoawayAlone: alone)
+        case .connectFailed:
+            // Another connection may work (another address, a passing fault), once.
+            guard request.connectFailures == 0 else { return nil }
+            return request.retried(sends: sends, tries: tries, connectFailed: true)
+        case .notSent, .refusedStream:
+            return request.retried(sends: sends, tries: tries)
+        case .timedOut, .shutdown, .answered, .reset, .lost, .tooLarge:
+            return nil
+        }
+    }
+
+    private func finalError(_ request: PendingRequest, _ outcome: StreamOutcome) -> HTTP2ClientError {
+        let error = outcome.error ?? HTTP2ClientError(.protocolError, "no answer", mayHaveBeenProcessed: true)
+        if case .refusedByGoaway(true, _) = outcome, request.drewGoawayAlone {
+            return HTTP2ClientError(
+                .refused, "the server went away each time this request was sent alone", mayHaveBeenProcessed: false)
+        }
+        return error
+    }
+
+    /// Removes the queued requests whose deadline has passed (the caller fails them with `.timeout`).
+    mutating func removeExpired(now: Instant) -> [PendingRequest] {
+        let expired = queue.removeExpired(now: now) + suspects.removeExpired(now: now)
+        counters.requestsInFlight -= expired.count
+        return expired
+    }
+
+    /// The earliest instant a queued request may expire.
+    var earliestQueuedDeadline: Instant? {
+        switch (queue.earliestDeadline, suspects.earliestDeadline) {
+        case (let a?, let b?): min(a, b)
+        case (let a, let b): a ?? b
+        }
+    }
+
+    /// Stops accepting requests; returns the queued ones (the caller fails them with `.shutdown`).
+    mutating func shutDown() -> [PendingRequest] {
+        isShutDown = true
+        let queued = queue.removeAll() + suspects.removeAll()
+        counters.requestsInFlight -= queued.count
+        return queued
+    }
+
+    /// Removes a connection whose thread ended at shutdown; `completed` requests were failed by it.
+    mutating func remove(connection id: Int, completed: Int) {
+        counters.requestsInFlight -= completed
+        if let i = index(of: id) { slots.remove(at: i) }
+    }
+}

@@ -1,0 +1,112 @@
+import HTTP2Client
+
+/// What an operator is told about one APNs environment's connections (DESIGN.md, "Lifecycle"):
+/// one line when a problem starts and one when it ends, never per push, never an identifier.
+/// Repeats while a problem lasts are counted and summarized every ``summaryInterval``.
+///
+/// Pure: it takes events and the time, and returns the lines to print.
+struct APNsProblemLog: Sendable {
+    enum Problem: Int, Sendable, CaseIterable {
+        case resolve, connect, tlsVerification, tls, alpn, goaway, ping, providerToken
+
+        /// The start line's words.
+        var summary: String {
+            switch self {
+            case .resolve: "cannot resolve APNs' host name"
+            case .connect: "cannot connect to APNs"
+            case .tlsVerification: "APNs' TLS certificate is not trusted"
+            case .tls: "the TLS handshake with APNs fails"
+            case .alpn: "APNs does not agree to HTTP/2 (ALPN h2)"
+            case .goaway: "APNs closes connections with GOAWAY"
+            case .ping: "an idle APNs connection did not answer PING and was replaced"
+            case .providerToken: "APNs rejects the provider token"
+            }
+        }
+
+        /// Problems that a working connection ends.
+        var endsWhenConnected: Bool { [.resolve, .connect, .tlsVerification, .tls, .alpn].contains(self) }
+    }
+
+    struct Ongoing: Sendable, Equatable {
+        var detail: String
+        var since: UInt64
+        var count = 1
+        var countAtSummary = 1
+        var lastSummary: UInt64
+    }
+
+    let environment: String
+    /// A lasting problem is summarized this often (nanoseconds).
+    let summaryInterval: UInt64
+    private(set) var ongoing: [Problem: Ongoing] = [:]
+
+    init(environment: String, summaryInterval: UInt64 = 600_000_000_000) {
+        self.environment = environment
+        self.summaryInterval = summaryInterval
+    }
+
+    /// The lines for a client event at `now` (nanoseconds of a monotonic clock).
+    mutating func record(_ event: HTTP2ClientEvent, now: UInt64) -> [String] {
+        switch event.kind {
+        case .cannotResolve: return start(.resolve, event.detail, now: now)
+        case .cannotConnect: return start(.connect, event.detail, now: now)
+        case .tlsVerificationFailed: return start(.tlsVerification, event.detail, now: now)
+        case .tlsFailed: return start(.tls, event.detail, now: now)
+        case .alpnRefused: return start(.alpn, event.detail, now: now)
+        case .goaway: return start(.goaway, event.detail, now: now)
+        case .pingUnanswered: return start(.ping, "", now: now)
+        case .connected: return end(Problem.allCases.filter(\.endsWhenConnected), now: now)
+        case .proven: return end([.goaway, .ping], now: now)
+        default: return []
+        }
+    }
+
+    /// APNs answered 403 InvalidProviderToken (`detail`: what to check).
+    mutating func providerTokenRejected(_ detail: String, now: UInt64) -> [String] {
+        start(.providerToken, detail, now: now)
+    }
+
+    /// APNs answered something that proves the token.
+    mutating func providerTokenAccepted(now: UInt64) -> [String] {
+        end([.providerToken], now: now)
+    }
+
+    var hasOngoing: Bool { !ongoing.isEmpty }
+
+    private mutating func start(_ problem: Problem, _ detail: String, now: UInt64) -> [String] {
+        guard var current = ongoing[problem] else {
+            ongoing[problem] = Ongoing(detail: detail, since: now, lastSummary: now)
+            return ["apns \(environment): \(problem.summary)" + (detail.isEmpty ? "" : ": \(detail)")]
+        }
+        current.count += 1
+        var lines: [String] = []
+        if now &- current.lastSummary >= summaryInterval {
+            let repeats = current.count - current.countAtSummary
+            lines.append(
+                "apns \(environment): still \(problem.summary) (\(repeats) more times in the last "
+                    + "\(Self.seconds(now &- current.lastSummary)))" + (detail.isEmpty ? "" : ": \(detail)"))
+            current.lastSummary = now
+            current.countAtSummary = current.count
+        }
+        current.detail = detail
+        ongoing[problem] = current
+        return lines
+    }
+
+    private mutating func end(_ problems: [Problem], now: UInt64) -> [String] {
+        var lines: [String] = []
+        for problem in problems {
+            guard let current = ongoing.removeValue(forKey: problem) else { continue }
+            let times = current.count == 1 ? "once" : "\(current.count) times"
+            lines.append(
+                "apns \(environment): resolved: \(problem.summary) (\(times) over \(Self.seconds(now &- current.since)))"
+            )
+        }
+        return lines
+    }
+
+    private static func seconds(_ nanoseconds: UInt64) -> String {
+        let seconds = nanoseconds / 1_000_000_000
+        return seconds < 120 ? "\(seconds) s" : "\(seconds / 60) min"
+    }
+}

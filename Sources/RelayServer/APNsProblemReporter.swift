@@ -1,0 +1,41 @@
+import HTTP2Client
+import RelayCore
+import Synchronization
+
+/// Prints an ``APNsProblemLog``'s lines for one environment; shared by the gateway and its HTTP/2
+/// client's event callback.
+final class APNsProblemReporter: Sendable {
+    private let log: Mutex<APNsProblemLog>
+    /// A problem is ongoing (read on every answer without taking the lock).
+    private let ongoing = Atomic<Bool>(false)
+    private let clock: any RelayClock
+
+    init(environment: String, clock: any RelayClock) {
+        log = Mutex(APNsProblemLog(environment: environment))
+        self.clock = clock
+    }
+
+    func record(_ event: HTTP2ClientEvent) {
+        apply { $0.record(event, now: clock.uptimeNanoseconds) }
+    }
+
+    func providerTokenRejected(_ detail: String) {
+        apply { $0.providerTokenRejected(detail, now: clock.uptimeNanoseconds) }
+    }
+
+    /// Called on every answer that proves the token: costs one atomic load unless a problem is ongoing.
+    func providerTokenAccepted() {
+        guard ongoing.load(ordering: .relaxed) else { return }
+        apply { $0.providerTokenAccepted(now: clock.uptimeNanoseconds) }
+    }
+
+    /// Applies `change` and prints its lines after unlocking.
+    private func apply(_ change: (inout APNsProblemLog) -> [String]) {
+        let lines = log.withLock { log -> [String] in
+            let lines = change(&log)
+            ongoing.store(log.hasOngoing, ordering: .relaxed)
+            return lines
+        }
+        for line in lines { Log.line(line) }
+    }
+}
