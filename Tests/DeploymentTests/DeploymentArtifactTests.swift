@@ -353,7 +353,9 @@ import Testing
         let file = Dockerfile(try Repository.text(Self.dockerfile))
         let runtime = try #require(file.stages.last)
         #expect(
-            runtime.aptPackages == ["libssl3", "libmicrohttpd12", "libnghttp2-14", "libjemalloc2", "ca-certificates"])
+            runtime.aptPackages == [
+                "libssl3", "libmicrohttpd12", "libnghttp2-14", "libjemalloc2", "libcurl4", "ca-certificates",
+            ])
     }
 
     @Test("the build stage installs every development package that Package.swift's system libraries name")
