@@ -209,6 +209,10 @@ final class RelayService: HTTPHandler {
         metrics.request(endpoint: endpoint.rawValue, outcome: error.code.rawValue)
         var headers: [(name: String, value: String)] = []
         if let retryAfter = error.retryAfter { headers.append(("retry-after", String(retryAfter))) }
+        // RFC 9110, 15.5.6: a 405 lists the methods the resource takes.
+        if error.code == .methodNotAllowed {
+            headers.append(("allow", endpoint == .healthz || endpoint == .readyz ? "GET, HEAD" : "POST"))
+        }
         return HTTPResponse.json(error.status, error.body, headers: headers)
     }
 }

@@ -86,6 +86,8 @@ import Testing
         let wrongMethod = try connection.request("GET", "/v1/grant")
         #expect(wrongMethod.status == 405)
         #expect(wrongMethod.error == "method_not_allowed")
+        #expect(wrongMethod.headers["allow"] == "POST")
+        #expect(try connection.request("DELETE", "/healthz").headers["allow"] == "GET, HEAD")
         let unknown = try connection.request("POST", "/v1/nothing", body: grantBody())
         #expect(unknown.status == 404)
         #expect(unknown.error == "not_found")
