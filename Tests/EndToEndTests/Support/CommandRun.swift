@@ -10,8 +10,11 @@ struct CommandRun {
     var output: String { standardOutput + standardError }
 
     /// Runs `duo-relay <arguments>` with exactly `environment` (plus `PATH` and the sanitizer settings
-    /// ``RelayProcess`` passes on).
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRun {
+    /// ``RelayProcess`` passes on). A command still running after `timeoutSeconds` (a `serve` that started
+    /// when it should not have) gets SIGTERM.
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 30
+    ) throws -> CommandRun {
         let process = Process()
         process.executableURL = RelayProcess.binary
         process.arguments = arguments
@@ -27,6 +30,9 @@ struct CommandRun {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeoutSeconds, execute: watchdog)
+        defer { watchdog.cancel() }
         let errors = ErrorText()
         let reader = Thread { errors.set(err.fileHandleForReading.readDataToEndOfFile()) }
         reader.start()
