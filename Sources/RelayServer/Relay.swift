@@ -200,13 +200,17 @@ public final class Relay: Sendable {
     public func reload(_ setup: RelaySetup) {
         let old = service.current
         let config = setup.configuration
-        if config.listen != old.configuration.listen || config.metricsListen != old.configuration.metricsListen
-            || config.server != old.configuration.server || config.ipLimit != old.configuration.ipLimit
-            || config.pushLimit != old.configuration.pushLimit
-            || config.clientIPHeader != old.configuration.clientIPHeader
-        {
-            Log.line("duo-relay: reload: listen addresses, limits and server settings take effect at the next restart")
-        }
+        // Said in the `reloaded:` line itself, by configuration key: a separate line is easy to miss.
+        let restartOnly = [
+            ("listen", config.listen != old.configuration.listen),
+            ("metrics_listen", config.metricsListen != old.configuration.metricsListen),
+            ("push_limit", config.pushLimit != old.configuration.pushLimit),
+            (
+                "ip_limit",
+                config.ipLimit != old.configuration.ipLimit || config.clientIPHeader != old.configuration.clientIPHeader
+            ),
+            ("server", config.server != old.configuration.server),
+        ].filter(\.1).map(\.0)
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
@@ -237,7 +241,9 @@ public final class Relay: Sendable {
         Log.line(
             "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
-                + setup.secrets.environments.map(\.name).joined(separator: ", "))
+                + setup.secrets.environments.map(\.name).joined(separator: ", ")
+                + (restartOnly.isEmpty
+                    ? "" : "; not applied until a restart: " + restartOnly.joined(separator: ", ")))
     }
 
     /// Requests answered by outcome, for the end-of-run line.
