@@ -20,6 +20,12 @@ enum CheckCommand {
         if Usage.wantsHelp(arguments) { return Usage.help(help) }
         switch SetupLoader.loadOrReport(arguments, prefix: "check failed") {
         case .success(let setup):
+            do {
+                try Relay.preflight(setup)
+            } catch {
+                Log.line("check failed: \(error)")
+                return 1
+            }
             Output.standard(
                 (["version: \(RelayVersion.text)"] + setup.summary).joined(separator: "\n") + "\ncheck: ok")
             return 0

@@ -7,9 +7,10 @@ enum ServeCommand {
     static let help = """
         usage: duo-relay serve --config FILE
 
-        Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0); SIGHUP re-reads the
-        configuration file and the secrets given as NAME_FILE. The path is always explicit: nothing is
-        searched for. Secrets come from the environment (DESIGN.md, "Configuration"): APNS_KEY_SANDBOX,
+        Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0). SIGHUP re-reads the
+        configuration file and the secrets given as NAME_FILE (variables and credentials keep their
+        start-up values); listen, limits and server settings need a restart. The path is always
+        explicit: nothing is searched for. Secrets come from the environment (DESIGN.md, "Configuration"): APNS_KEY_SANDBOX,
         APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION, APNS_TEAM_ID and RELAY_KEYS,
         each also as NAME_FILE (a path) or as a systemd credential NAME.
 

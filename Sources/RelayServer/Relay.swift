@@ -1,6 +1,7 @@
 import CSystem
 import Dispatch
 import Foundation
+import HTTP2Client
 import HTTPServer
 import RelayCore
 import Synchronization
@@ -27,12 +28,7 @@ public final class Relay: Sendable {
         let config = setup.configuration
         self.clock = clock
         reloadSource = reload
-        var gateways: [APNsEnvironment: APNsGateway] = [:]
-        for environment in setup.secrets.environments {
-            gateways[environment] = try APNsGateway(
-                environment: environment, configuration: config,
-                credentials: setup.secrets.credentials(environment)!, clock: clock)
-        }
+        let gateways = try Self.gateways(setup, clock: clock)
         let service = RelayService(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock)
         self.service = service
@@ -45,14 +41,22 @@ public final class Relay: Sendable {
         // not, holds a buffer of the header limit plus 4 KiB: 4 KiB of headers makes that 8 KiB
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
-        server = try HTTPServer(configuration: serverConfig, handler: service)
+        do {
+            server = try HTTPServer(configuration: serverConfig, handler: service)
+        } catch {
+            throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
+        }
         if let listen = config.metricsListen {
             var metricsConfig = HTTPServerConfiguration(host: listen.host, port: listen.port)
             metricsConfig.threads = 1
             metricsConfig.connectionLimit = 64
-            metricsServer = try HTTPServer(
-                configuration: metricsConfig,
-                handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
+            do {
+                metricsServer = try HTTPServer(
+                    configuration: metricsConfig,
+                    handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
+            } catch {
+                throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
+            }
         } else {
             metricsServer = nil
         }
@@ -61,6 +65,51 @@ public final class Relay: Sendable {
         timer.setEventHandler { service.maintain() }
         timer.resume()
         maintenance = TimerBox(timer)
+    }
+
+    /// What `check` runs of the start-up (all but listening, which it cannot try beside a running relay): the
+    /// APNs clients are set up exactly as `serve` sets them up (origins, `apns.ca_file`), then dropped.
+    public static func preflight(_ setup: RelaySetup) throws(ConfigurationError) {
+        for gateway in try gateways(setup, clock: SystemClock()).values { gateway.shutdown() }
+    }
+
+    /// One gateway per configured environment. A problem names the configuration key at fault, in words.
+    private static func gateways(
+        _ setup: RelaySetup, clock: any RelayClock, keeping old: [APNsEnvironment: APNsGateway] = [:]
+    ) throws(ConfigurationError) -> [APNsEnvironment: APNsGateway] {
+        let config = setup.configuration
+        if let path = config.apns.caFile {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                FileManager.default.isReadableFile(atPath: path)
+            else {
+                throw ConfigurationError(.unreadable, "apns.ca_file", "names a file that cannot be read")
+            }
+        }
+        var gateways: [APNsEnvironment: APNsGateway] = [:]
+        for environment in setup.secrets.environments {
+            let credentials = setup.secrets.credentials(environment)!
+            // A new APNs key gets new connections: APNs refuses a connection's token changing more often
+            // than every 20 minutes.
+            if let gateway = old[environment], gateway.transport == APNsGateway.Transport(config, environment),
+                gateway.token.signs(like: credentials)
+            {
+                gateway.update(configuration: config)
+                gateways[environment] = gateway
+                continue
+            }
+            do {
+                gateways[environment] = try APNsGateway(
+                    environment: environment, configuration: config, credentials: credentials, clock: clock)
+            } catch {
+                for (environment, gateway) in gateways where old[environment] !== gateway { gateway.shutdown() }
+                let reason = (error as? HTTP2ClientError)?.reason ?? "it could not be created"
+                throw config.apns.caFile == nil
+                    ? ConfigurationError(.invalid, "apns", "the APNs client cannot be set up: " + reason)
+                    : ConfigurationError(.invalid, "apns.ca_file", "cannot be loaded as a PEM CA bundle: " + reason)
+            }
+        }
+        return gateways
     }
 
     /// Once per process: glibc gives threads their own malloc arenas (up to eight per core), and
@@ -151,33 +200,23 @@ public final class Relay: Sendable {
     public func reload(_ setup: RelaySetup) {
         let old = service.current
         let config = setup.configuration
-        if config.listen != old.configuration.listen || config.metricsListen != old.configuration.metricsListen
-            || config.server != old.configuration.server || config.ipLimit != old.configuration.ipLimit
-            || config.pushLimit != old.configuration.pushLimit
-            || config.clientIPHeader != old.configuration.clientIPHeader
-        {
-            Log.line("duo-relay: reload: listen addresses, limits and server settings take effect at the next restart")
-        }
-        var gateways: [APNsEnvironment: APNsGateway] = [:]
+        // Said in the `reloaded:` line itself, by configuration key: a separate line is easy to miss.
+        let restartOnly = [
+            ("listen", config.listen != old.configuration.listen),
+            ("metrics_listen", config.metricsListen != old.configuration.metricsListen),
+            ("push_limit", config.pushLimit != old.configuration.pushLimit),
+            (
+                "ip_limit",
+                config.ipLimit != old.configuration.ipLimit || config.clientIPHeader != old.configuration.clientIPHeader
+            ),
+            ("server", config.server != old.configuration.server),
+        ].filter(\.1).map(\.0)
+        let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
-            for environment in setup.secrets.environments {
-                let credentials = setup.secrets.credentials(environment)!
-                // A new APNs key gets new connections: APNs refuses a connection's token changing
-                // more often than every 20 minutes.
-                if let gateway = old.gateways[environment],
-                    gateway.transport == APNsGateway.Transport(config, environment),
-                    gateway.token.signs(like: credentials)
-                {
-                    gateway.update(configuration: config)
-                    gateways[environment] = gateway
-                } else {
-                    gateways[environment] = try APNsGateway(
-                        environment: environment, configuration: config, credentials: credentials, clock: clock)
-                }
-            }
+            gateways = try Self.gateways(setup, clock: clock, keeping: old.gateways)
         } catch {
-            Log.line("duo-relay: reload refused, keeping the running configuration: cannot reach APNs: \(error)")
+            Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
             return
         }
         for (environment, gateway) in old.gateways where gateways[environment] !== gateway {
@@ -202,7 +241,9 @@ public final class Relay: Sendable {
         Log.line(
             "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
-                + setup.secrets.environments.map(\.name).joined(separator: ", "))
+                + setup.secrets.environments.map(\.name).joined(separator: ", ")
+                + (restartOnly.isEmpty
+                    ? "" : "; not applied until a restart: " + restartOnly.joined(separator: ", ")))
     }
 
     /// Requests answered by outcome, for the end-of-run line.

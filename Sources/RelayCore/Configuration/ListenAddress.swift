@@ -31,5 +31,40 @@ public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
+    /// Whether `host` is an IPv4 or IPv6 address, written as `inet_pton` reads it (dotted quad without leading
+    /// zeros; IPv6 groups with at most one `::`, optionally ending in a dotted quad; no zone). The listen host
+    /// is an address, never a name: `check` and `serve` refuse a name alike, rather than letting a resolver pick.
+    public static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") ? isIPv6(host) : isIPv4(Substring(host))
+    }
+
+    private static func isIPv4(_ text: Substring) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4
+            && parts.allSatisfy { part in
+                !part.isEmpty && part.count <= 3 && part.allSatisfy { $0.isASCII && $0.isNumber }
+                    && (part == "0" || !part.hasPrefix("0")) && Int(part)! <= 255
+            }
+    }
+
+    private static func isIPv6(_ text: String) -> Bool {
+        let halves = text.components(separatedBy: "::")
+        guard halves.count <= 2 else { return false }
+        var groups = 0
+        for (index, half) in halves.enumerated() where !half.isEmpty {
+            let parts = half.split(separator: ":", omittingEmptySubsequences: false)
+            for (position, part) in parts.enumerated() {
+                if index == halves.count - 1 && position == parts.count - 1 && part.contains(".") {
+                    guard isIPv4(part) else { return false }
+                    groups += 2
+                    continue
+                }
+                guard (1...4).contains(part.count), part.allSatisfy(\.isHexDigit) else { return false }
+                groups += 1
+            }
+        }
+        return halves.count == 2 ? groups <= 7 : groups == 8
+    }
+
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

@@ -74,6 +74,12 @@ public struct RelayConfiguration: Equatable, Sendable {
         if let text = try root.optionalString("metrics_listen") {
             config.metricsListen = try address(text, key: "metrics_listen")
         }
+        if let metrics = config.metricsListen, metrics.port != 0, metrics.port == config.listen.port,
+            metrics.host == config.listen.host || [metrics.host, config.listen.host].contains(where: isWildcard)
+        {
+            throw ConfigurationError(
+                .invalid, "metrics_listen", "must not be the listen address (the metrics need a port of their own)")
+        }
         if let value = try root.integer("grant_lifetime_s", in: 1...Int64(UInt32.max)) {
             config.grantLifetimeSeconds = UInt64(value)
         }
@@ -177,7 +183,16 @@ public struct RelayConfiguration: Equatable, Sendable {
         guard let address = ListenAddress(text) else {
             throw ConfigurationError(.invalid, key, "must be host:port or [ipv6]:port")
         }
+        guard ListenAddress.isIPAddress(address.host) else {
+            throw ConfigurationError(
+                .invalid, key, "must name its host by IP address (127.0.0.1, 0.0.0.0, [::1], [::]), not by name")
+        }
         return address
+    }
+
+    /// An address that listens on every interface: it takes its port on all of them.
+    private static func isWildcard(_ host: String) -> Bool {
+        host == "0.0.0.0" || host.split(separator: ":").allSatisfy { $0.allSatisfy { $0 == "0" } }
     }
 
     private static func origin(_ text: String, key: String) throws(ConfigurationError) -> String {

@@ -13,8 +13,12 @@ struct CommandRun {
     var output: String { standardOutput + standardError }
 
     /// Runs `duo-relay <arguments>` with exactly `environment` (plus `PATH` and the sanitizer settings
-    /// ``RelayProcess`` passes on), stopping it after `timeoutSeconds`.
-    init(_ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 60) throws {
+    /// ``RelayProcess`` passes on). A command still running after `timeoutSeconds` gets SIGTERM; that is a
+    /// test failure unless `allowingTimeout` (a `serve` that started when it should not have: its output says why).
+    init(
+        _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 60,
+        allowingTimeout: Bool = false
+    ) throws {
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let outPath = directory.appendingPathComponent("stdout").path
@@ -41,7 +45,9 @@ struct CommandRun {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
-            throw TestFailure("duo-relay \(arguments.first ?? "") did not finish in \(timeoutSeconds) s")
+            if !allowingTimeout {
+                throw TestFailure("duo-relay \(arguments.first ?? "") did not finish in \(timeoutSeconds) s")
+            }
         }
         try out.close()
         try err.close()
@@ -50,7 +56,9 @@ struct CommandRun {
         standardError = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRun {
-        try CommandRun(arguments, environment: environment)
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 30
+    ) throws -> CommandRun {
+        try CommandRun(arguments, environment: environment, timeoutSeconds: timeoutSeconds, allowingTimeout: true)
     }
 }

@@ -1,0 +1,129 @@
+import Foundation
+import Glibc
+import Testing
+
+/// `check` refuses whatever `serve` would refuse at start, and both say which configuration key is at fault, in
+/// words, never with an internal type name (issue 14).
+@Suite struct CheckPredictsServeTests {
+    let secrets = TestSecrets()
+    let directory: URL
+
+    init() throws {
+        directory = try RelayProcess.temporaryDirectory()
+    }
+
+    /// Runs `command` (check or serve) on `config`; a serve that starts after all is stopped after a few seconds
+    /// (and then exits 0).
+    func run(_ command: String, _ config: String) throws -> CommandRun {
+        let path = directory.appendingPathComponent("relay-\(UUID().uuidString).json").path
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        return try CommandRun.run([command, "--config", path], environment: secrets.environment, timeoutSeconds: 5)
+    }
+
+    /// A loopback port nothing listens on right now.
+    static func freePort() throws -> UInt16 {
+        let listener = try Listener()
+        return listener.port
+    }
+
+    static let internalNames = ["Error.", "Error(", "invalidConfiguration", "bindFailed", "startFailed", "Code("]
+
+    func expectBothRefuse(_ config: String, naming subject: String, sourceLocation: SourceLocation = #_sourceLocation)
+        throws
+    {
+        for command in ["check", "serve"] {
+            let result = try run(command, config)
+            #expect(result.status == 1, "\(command): \(result.output)", sourceLocation: sourceLocation)
+            let prefix = command == "check" ? "check failed: " : "duo-relay: "
+            #expect(
+                result.standardError.contains(prefix + subject + ": ")
+                    || result.standardError.contains(
+                        "duo-relay: cannot start: " + subject + ": "),
+                "\(command): \(result.output)", sourceLocation: sourceLocation)
+            for name in Self.internalNames {
+                #expect(!result.output.contains(name), "\(command): \(result.output)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    @Test func aMissingCAFileIsRefusedByBoth() throws {
+        try expectBothRefuse(
+            RelayProcess.config(apns: #""ca_file":"\#(directory.path)/missing.pem""#), naming: "apns.ca_file")
+    }
+
+    @Test func aCAFileThatIsNotPEMIsRefusedByBoth() throws {
+        let path = directory.appendingPathComponent("not-a-ca.pem").path
+        try "not a certificate\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try expectBothRefuse(RelayProcess.config(apns: #""ca_file":"\#(path)""#), naming: "apns.ca_file")
+    }
+
+    /// The listen host is an address, never a name (no resolver decides where the relay listens).
+    @Test(arguments: ["localhost:0", "relay.example:8787", "1.2.3:0", "[::1:0", "[fe80::1%eth0]:0"])
+    func aListenHostThatIsNotAnAddressIsRefusedByBoth(_ listen: String) throws {
+        try expectBothRefuse(#"{"listen":"\#(listen)","apns":{"topic":"app.openduo.pocket"}}"#, naming: "listen")
+        try expectBothRefuse(
+            #"{"listen":"127.0.0.1:0","metrics_listen":"\#(listen)","apns":{"topic":"app.openduo.pocket"}}"#,
+            naming: "metrics_listen")
+    }
+
+    @Test func metricsOnTheListenAddressIsRefusedByBoth() throws {
+        let port = try Self.freePort()
+        for metrics in ["127.0.0.1:\(port)", "0.0.0.0:\(port)"] {
+            try expectBothRefuse(
+                #"{"listen":"127.0.0.1:\#(port)","metrics_listen":"\#(metrics)","apns":{"topic":"app.openduo.pocket"}}"#,
+                naming: "metrics_listen")
+        }
+    }
+
+    /// A port already taken is found only by serve (check runs beside the running relay, whose port is taken):
+    /// serve names the key, in words.
+    @Test func serveNamesTheKeyOfAPortInUse() throws {
+        let listener = try Listener()
+        let result = try run(
+            "serve", #"{"listen":"127.0.0.1:\#(listener.port)","apns":{"topic":"app.openduo.pocket"}}"#)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("duo-relay: cannot start: listen: "), "\(result.output)")
+        for name in Self.internalNames { #expect(!result.output.contains(name), "\(result.output)") }
+        let metrics = try run(
+            "serve",
+            #"{"listen":"127.0.0.1:0","metrics_listen":"127.0.0.1:\#(listener.port)","apns":{"topic":"app.openduo.pocket"}}"#
+        )
+        #expect(metrics.status == 1)
+        #expect(metrics.standardError.contains("duo-relay: cannot start: metrics_listen: "), "\(metrics.output)")
+    }
+
+    @Test func whatServeAcceptsCheckAccepts() throws {
+        let config = #"{"listen":"[::1]:0","metrics_listen":"127.0.0.1:0","apns":{"topic":"app.openduo.pocket"}}"#
+        #expect(try run("check", config).status == 0)
+        let serve = try RelayProcess(config: config, secrets: secrets)
+        #expect(serve.standardError.contains("listening on [::1]:"), "\(serve.standardError)")
+    }
+}
+
+/// A TCP socket listening on a free loopback port, closed on deinit.
+final class Listener {
+    let descriptor: Int32
+    let port: UInt16
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && listen(descriptor, 1) == 0
+                    && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw TestFailure("cannot listen on a loopback port")
+        }
+        self.descriptor = descriptor
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(descriptor) }
+}
