@@ -33,8 +33,16 @@ public final class Relay: Sendable {
                 environment: environment, configuration: config,
                 credentials: setup.secrets.credentials(environment)!, clock: clock)
         }
+        var limitsStore: SharedLimitsStore? = nil
+        if config.limitsStore.kind == .redis, let url = config.limitsStore.url {
+            let store = try SharedLimitsStore(
+                settings: config.limitsStore, url: url, password: setup.secrets.redisPassword)
+            store.start()
+            limitsStore = store
+        }
         let service = RelayService(
-            state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock)
+            state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
+            limitsStore: limitsStore)
         self.service = service
         var serverConfig = HTTPServerConfiguration(host: config.listen.host, port: config.listen.port)
         serverConfig.threads = config.server.threads
@@ -132,6 +140,7 @@ public final class Relay: Sendable {
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
+        service.limitsStore?.shutdown()
         stopped.signal()
     }
 
@@ -155,8 +164,11 @@ public final class Relay: Sendable {
             || config.server != old.configuration.server || config.ipLimit != old.configuration.ipLimit
             || config.pushLimit != old.configuration.pushLimit
             || config.clientIPHeader != old.configuration.clientIPHeader
+            || config.limitsStore != old.configuration.limitsStore
         {
-            Log.line("duo-relay: reload: listen addresses, limits and server settings take effect at the next restart")
+            Log.line(
+                "duo-relay: reload: listen addresses, limits, the limits store and server settings take effect at "
+                    + "the next restart")
         }
         var gateways: [APNsEnvironment: APNsGateway] = [:]
         var retired: [APNsGateway] = []
@@ -191,6 +203,7 @@ public final class Relay: Sendable {
         merged.ipLimit = old.configuration.ipLimit
         merged.pushLimit = old.configuration.pushLimit
         merged.clientIPHeader = old.configuration.clientIPHeader
+        merged.limitsStore = old.configuration.limitsStore
         service.replace(RelayState(configuration: merged, secrets: setup.secrets, gateways: gateways))
         if !retired.isEmpty {
             let retired = retired
