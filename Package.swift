@@ -81,13 +81,19 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
         .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RelayCore"], swiftSettings: strict),
+        // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
+        .target(name: "RedisTestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "RedisClientTests", dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "APNsSimulator"],
+            swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client"],
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient"],
+            dependencies: [
+                "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
+            ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),

@@ -8,6 +8,10 @@ import Synchronization
 /// queue, and the connection's own thread writes whatever has queued up in one write and matches
 /// the replies, in order, to their callers. A request's answer never waits past ``RedisClientConfiguration/timeout``.
 ///
+/// Every request carries a tag (its sequence number, appended as the script's last `ARGV`), which
+/// the script must return first in a two-element array `{tag, integer}`: a reply that answers some
+/// other request is caught, not handed to the wrong caller.
+///
 /// While not connected, ``evaluate(keys:arguments:completion:)`` refuses at once (the caller decides
 /// without the store); the thread reconnects with a growing delay (50 ms doubling to 5 s, with
 /// jitter) and reports each loss and return once through the event handler.
@@ -24,6 +28,7 @@ public final class RedisPipeline: Sendable {
 
     struct Request {
         let command: [UInt8]
+        let tag: [UInt8]
         let completion: Completion
         let submitted: UInt64
         let deadline: UInt64
@@ -47,6 +52,7 @@ public final class RedisPipeline: Sendable {
     public let scriptDigest: String
     private let scriptDigestBytes: [UInt8]
     private let evalsha: [UInt8] = Array("EVALSHA".utf8)
+    private let nextTag = Atomic<UInt64>(1)
     let statistics = Mutex(RedisPipelineStatistics())
 
     public init(
@@ -101,19 +107,21 @@ public final class RedisPipeline: Sendable {
     /// A snapshot of the counters.
     public var currentStatistics: RedisPipelineStatistics { statistics.withLock { $0 } }
 
-    /// Runs the script with `keys` and `arguments`. Returns false at once, without calling
+    /// Runs the script with `keys` and `arguments` (and the tag after them). Returns false at once, without calling
     /// `completion`, when not connected; otherwise `completion` is called exactly once, on the
     /// connection's thread, within the timeout.
     public func evaluate(keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping Completion) -> Bool {
         var parts: [[UInt8]] = [evalsha, scriptDigestBytes, Array(String(keys.count).utf8)]
         parts.append(contentsOf: keys)
         parts.append(contentsOf: arguments)
+        let tag = Array(String(nextTag.add(1, ordering: .relaxed).oldValue).utf8)
+        parts.append(tag)
         var command: [UInt8] = []
         command.reserveCapacity(160)
         RedisCommand.append(parts, to: &command)
         let now = Monotonic.now
         let request = Request(
-            command: command, completion: completion, submitted: now,
+            command: command, tag: tag, completion: completion, submitted: now,
             deadline: now + Self.nanoseconds(configuration.timeout))
         let wakeNeeded: Bool? = shared.withLock { state in
             guard state.ready, !state.stopping else { return nil }
@@ -315,7 +323,12 @@ public final class RedisPipeline: Sendable {
                     continue
                 case (.scriptLoad, _):
                     return failAll(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"))
-                case (.request(let request), .integer(let value)):
+                case (.request(let request), .array(let parts?))
+                where parts.count == 2 && parts[0] == .bulk(request.tag):
+                    guard case .integer(let value) = parts[1] else {
+                        request.completion(.failure(RedisClientError(.protocolError, "an unexpected reply type")))
+                        return failAll(RedisClientError(.protocolError, "an unexpected reply type"))
+                    }
                     let seconds = Double(Monotonic.now - request.submitted) / 1e9
                     statistics.withLock { $0.record(latency: seconds) }
                     request.completion(.success(value))
@@ -335,9 +348,9 @@ public final class RedisPipeline: Sendable {
                             .failure(RedisClientError(.script, "the script failed (\(Self.errorName(message)))")))
                     }
                 case (.request(let request), _):
-                    // A reply of the wrong type is a reply to some other request: nothing after it can be trusted.
-                    request.completion(.failure(RedisClientError(.protocolError, "an unexpected reply type")))
-                    return failAll(RedisClientError(.protocolError, "an unexpected reply type"))
+                    // A reply of the wrong shape or with another request's tag: nothing after it can be trusted.
+                    request.completion(.failure(RedisClientError(.protocolError, "a reply for another request")))
+                    return failAll(RedisClientError(.protocolError, "a reply for another request"))
                 }
             }
         }

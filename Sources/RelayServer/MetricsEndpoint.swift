@@ -21,7 +21,9 @@ final class MetricsEndpoint: HTTPHandler {
         }
         switch head.path {
         case "/metrics":
-            let text = service.metrics.render(inFlight: service.inFlight, counters: extraCounters())
+            let text =
+                service.metrics.render(inFlight: service.inFlight, counters: extraCounters())
+                + (service.limitsStore?.renderMetrics() ?? "")
             return .respond(
                 HTTPResponse(
                     status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],

@@ -29,8 +29,16 @@ public final class Relay: Sendable {
         self.clock = clock
         reloadSource = reload
         let gateways = try Self.gateways(setup, clock: clock)
+        var limitsStore: SharedLimitsStore? = nil
+        if config.limitsStore.kind == .redis, let url = config.limitsStore.url {
+            let store = try SharedLimitsStore(
+                settings: config.limitsStore, url: url, password: setup.secrets.redisPassword)
+            store.start()
+            limitsStore = store
+        }
         let service = RelayService(
-            state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock)
+            state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
+            limitsStore: limitsStore)
         self.service = service
         var serverConfig = HTTPServerConfiguration(host: config.listen.host, port: config.listen.port)
         serverConfig.threads = config.server.threads
@@ -181,6 +189,7 @@ public final class Relay: Sendable {
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
+        service.limitsStore?.shutdown()
         stopped.signal()
     }
 
@@ -210,6 +219,7 @@ public final class Relay: Sendable {
                 config.ipLimit != old.configuration.ipLimit || config.clientIPHeader != old.configuration.clientIPHeader
             ),
             ("server", config.server != old.configuration.server),
+            ("limits_store", config.limitsStore != old.configuration.limitsStore),
         ].filter(\.1).map(\.0)
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
@@ -230,6 +240,7 @@ public final class Relay: Sendable {
         merged.ipLimit = old.configuration.ipLimit
         merged.pushLimit = old.configuration.pushLimit
         merged.clientIPHeader = old.configuration.clientIPHeader
+        merged.limitsStore = old.configuration.limitsStore
         service.replace(RelayState(configuration: merged, secrets: setup.secrets, gateways: gateways))
         if !retired.isEmpty {
             let retired = retired

@@ -12,21 +12,37 @@ final class RelayService: HTTPHandler {
     }
 
     private let state: Mutex<RelayState>
-    private let ipLimiter: any RateLimiter
-    private let phoneLimiter: any RateLimiter
+    private let ipLimiter: LimiterPath
+    private let phoneLimiter: LimiterPath
     private let clock: any RelayClock
-    /// Per-process key for hashing client addresses.
-    private let addressSecret = SecureRandom.bytes(count: 32)
+    /// The key for hashing client addresses: random per process, or, with a shared store, derived
+    /// from RELAY_KEYS so every instance hashes an address alike.
+    private let addressSecret: [UInt8]
+    /// The Redis limits store, when `limits_store.kind` is redis.
+    let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
     let pending = PendingAnswers()
     let metrics = Metrics()
 
-    init(state: RelayState, clock: any RelayClock) {
+    init(state: RelayState, clock: any RelayClock, limitsStore: SharedLimitsStore? = nil) {
         self.state = Mutex(state)
         self.clock = clock
         let config = state.configuration
-        ipLimiter = InMemoryRateLimiter(policy: config.ipLimit, capacity: config.server.maxTrackedKeys)
-        phoneLimiter = InMemoryRateLimiter(policy: config.pushLimit, capacity: config.server.maxTrackedKeys)
+        let capacity = config.server.maxTrackedKeys
+        if let store = limitsStore {
+            ipLimiter = .shared(
+                SharedRateLimiter(
+                    name: "address", kind: "a", policy: config.ipLimit, capacity: capacity, store: store, clock: clock))
+            phoneLimiter = .shared(
+                SharedRateLimiter(
+                    name: "phone", kind: "p", policy: config.pushLimit, capacity: capacity, store: store, clock: clock))
+            addressSecret = LimiterKey.sharedAddressSecret(state.secrets.relayKeys)
+        } else {
+            ipLimiter = .immediate(InMemoryRateLimiter(policy: config.ipLimit, capacity: capacity))
+            phoneLimiter = .immediate(InMemoryRateLimiter(policy: config.pushLimit, capacity: capacity))
+            addressSecret = SecureRandom.bytes(count: 32)
+        }
+        self.limitsStore = limitsStore
     }
 
     var current: RelayState { state.withLock { $0 } }
@@ -68,12 +84,35 @@ final class RelayService: HTTPHandler {
         default: (endpoint, limit) = (.other, 0)
         }
         let config = current.configuration
-        if case .limited(let retryAfter) = ipLimiter.admit(addressKey(head, config), now: clock.uptimeNanoseconds) {
+        let key = addressKey(head, config)
+        switch ipLimiter {
+        case .immediate(let limiter):
+            return afterAddressLimit(limiter.admit(key, now: clock.uptimeNanoseconds), endpoint, head.method, limit)
+        case .shared(let limiter):
+            // No server thread waits for Redis: the request is suspended until the decision comes.
+            let pending = PendingHeadDecision()
+            let method = head.method
+            limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
+                pending.decide(afterAddressLimit(decision, endpoint, method, limit))
+            }
+            return .later(pending)
+        }
+    }
+
+    /// What the head of a `/v1/` request gets once the per-address limit has decided.
+    private func afterAddressLimit(_ decision: LimitDecision, _ endpoint: Endpoint, _ method: String, _ limit: Int)
+        -> HeadDecision
+    {
+        switch decision {
+        case .allowed: break
+        case .limited(let retryAfter):
             metrics.limited("address")
             return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint))
+        case .unavailable(let retryAfter):
+            return .respond(answer(RelayError(.overloaded, retryAfter: retryAfter), endpoint))
         }
         guard endpoint != .other else { return .respond(answer(.notFound, endpoint)) }
-        guard head.method == "POST" else { return .respond(answer(.methodNotAllowed, endpoint)) }
+        guard method == "POST" else { return .respond(answer(.methodNotAllowed, endpoint)) }
         return .readBody(limit: limit)
     }
 
@@ -98,14 +137,17 @@ final class RelayService: HTTPHandler {
         return HTTPResponse.json(200, #"{"status":"ok"}"#)
     }
 
-    /// Ready when every configured APNs environment has a key and has not been failing.
+    /// Ready when every configured APNs environment has a key and has not been failing, and the
+    /// limits can be decided (`"limits"`: memory, shared, local, or unavailable with `refuse`).
     func readiness() -> HTTPResponse {
         let gateways = current.gateways
         let states = gateways.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value.health) }
-        let ready = !states.isEmpty && states.allSatisfy { $0.1 != .failing }
+        let limits = limitsStore?.health.rawValue ?? "memory"
+        let ready = !states.isEmpty && states.allSatisfy { $0.1 != .failing } && limits != "unavailable"
         let body =
             #"{"status":""# + (ready ? "ready" : "not_ready") + #"","environments":{"#
-            + states.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",") + "}}"
+            + states.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",")
+            + #"},"limits":""# + limits + #""}"#
         metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: ready ? "ok" : "not_ready")
         return HTTPResponse.json(ready ? 200 : 503, body)
     }
@@ -154,16 +196,39 @@ final class RelayService: HTTPHandler {
             } catch {
                 throw error.relayError
             }
-            if case .limited(let retryAfter) = phoneLimiter.admit(
-                .phone(token: grant.token), now: clock.uptimeNanoseconds)
-            {
-                metrics.limited("phone")
-                throw RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone)
-            }
-            // A grant for an environment whose key was removed can no longer deliver.
-            guard state.gateways[grant.environment] != nil else { throw .apns }
         } catch {
             finish(answer(error, .push))
+            return
+        }
+        let key = LimiterKey.phone(token: grant.token)
+        switch phoneLimiter {
+        case .immediate(let limiter):
+            send(request, grant, state, limiter.admit(key, now: clock.uptimeNanoseconds), finish)
+        case .shared(let limiter):
+            limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
+                send(request, grant, state, decision, finish)
+            }
+        }
+    }
+
+    /// The rest of a push once the per-phone limit has decided: on to APNs, or the refusal.
+    private func send(
+        _ request: PushRequest, _ grant: Grant, _ state: RelayState, _ decision: LimitDecision,
+        _ finish: @escaping @Sendable (HTTPResponse) -> Void
+    ) {
+        switch decision {
+        case .allowed: break
+        case .limited(let retryAfter):
+            metrics.limited("phone")
+            finish(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone), .push))
+            return
+        case .unavailable(let retryAfter):
+            finish(answer(RelayError(.overloaded, retryAfter: retryAfter), .push))
+            return
+        }
+        // A grant for an environment whose key was removed can no longer deliver.
+        guard state.gateways[grant.environment] != nil else {
+            finish(answer(.apns, .push))
             return
         }
         let settings = state.configuration.apns.notificationSettings

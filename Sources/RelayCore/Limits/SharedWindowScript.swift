@@ -5,7 +5,8 @@
 /// in microseconds, and the time in microseconds, or an empty string for the server's own clock
 /// (`TIME`), which every instance then shares. The key is a hash `s` (window start), `c` (count),
 /// `b` (blocked until, 0: not blocked), expiring when its window or block has passed.
-/// Returns 0 (allowed) or the microseconds until a retry may succeed.
+/// `ARGV[5]` is the caller's request tag, returned first so that a reply is matched to its request.
+/// Returns `{tag, 0}` (allowed) or `{tag, microseconds until a retry may succeed}`.
 public enum SharedWindowScript {
     public static let source = """
         local requests = tonumber(ARGV[1])
@@ -21,7 +22,7 @@ public enum SharedWindowScript {
         local count = tonumber(state[2]) or 0
         local blocked = tonumber(state[3]) or 0
         if start and now < blocked then
-          return blocked - now
+          return {ARGV[5], blocked - now}
         end
         if (not start) or now >= start + period or blocked ~= 0 then
           start = now
@@ -42,7 +43,7 @@ public enum SharedWindowScript {
         end
         redis.call('HSET', KEYS[1], 's', string.format('%d', start), 'c', count, 'b', string.format('%d', blocked))
         redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((expiry - now) / 1000)))
-        return result
+        return {ARGV[5], result}
         """
 
     /// The script's `ARGV` for `policy` at `now` (microseconds; nil: the server's clock).

@@ -1,0 +1,63 @@
+import RelayCore
+
+/// One limit (phone or address) counted in the shared store, with this instance's in-memory
+/// limiter (same policy) as the fallback while the store cannot answer.
+final class SharedRateLimiter: AsynchronousRateLimiter {
+    /// `phone` or `address`: the metrics' label and the 429's limit.
+    let name: String
+    let store: SharedLimitsStore
+    let local: InMemoryRateLimiter
+    private let kind: Character
+    private let prefix: String
+    private let arguments: [[UInt8]]
+    private let clock: any RelayClock
+
+    init(
+        name: String, kind: Character, policy: LimitPolicy, capacity: Int, store: SharedLimitsStore,
+        clock: any RelayClock
+    ) {
+        self.name = name
+        self.kind = kind
+        self.store = store
+        self.clock = clock
+        prefix = store.settings.keyPrefix
+        local = InMemoryRateLimiter(policy: policy, capacity: capacity)
+        // The server's clock (empty time argument): every instance counts one window alike.
+        arguments = SharedWindowScript.arguments(policy)
+    }
+
+    func admit(_ key: LimiterKey, now: UInt64, completion: @escaping @Sendable (LimitDecision) -> Void) {
+        let sent = store.pipeline.evaluate(keys: [key.storeKey(prefix: prefix, kind: kind)], arguments: arguments) {
+            [self] result in
+            if case .success(let value) = result, let decision = SharedWindowScript.decision(value) {
+                completion(decision)
+            } else {
+                completion(fallback(key))
+            }
+        }
+        if !sent { completion(fallback(key)) }
+    }
+
+    /// The decision without Redis: this instance's own window, or 503 with `refuse`.
+    private func fallback(_ key: LimiterKey) -> LimitDecision {
+        store.countFallback(limit: name)
+        switch store.settings.onFailure {
+        case .local: return local.admit(key, now: clock.uptimeNanoseconds)
+        case .refuse: return .unavailable(retryAfter: 1)
+        }
+    }
+}
+
+/// How RelayService reaches one limit: decided at once in memory (no work added to the request's
+/// path), or through the shared store.
+enum LimiterPath: Sendable {
+    case immediate(InMemoryRateLimiter)
+    case shared(SharedRateLimiter)
+
+    func sweep(now: UInt64) {
+        switch self {
+        case .immediate(let limiter): limiter.sweep(now: now)
+        case .shared(let limiter): limiter.local.sweep(now: now)
+        }
+    }
+}

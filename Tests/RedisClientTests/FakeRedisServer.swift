@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+
+/// A tiny TCP server on loopback that plays a broken Redis: it answers SCRIPT LOAD with the given
+/// digest, then answers each EVALSHA it sees as its `behaviour` says. Commands are recognised by
+/// their names in the byte stream (the tests' keys and arguments never contain them).
+final class FakeRedisServer: Sendable {
+    enum Behaviour: Sendable {
+        /// `:0` to every EVALSHA.
+        case allow
+        /// Bytes that are not RESP.
+        case garbage
+        /// A bulk string where an integer is due.
+        case wrongType
+        /// Answers `count` EVALSHAs, then closes the connection while more are in flight.
+        case closeAfter(Int)
+        /// Answers nothing after the set-up.
+        case silent
+        /// An extra reply that no request asked for, right after the set-up.
+        case unsolicited
+    }
+
+    let port: UInt16
+    private let listener: Int32
+    private let behaviour: Behaviour
+    private let digest: String
+    let connections = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+
+    init(behaviour: Behaviour, digest: String) throws {
+        self.behaviour = behaviour
+        self.digest = digest
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(listener)
+            throw RedisServerFailure("cannot listen")
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        start()
+    }
+
+    private func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .acquiring) {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            connections.add(1, ordering: .relaxed)
+            let thread = Thread { [self] in serve(client) }
+            thread.start()
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 50_000)
+        _ = setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var pending: [UInt8] = []
+        var answered = 0
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !stopped.load(ordering: .acquiring) {
+            let count = recv(client, &buffer, buffer.count, 0)
+            if count == 0 { return }
+            if count > 0 { pending += buffer[0..<count] }
+            var reply: [UInt8] = []
+            while let command = Self.takeCommand(&pending) {
+                let name = String(decoding: command[0], as: UTF8.self).uppercased()
+                if name == "SCRIPT" {
+                    reply += Array("$\(digest.utf8.count)\r\n\(digest)\r\n".utf8)
+                    // A reply that no request asked for, with a tag no request has (tags start at 1).
+                    if case .unsolicited = behaviour { reply += Array("*2\r\n$1\r\n0\r\n:0\r\n".utf8) }
+                    continue
+                }
+                guard name == "EVALSHA", let tag = command.last else { continue }
+                answered += 1
+                let proper = Array("*2\r\n$\(tag.count)\r\n".utf8) + tag + Array("\r\n:0\r\n".utf8)
+                switch behaviour {
+                case .allow, .unsolicited: reply += proper
+                case .garbage: reply += Array("?this is not RESP\r\n".utf8)
+                case .wrongType: reply += Array("$3\r\nabc\r\n".utf8)
+                case .closeAfter(let limit):
+                    if answered > limit {
+                        _ = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        return
+                    }
+                    reply += proper
+                case .silent: break
+                }
+            }
+            if !reply.isEmpty {
+                _ = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+        }
+    }
+
+    /// Splits one whole command (`*N` then N bulk strings, as clients send them) off the front of `bytes`.
+    private static func takeCommand(_ bytes: inout [UInt8]) -> [[UInt8]]? {
+        var index = 0
+        func line() -> Int? {
+            var end = index
+            while end + 1 < bytes.count {
+                if bytes[end] == 13 && bytes[end + 1] == 10 {
+                    let value = Int(String(decoding: bytes[(index + 1)..<end], as: UTF8.self))
+                    index = end + 2
+                    return value
+                }
+                end += 1
+            }
+            return nil
+        }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "*"), let count = line() else { return nil }
+        var arguments: [[UInt8]] = []
+        for _ in 0..<count {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "$"), let length = line(),
+                index + length + 2 <= bytes.count
+            else { return nil }
+            arguments.append(Array(bytes[index..<index + length]))
+            index += length + 2
+        }
+        bytes.removeFirst(index)
+        return arguments.isEmpty ? nil : arguments
+    }
+}
+
+struct RedisServerFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,57 @@
+import Dispatch
+import Foundation
+import RedisClient
+import RedisTestSupport
+import Synchronization
+
+/// Collects a pipeline's events, for waiting on them.
+final class EventLog: Sendable {
+    let events = Mutex<[RedisPipeline.Event]>([])
+
+    func record(_ event: RedisPipeline.Event) { events.withLock { $0.append($0.isEmpty ? event : event) } }
+
+    var all: [RedisPipeline.Event] { events.withLock { $0 } }
+
+    func wait(seconds: Double = 10, until condition: ([RedisPipeline.Event]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition(all) { return true }
+            usleep(5_000)
+        }
+        return condition(all)
+    }
+}
+
+extension RedisPipeline {
+    /// One evaluation, waited for: nil when the pipeline refused at once (not connected).
+    func evaluateAndWait(keys: [[UInt8]], arguments: [[UInt8]]) -> Result<Int64, RedisClientError>? {
+        let box = Mutex<Result<Int64, RedisClientError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let sent = evaluate(keys: keys, arguments: arguments) { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        guard sent else { return nil }
+        done.wait()
+        return box.withLock { $0 }
+    }
+
+    static func connected(
+        to server: RedisServerProcess, script: String, password: String? = nil, log: EventLog = EventLog(),
+        configure: (inout RedisClientConfiguration) -> Void = { _ in }
+    ) throws -> RedisPipeline {
+        var configuration = RedisClientConfiguration(host: "127.0.0.1", port: server.port, script: script)
+        configuration.password = password ?? server.password
+        configure(&configuration)
+        let pipeline = try RedisPipeline(configuration: configuration) { log.record($0) }
+        pipeline.start()
+        _ = pipeline.awaitFirstAttempt(timeout: .seconds(10))
+        return pipeline
+    }
+}
+
+/// Seconds since `start`, for bounds on how long something took.
+func elapsed(since start: ContinuousClock.Instant) -> Double {
+    let duration = ContinuousClock.now - start
+    return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
