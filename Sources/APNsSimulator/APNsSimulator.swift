@@ -55,6 +55,12 @@ public final class APNsSimulator: Sendable {
         core.state.withLock { $0.defaultFault = fault }
     }
 
+    /// Sets a fault for every valid request to `deviceToken` (lowercase hex), whatever else is
+    /// queued or set; nil clears it. For example `.goaway` makes one token poisonous.
+    public func setFault(_ fault: SimulatorFault?, forDeviceToken deviceToken: String) {
+        core.state.withLock { $0.tokenFaults[deviceToken] = fault }
+    }
+
     /// The notifications answered 200, in the order they were answered: the latest
     /// `configuration.retainedDeliveries` of them (`statistics.delivered` counts all).
     public var delivered: [DeliveredNotification] {

@@ -215,8 +215,13 @@ final class Connection {
             case .delay(let duration, let notification):
                 loop.schedule(after: duration, connection: self, notification: notification)
             case .goaway(let stream, let lastStreamID, let reset):
+                var debugData: [UInt8] = []
+                if let reason = core.configuration.goawayReason {
+                    debugData = SimulatorCore.errorBody(reason: reason, timestamp: nil)
+                }
                 _ = nghttp2_submit_goaway(
-                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, debugData,
+                    debugData.count)
                 if reset {
                     _ = nghttp2_submit_rst_stream(
                         session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_REFUSED_STREAM.rawValue)

@@ -34,6 +34,9 @@ public struct SimulatorConfiguration: Sendable {
     public var recordFile: String? = nil
     /// Called on a simulator thread for each delivered notification, after it was recorded.
     public var onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil
+    /// The `reason` a GOAWAY of ``SimulatorFault/goaway`` carries in its debug data, as APNs does
+    /// (`{"reason":"Shutdown"}`); nil sends none.
+    public var goawayReason: String? = nil
     /// The clock used for provider-token `iat` checks and the 410 `timestamp`.
     public var now: @Sendable () -> Date = { Date() }
 

@@ -20,6 +20,8 @@ final class SimulatorCore: Sendable {
         /// Queued faults with how many requests each still applies to, oldest first.
         var faults: [(fault: SimulatorFault, remaining: Int)] = []
         var defaultFault: SimulatorFault?
+        /// Faults for every valid request to one device token, before any other fault.
+        var tokenFaults: [String: SimulatorFault] = [:]
         /// The latest deliveries, oldest first: `delivered.suffix(retained)` is what is kept; the
         /// array is trimmed when it reaches twice that, so appending stays O(1) amortized.
         var delivered: [DeliveredNotification] = []
@@ -36,7 +38,8 @@ final class SimulatorCore: Sendable {
         /// The retained deliveries, oldest first.
         var retainedDeliveries: [DeliveredNotification] { Array(delivered.suffix(retained)) }
 
-        mutating func takeFault() -> SimulatorFault? {
+        mutating func takeFault(for deviceToken: String) -> SimulatorFault? {
+            if !tokenFaults.isEmpty, let fault = tokenFaults[deviceToken] { return fault }
             guard !faults.isEmpty else { return defaultFault }
             let fault = faults[0].fault
             faults[0].remaining -= 1
@@ -137,8 +140,8 @@ final class SimulatorCore: Sendable {
                             stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                             body: Self.errorBody(reason: reason, timestamp: nil)))
                 case .accepted(let notification):
-                    let byToken = TokenFault.fault(for: notification.deviceToken, in: configuration.tokenFaults)
-                    switch byToken ?? state.takeFault() {
+                    let byPrefix = TokenFault.fault(for: notification.deviceToken, in: configuration.tokenFaults)
+                    switch byPrefix ?? state.takeFault(for: notification.deviceToken) {
                     case nil:
                         state.recordDelivery(notification)
                         decisions.append(.deliver(notification))

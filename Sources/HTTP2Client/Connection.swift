@@ -572,7 +572,10 @@ final class Connection: @unchecked Sendable {
         case .wantsWritable: wantWritable = true
         case .wantsReadable: break
         case .failed(let reason):
-            lose(reason)
+            // The server may have said GOAWAY before it closed: what it sent is still readable, and
+            // says which streams it never processed.
+            readAvailable()
+            if !machine.isClosed { lose(reason) }
         }
     }
 

@@ -120,7 +120,7 @@ final class APNsGateway: Sendable {
             switch answer.action(retryAfter: Self.apnsRetryAfter) {
             case .answer(let outcome):
                 setHealth(.ready)
-                if answer.provesToken { problems.providerTokenAccepted() }
+                if answer.provesToken { problems.answered() }
                 completion(outcome)
             case .refreshTokenAndRetry:
                 guard mayRetry, (try? token.tokenAfterExpiry(of: bearer)) != nil else {

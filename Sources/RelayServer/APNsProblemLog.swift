@@ -25,11 +25,17 @@ struct APNsProblemLog: Sendable {
 
         /// Problems that a working connection ends.
         var endsWhenConnected: Bool { [.resolve, .connect, .tlsVerification, .tls, .alpn].contains(self) }
+
+        /// Problems of connections that worked: over once answers flow and the problem has not come
+        /// back for ``APNsProblemLog/quietPeriod`` (GOAWAY is normal now and then; a poisonous push
+        /// draws one per try, which is one episode, not many).
+        var endsWhenQuiet: Bool { [.goaway, .ping].contains(self) }
     }
 
     struct Ongoing: Sendable, Equatable {
         var detail: String
         var since: UInt64
+        var last: UInt64
         var count = 1
         var countAtSummary = 1
         var lastSummary: UInt64
@@ -38,11 +44,14 @@ struct APNsProblemLog: Sendable {
     let environment: String
     /// A lasting problem is summarized this often (nanoseconds).
     let summaryInterval: UInt64
+    /// How long GOAWAY or PING problems must stay away to be over (nanoseconds).
+    let quietPeriod: UInt64
     private(set) var ongoing: [Problem: Ongoing] = [:]
 
-    init(environment: String, summaryInterval: UInt64 = 600_000_000_000) {
+    init(environment: String, summaryInterval: UInt64 = 600_000_000_000, quietPeriod: UInt64 = 30_000_000_000) {
         self.environment = environment
         self.summaryInterval = summaryInterval
+        self.quietPeriod = quietPeriod
     }
 
     /// The lines for a client event at `now` (nanoseconds of a monotonic clock).
@@ -56,7 +65,7 @@ struct APNsProblemLog: Sendable {
         case .goaway: return start(.goaway, event.detail, now: now)
         case .pingUnanswered: return start(.ping, "", now: now)
         case .connected: return end(Problem.allCases.filter(\.endsWhenConnected), now: now)
-        case .proven: return end([.goaway, .ping], now: now)
+        case .proven: return answered(now: now)
         default: return []
         }
     }
@@ -66,19 +75,22 @@ struct APNsProblemLog: Sendable {
         start(.providerToken, detail, now: now)
     }
 
-    /// APNs answered something that proves the token.
-    mutating func providerTokenAccepted(now: UInt64) -> [String] {
-        end([.providerToken], now: now)
+    /// APNs answered something that proves the token: the token is accepted, and connection
+    /// problems that have been quiet long enough are over.
+    mutating func answered(now: UInt64) -> [String] {
+        let quiet = ongoing.filter { $0.key.endsWhenQuiet && now &- $0.value.last >= quietPeriod }.keys
+        return end([.providerToken] + Problem.allCases.filter { quiet.contains($0) }, now: now)
     }
 
     var hasOngoing: Bool { !ongoing.isEmpty }
 
     private mutating func start(_ problem: Problem, _ detail: String, now: UInt64) -> [String] {
         guard var current = ongoing[problem] else {
-            ongoing[problem] = Ongoing(detail: detail, since: now, lastSummary: now)
+            ongoing[problem] = Ongoing(detail: detail, since: now, last: now, lastSummary: now)
             return ["apns \(environment): \(problem.summary)" + (detail.isEmpty ? "" : ": \(detail)")]
         }
         current.count += 1
+        current.last = now
         var lines: [String] = []
         if now &- current.lastSummary >= summaryInterval {
             let repeats = current.count - current.countAtSummary

@@ -24,9 +24,9 @@ final class APNsProblemReporter: Sendable {
     }
 
     /// Called on every answer that proves the token: costs one atomic load unless a problem is ongoing.
-    func providerTokenAccepted() {
+    func answered() {
         guard ongoing.load(ordering: .relaxed) else { return }
-        apply { $0.providerTokenAccepted(now: clock.uptimeNanoseconds) }
+        apply { $0.answered(now: clock.uptimeNanoseconds) }
     }
 
     /// Applies `change` and prints its lines after unlocking.
