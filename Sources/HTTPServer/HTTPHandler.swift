@@ -11,4 +11,18 @@ public protocol HTTPHandler: Sendable {
     /// `Content-Length` is over it (before any body byte is read), or as soon as a chunked body grows past it.
     /// The connection is then closed.
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse
+
+    /// The answer to a request the server refuses from its head before asking ``head(_:)``: a target over
+    /// ``HTTPServerConfiguration/maxURLBytes`` (414), headers over ``HTTPServerConfiguration/maxHeaderBytes``
+    /// (431), or framing it cannot trust (400: `Content-Length` values that disagree, a `Transfer-Encoding` other
+    /// than `chunked`, or both headers at once). The handler may count the request (a rate limit) and answer
+    /// otherwise. The connection is then closed.
+    func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse
+}
+
+extension HTTPHandler {
+    /// By default: `{"error":"too_large"}` for 414 and 431, `{"error":"bad_request"}` for 400.
+    public func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse {
+        status == 400 ? .json(400, #"{"error":"bad_request"}"#) : ServerCore.tooLarge(status)
+    }
 }

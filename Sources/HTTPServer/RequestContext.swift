@@ -187,13 +187,17 @@ final class RequestContext: @unchecked Sendable {
     /// The first call: the headers are in.
     private func start(url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?) -> MHD_Result {
         stage = .finished
+        let head = makeHead(url: url, method: method)
+        // The handler sees these too (the relay counts them against the client's address).
         if uriLength > core.maxURLBytes {
-            return queue(ServerCore.tooLarge(414), close: true)
+            return queue(core.handler.refused(head, status: 414), close: true)
         }
         if CMicroHTTPD_request_header_size(connection) > core.maxHeaderBytes {
-            return queue(ServerCore.tooLarge(431), close: true)
+            return queue(core.handler.refused(head, status: 431), close: true)
         }
-        let head = makeHead(url: url, method: method)
+        if Self.hasUntrustworthyFraming(head.headers) {
+            return queue(core.handler.refused(head, status: 400), close: true)
+        }
         var decision: HeadDecision
         if let pending = pendingDecision {
             // Resumed: the handler's later decision has come (or the server is stopping without one).
@@ -354,6 +358,37 @@ final class RequestContext: @unchecked Sendable {
         return .NO
     }
 
+    /// A `Content-Length` value as a length: digits only (MHD has refused anything else in the first field),
+    /// and any value past `Int.max` (MHD reads up to 2^64 - 1) is `Int.max`, over every limit, never nil.
+    static func declaredLength(_ digits: Substring) -> Int? {
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
+        return Int(digits) ?? Int.max
+    }
+
+    /// Framing MHD accepts but the relay cannot trust (RFC 9112, 6.3): `Content-Length` fields that disagree
+    /// (MHD reads the first; a proxy may have read another), a `Transfer-Encoding` other than `chunked` (MHD would
+    /// wait for a body it cannot delimit), or a `Transfer-Encoding` beside a `Content-Length`. One pass over the
+    /// fields, without allocating.
+    static func hasUntrustworthyFraming(_ headers: HTTPHeaders) -> Bool {
+        var length: Substring?
+        var transferEncodings = 0
+        for field in headers.fields {
+            if HTTPHeaders.namesMatch(field.name, "content-length") {
+                let value = field.value.trimmingSpaces
+                if let first = length, first != value { return true }
+                length = value
+            } else if HTTPHeaders.namesMatch(field.name, "transfer-encoding") {
+                transferEncodings += 1
+                if transferEncodings > 1 || !HTTPHeaders.namesMatch(String(field.value.trimmingSpaces), "chunked") {
+                    return true
+                }
+            }
+        }
+        return transferEncodings > 0 && length != nil
+    }
+
     private func makeHead(url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?) -> HTTPRequestHead {
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(8)
@@ -363,7 +398,7 @@ final class RequestContext: @unchecked Sendable {
         let headers = HTTPHeaders(fields)
         var contentLength: Int?
         if let declared = headers["content-length"] {
-            contentLength = Int(declared.trimmingSpaces)
+            contentLength = Self.declaredLength(declared.trimmingSpaces)
         }
         let peer =
             CMicroHTTPD_client_address(connection).flatMap { SocketPeer(socketAddress: $0) }

@@ -116,6 +116,34 @@ final class RelayService: HTTPHandler {
         return .readBody(limit: limit)
     }
 
+    /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
+    /// the client's address like every request there, and a blocked address gets its 429.
+    func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse {
+        let error: RelayError = status == 400 ? .badRequest : .tooLarge
+        let endpoint: Endpoint =
+            switch head.path {
+            case "/v1/grant": .grant
+            case "/v1/push": .push
+            default: .other
+            }
+        if head.path.hasPrefix("/v1/") {
+            let key = addressKey(head, current.configuration)
+            switch ipLimiter {
+            case .immediate(let limiter):
+                if case .limited(let retryAfter) = limiter.admit(key, now: clock.uptimeNanoseconds) {
+                    metrics.limited("address")
+                    return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
+                }
+            case .shared(let limiter):
+                // Counted in the shared store; the refusal itself does not wait for Redis's decision.
+                limiter.admit(key, now: clock.uptimeNanoseconds) { _ in }
+            }
+        }
+        var response = answer(error, endpoint)
+        response.status = status
+        return response
+    }
+
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
         head.path == "/v1/push"
             ? answer(RelayError.tooLarge.detail("body: larger than 8192 bytes, the limit of /v1/push"), .push)
@@ -259,9 +287,13 @@ final class RelayService: HTTPHandler {
     /// The per-address key: the socket peer, or the trusted proxy's header when configured.
     private func addressKey(_ head: HTTPRequestHead, _ config: RelayConfiguration) -> LimiterKey {
         var peer = head.peer
-        // A list means the last entry: the one the trusted proxy appended.
-        if let name = config.clientIPHeader, let value = head.headers[name],
-            let last = value.split(separator: ",").last,
+        // A list means the last entry: the one the trusted proxy appended. The header on several lines is one
+        // list (RFC 9110, 5.3), so it is the last line's last entry: earlier lines may be the client's own.
+        // Empty elements are no entries (RFC 9110, 5.6.1).
+        if let name = config.clientIPHeader,
+            let last = head.headers.values(name).lazy.compactMap({ line in
+                line.split(separator: ",").last { $0.contains { $0 != " " && $0 != "\t" } }
+            }).last,
             let parsed = SocketPeer.parse(last.filter { $0 != " " && $0 != "\t" })
         {
             peer = parsed
