@@ -119,7 +119,11 @@ final class RelayService: HTTPHandler {
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
     /// the client's address like every request there, and a blocked address gets its 429.
     func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse {
-        let error: RelayError = status == 400 ? .badRequest : .tooLarge
+        let error: RelayError =
+            status == 400
+            ? RelayError.badRequest.detail(
+                "framing: Content-Length given with differing values, or a Transfer-Encoding other than chunked")
+            : .tooLarge
         let endpoint: Endpoint =
             switch head.path {
             case "/v1/grant": .grant

@@ -59,7 +59,8 @@ import Testing
             let response = try Self.exchange(
                 relay, Self.request(path, method: "POST", headers: ["Content-Length: \(length)"]), timeoutSeconds: 5)
             #expect(response.status == 413)
-            #expect(response.text == #"{"error":"too_large"}"#)
+            let limit = path == "/v1/push" ? "8192 bytes, the limit of /v1/push" : "2048 bytes, the limit of /v1/grant"
+            #expect(response.text == #"{"error":"too_large","detail":"body: larger than "# + limit + #""}"#)
             #expect(response.headers["content-type"] == "application/json")
         }
         // Where the relay answers from the head alone (a 404), it closes rather than read and drop the body.
@@ -104,7 +105,10 @@ import Testing
         try connection.send(Array(Self.request(method: "POST", headers: headerLines).utf8))
         let response = try connection.readResponse()
         #expect(response.status == 400)
-        #expect(response.text == #"{"error":"bad_request"}"#)
+        #expect(
+            response.text
+                == #"{"error":"bad_request","detail":"framing: Content-Length given with differing values, "#
+                + #"or a Transfer-Encoding other than chunked"}"#)
         #expect(response.headers["content-type"] == "application/json")
         #expect(connection.isClosedByPeer())
         // Counted under /v1/ like any request.
@@ -122,6 +126,7 @@ import Testing
                 method: "POST", headers: ["Content-Length: \(body.utf8.count)", "Content-Length: \(body.utf8.count)"])
                 + body)
         #expect(response.status == 400)
-        #expect(response.text == #"{"error":"bad_request"}"#)
+        #expect(
+            response.text == #"{"error":"bad_request","detail":"environment: must be \"sandbox\" or \"production\""}"#)
     }
 }
