@@ -15,9 +15,10 @@ import Testing
         #"{"grant":\#(grant),"sealed":\#(sealed),"id":\#(id),"thread":\#(thread)}"#
     }
 
-    func detail(push body: String) -> String? {
+    /// The detail of the `bad_request` that `parse` throws for `body`; nil if it is accepted.
+    func detail<T>(_ body: String, _ parse: ([UInt8]) throws(RelayError) -> T) -> String? {
         do throws(RelayError) {
-            _ = try PushRequest.parse(Array(body.utf8))
+            _ = try parse(Array(body.utf8))
             return nil
         } catch {
             #expect(error.code == .badRequest)
@@ -25,15 +26,9 @@ import Testing
         }
     }
 
-    func detail(grant body: String) -> String? {
-        do throws(RelayError) {
-            _ = try GrantRequest.parse(Array(body.utf8))
-            return nil
-        } catch {
-            #expect(error.code == .badRequest)
-            return error.detail
-        }
-    }
+    func detail(push body: String) -> String? { detail(body, PushRequest.parse) }
+
+    func detail(grant body: String) -> String? { detail(body, GrantRequest.parse) }
 
     static let malformed = "body: must be one JSON object (RFC 8259) in UTF-8"
 
