@@ -6,7 +6,8 @@ import Synchronization
 
 /// `duo-relay push`: an operator's end-to-end check. Sends one push with random `sealed`, `id`
 /// and `thread` through a relay (with ``RelayClient``, as a channel would) and says what became
-/// of it. The phone shows a notification its extension cannot open, and drops it.
+/// of it. The app's extension cannot open the random content, so the phone may show the
+/// placeholder alert.
 enum PushCommand {
     static let help = """
         usage: duo-relay push --relay URL --grant GRANT [--timeout SECONDS]

@@ -136,6 +136,9 @@ import Testing
             #expect(response.status == 502)
             #expect(response.error == "apns")
         }
+        // The line is written before the first 502; the pipe reader may not have collected it yet.
+        let deadline = Date().addingTimeInterval(10)
+        while !fixture.relay.standardError.contains("InvalidProviderToken") && Date() < deadline { usleep(20_000) }
         let lines = fixture.relay.standardError.split(separator: "\n").filter { $0.contains("InvalidProviderToken") }
         #expect(lines.count == 1)
         #expect(lines.first?.contains("APNS_KEY_SANDBOX") == true)

@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayCrypto
 import Testing
@@ -14,9 +15,10 @@ import Testing
         #"{"grant":\#(grant),"sealed":\#(sealed),"id":\#(id),"thread":\#(thread)}"#
     }
 
-    func detail(push body: String) -> String? {
+    /// The detail of the `bad_request` that `parse` throws for `body`; nil if it is accepted.
+    func detail<T>(_ body: String, _ parse: ([UInt8]) throws(RelayError) -> T) -> String? {
         do throws(RelayError) {
-            _ = try PushRequest.parse(Array(body.utf8))
+            _ = try parse(Array(body.utf8))
             return nil
         } catch {
             #expect(error.code == .badRequest)
@@ -24,15 +26,9 @@ import Testing
         }
     }
 
-    func detail(grant body: String) -> String? {
-        do throws(RelayError) {
-            _ = try GrantRequest.parse(Array(body.utf8))
-            return nil
-        } catch {
-            #expect(error.code == .badRequest)
-            return error.detail
-        }
-    }
+    func detail(push body: String) -> String? { detail(body, PushRequest.parse) }
+
+    func detail(grant body: String) -> String? { detail(body, GrantRequest.parse) }
 
     static let malformed = "body: must be one JSON object (RFC 8259) in UTF-8"
 
@@ -126,5 +122,46 @@ import Testing
         #expect(error.limit == .apns)
         #expect(error.retryAfter == 30)
         #expect(error.body == #"{"error":"rate_limited","limit":"apns"}"#)
+    }
+}
+
+/// docs/API.md lists the details callers will see: each one the parsers give is there, word for word.
+@Suite struct ErrorDetailDocumentationTests {
+    static let apiDocument: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return (try? String(contentsOf: url.appendingPathComponent("docs/API.md"), encoding: .utf8)) ?? ""
+    }()
+
+    @Test func everyFieldDetailIsDocumented() throws {
+        #expect(!Self.apiDocument.isEmpty, "docs/API.md not found")
+        let sealed = Base64.encode([UInt8](repeating: 0x5a, count: 2934))
+        let hex = String(repeating: "ab", count: 32)
+        let bodies: [(push: Bool, body: String)] = [
+            (true, #"{"sealed":"\#(sealed)","id":"\#(hex)","thread":"\#(hex)"}"#),
+            (true, #"{"grant":"g","id":"\#(hex)","thread":"\#(hex)"}"#),
+            (true, #"{"grant":"g","sealed":"\#(sealed)","thread":"\#(hex)"}"#),
+            (true, #"{"grant":"g","sealed":"\#(sealed)","id":"\#(hex)"}"#),
+            (true, #"{"grant":"g","sealed":"AAAA","id":"\#(hex)","thread":"\#(hex)"}"#),
+            (true, #"{"grant":"g","sealed":"\#(sealed)","id":"x","thread":"\#(hex)"}"#),
+            (true, #"{"grant":"g","sealed":"\#(sealed)","id":"\#(hex)","thread":"x"}"#),
+            (true, "{"), (false, #"{"environment":"sandbox"}"#), (false, #"{"token":"ab"}"#),
+            (false, #"{"token":"a","environment":"sandbox"}"#), (false, #"{"token":"ab","environment":"x"}"#),
+        ]
+        for (isPush, body) in bodies {
+            let bytes = Array(body.utf8)
+            let detail: String?
+            do throws(RelayError) {
+                if isPush { _ = try PushRequest.parse(bytes) } else { _ = try GrantRequest.parse(bytes) }
+                detail = nil
+            } catch {
+                detail = error.detail
+            }
+            let text = try #require(detail, "\(body) was accepted")
+            #expect(Self.apiDocument.contains("`\(text)`"), "docs/API.md lacks \(text)")
+        }
+        // The two forms shared by every field are documented once, with <field>.
+        #expect(Self.apiDocument.contains("`<field>: must be a string`"))
+        #expect(Self.apiDocument.contains("`<field>: given more than once`"))
     }
 }
