@@ -140,10 +140,11 @@ public final class RedisPipeline: Sendable {
             command: command, tag: tag, completion: completion, submitted: now, deadline: now + timeoutNanoseconds)
         let wakeNeeded: Bool? = shared.withLock { state in
             guard state.ready, !state.stopping else { return nil }
-            // At low rates, waking the connection's thread to write costs more than the write: with
-            // nothing queued before it, the caller writes its own command (the thread, polling for the
-            // reply, never needs to wake for it; it checks deadlines every `deadlineCheck`).
-            if state.direct >= 0 && !state.outputPending && state.queue.isEmpty {
+            // At low rates, waking the connection's thread to write costs more than the write: on an
+            // idle connection the caller writes its own command (the thread, polling for the reply,
+            // never needs to wake for it; it checks deadlines every `deadlineCheck`). Under load,
+            // requests queue and the thread, awake for replies anyway, writes them in batches.
+            if state.direct >= 0 && !state.outputPending && state.queue.isEmpty && state.inFlight.isEmpty {
                 let written = command.withUnsafeBytes {
                     send(state.direct, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
                 }
