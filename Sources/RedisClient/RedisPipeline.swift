@@ -31,7 +31,7 @@ public final class RedisPipeline: Sendable {
         let tag: [UInt8]
         let completion: Completion
         let submitted: UInt64
-        let deadline: UInt64
+        var deadline: UInt64
         var retried = false
     }
 
@@ -41,6 +41,15 @@ public final class RedisPipeline: Sendable {
         var queue: [Request] = []
         var wakePending = false
         var firstAttemptDone = false
+        /// Requests written and not yet answered, in the order of their bytes on the wire.
+        var inFlight = InFlightQueue()
+        /// The plain TCP socket callers may write to themselves (-1: none, or TLS, whose `SSL` only the
+        /// connection's thread uses). Cleared under this lock before the socket is closed.
+        var direct: Int32 = -1
+        /// The connection's thread holds bytes not yet written: callers must queue behind them.
+        var outputPending = false
+        /// What a caller's write left unwritten: the connection's thread sends it before anything else.
+        var carry: [UInt8] = []
     }
 
     private let configuration: RedisClientConfiguration
@@ -53,6 +62,11 @@ public final class RedisPipeline: Sendable {
     private let scriptDigestBytes: [UInt8]
     private let evalsha: [UInt8] = Array("EVALSHA".utf8)
     private let nextTag = Atomic<UInt64>(1)
+    private let timeoutNanoseconds: UInt64
+    /// How often the connection's thread checks deadlines while waiting (a caller's own write does not
+    /// wake it): a tenth of the timeout, at most 10 ms. Requests written by callers get a deadline this
+    /// much earlier, so that none waits past the timeout.
+    private let deadlineCheckNanoseconds: UInt64
     let statistics = Mutex(RedisPipelineStatistics())
 
     public init(
@@ -60,6 +74,8 @@ public final class RedisPipeline: Sendable {
     ) throws(RedisClientError) {
         self.configuration = configuration
         self.onEvent = onEvent
+        timeoutNanoseconds = max(1_000_000, Self.nanoseconds(configuration.timeout))
+        deadlineCheckNanoseconds = min(10_000_000, timeoutNanoseconds / 10)
         if configuration.useTLS {
             do {
                 tls = try TLSClientContext(extraCAFile: configuration.caFile, alpn: [])
@@ -121,10 +137,28 @@ public final class RedisPipeline: Sendable {
         RedisCommand.append(parts, to: &command)
         let now = Monotonic.now
         let request = Request(
-            command: command, tag: tag, completion: completion, submitted: now,
-            deadline: now + Self.nanoseconds(configuration.timeout))
+            command: command, tag: tag, completion: completion, submitted: now, deadline: now + timeoutNanoseconds)
         let wakeNeeded: Bool? = shared.withLock { state in
             guard state.ready, !state.stopping else { return nil }
+            // At low rates, waking the connection's thread to write costs more than the write: on an
+            // idle connection the caller writes its own command (the thread, polling for the reply,
+            // never needs to wake for it; it checks deadlines every `deadlineCheck`). Under load,
+            // requests queue and the thread, awake for replies anyway, writes them in batches.
+            if state.direct >= 0 && !state.outputPending && state.queue.isEmpty && state.inFlight.isEmpty {
+                let written = command.withUnsafeBytes {
+                    send(state.direct, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+                if written > 0 {
+                    var direct = request
+                    direct.deadline = now + timeoutNanoseconds - deadlineCheckNanoseconds
+                    state.inFlight.append(.request(direct))
+                    guard written < command.count else { return false }
+                    state.carry = Array(command[written...])
+                    state.outputPending = true
+                    defer { state.wakePending = true }
+                    return !state.wakePending
+                }
+            }
             state.queue.append(request)
             defer { state.wakePending = true }
             return !state.wakePending
@@ -260,7 +294,6 @@ public final class RedisPipeline: Sendable {
 
     /// Until the connection fails: sends what callers queued, hands replies to them, enforces deadlines.
     private func serve(_ session: inout RedisSession) -> RedisClientError {
-        var inFlight = InFlightQueue()
         let scriptLoad = { () -> [UInt8] in
             var bytes: [UInt8] = []
             RedisCommand.append(RedisCommand.bytes("SCRIPT", "LOAD", configuration.script), to: &bytes)
@@ -271,31 +304,49 @@ public final class RedisPipeline: Sendable {
             pollfd(fd: session.transport.socket, events: Int16(POLLIN), revents: 0),
         ]
         func failAll(_ error: RedisClientError) -> RedisClientError {
-            shared.withLock { $0.ready = false }
-            for entry in inFlight.drain() {
+            // No caller writes to the socket from here on: it is closed after this returns.
+            let entries = shared.withLock { state in
+                state.ready = false
+                state.direct = -1
+                state.outputPending = false
+                state.carry = []
+                return state.inFlight.drain()
+            }
+            for entry in entries {
                 if case .request(let request) = entry { request.completion(.failure(error)) }
             }
             return error
         }
+        let plainSocket = tls == nil ? session.transport.socket : -1
+        shared.withLock { $0.direct = plainSocket }
         while true {
-            let (batch, stopping) = shared.withLock { state -> ([Request], Bool) in
+            let (stopping, firstDeadline) = shared.withLock { state -> (Bool, UInt64?) in
                 state.wakePending = false
-                defer { state.queue = [] }
-                return (state.queue, state.stopping)
+                if !state.carry.isEmpty {
+                    session.output.append(contentsOf: state.carry)
+                    state.carry = []
+                }
+                for request in state.queue {
+                    session.output.append(contentsOf: request.command)
+                    state.inFlight.append(.request(request))
+                }
+                state.queue = []
+                if !session.output.isEmpty { state.outputPending = true }
+                return (state.stopping, state.inFlight.firstDeadline)
             }
             if stopping { return failAll(RedisClientError(.unavailable, "shutting down")) }
-            for request in batch {
-                session.output.append(contentsOf: request.command)
-                inFlight.append(.request(request))
+            if !session.output.isEmpty {
+                if let failure = session.flush() { return failAll(failure) }
+                if session.output.isEmpty { shared.withLock { $0.outputPending = false } }
             }
-            if let failure = session.flush() { return failAll(failure) }
-            var timeout: Int32 = -1
-            if let deadline = inFlight.firstDeadline {
+            // Callers may have written since: without a deadline in view, look again soon.
+            var timeout = Int32(clamping: (deadlineCheckNanoseconds + 999_999) / 1_000_000)
+            if let deadline = firstDeadline {
                 let now = Monotonic.now
                 if now >= deadline {
                     return failAll(RedisClientError(.timeout, "no reply within \(configuration.timeout)"))
                 }
-                timeout = Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+                timeout = min(timeout, Int32(clamping: (deadline - now + 999_999) / 1_000_000))
             }
             fds[1].events = Int16(POLLIN) | (session.wantsWrite ? Int16(POLLOUT) : 0)
             fds[0].revents = 0
@@ -307,6 +358,11 @@ public final class RedisPipeline: Sendable {
             if fds[0].revents != 0 { drainWake() }
             guard fds[1].revents != 0 else { continue }
             if let failure = session.receive() { return failAll(failure) }
+            if session.output.isEmpty && session.wantsWrite == false {
+                // `receive` may have flushed what was pending.
+                shared.withLock { state in if state.carry.isEmpty && state.queue.isEmpty { state.outputPending = false }
+                }
+            }
             while true {
                 let reply: RedisReply
                 do throws(RedisClientError) {
@@ -315,7 +371,7 @@ public final class RedisPipeline: Sendable {
                 } catch {
                     return failAll(error)
                 }
-                guard let entry = inFlight.pop() else {
+                guard let entry = shared.withLock({ $0.inFlight.pop() }) else {
                     return failAll(RedisClientError(.protocolError, "a reply that no request asked for"))
                 }
                 switch (entry, reply) {
@@ -337,10 +393,16 @@ public final class RedisPipeline: Sendable {
                         // The server lost its scripts (restart without our reconnecting, SCRIPT FLUSH,
                         // failover): load it again and send this request once more, both in one write.
                         request.retried = true
-                        session.output.append(contentsOf: scriptLoad)
-                        session.output.append(contentsOf: request.command)
-                        inFlight.append(.scriptLoad)
-                        inFlight.append(.request(request))
+                        // Under the lock: these bytes go out before any caller's own write.
+                        shared.withLock { state in
+                            session.output.append(contentsOf: state.carry)
+                            state.carry = []
+                            session.output.append(contentsOf: scriptLoad)
+                            session.output.append(contentsOf: request.command)
+                            state.inFlight.append(.scriptLoad)
+                            state.inFlight.append(.request(request))
+                            state.outputPending = true
+                        }
                         statistics.withLock { $0.scriptReloads += 1 }
                     } else {
                         statistics.withLock { $0.errors[RedisClientError.Code.script.name, default: 0] += 1 }

@@ -93,6 +93,8 @@ struct InFlightQueue {
 
     mutating func append(_ entry: Entry) { entries.append(entry) }
 
+    var isEmpty: Bool { head == entries.count }
+
     mutating func pop() -> Entry? {
         guard head < entries.count else { return nil }
         let entry = entries[head]

@@ -10,12 +10,19 @@ enum Documentation {
     /// The configuration file's keys: each top-level key with the keys allowed inside it (none for a scalar).
     static func configurationKeys() throws -> [String: Set<String>] {
         let configuration = section("Configuration", of: try Repository.text("README.md"))
-        guard let start = configuration.range(of: "```json\n"),
-            let end = configuration.range(of: "\n```", range: start.upperBound..<configuration.endIndex)
-        else { throw DocumentationError(reason: "README.md's Configuration section has no ```json example") }
-        let example = try JSONNode(parsing: String(configuration[start.upperBound..<end.lowerBound]))
         var keys: [String: Set<String>] = keysBeyondReadme
-        for key in example.keys { keys[key] = example[key].keys }
+        // Every ```json example of the section (the whole file, then optional blocks such as `limits_store`).
+        var searchFrom = configuration.startIndex
+        while let start = configuration.range(of: "```json\n", range: searchFrom..<configuration.endIndex),
+            let end = configuration.range(of: "\n```", range: start.upperBound..<configuration.endIndex)
+        {
+            let example = try JSONNode(parsing: String(configuration[start.upperBound..<end.lowerBound]))
+            for key in example.keys { keys[key] = example[key].keys }
+            searchFrom = end.upperBound
+        }
+        guard keys.count > keysBeyondReadme.count else {
+            throw DocumentationError(reason: "README.md's Configuration section has no ```json example")
+        }
         return keys
     }
 

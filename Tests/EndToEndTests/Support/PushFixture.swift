@@ -10,6 +10,9 @@ final class PushFixture: Sendable {
     let topic = "app.openduo.pocket"
     /// How the simulator was configured (with its port), to start it again.
     let simulatorConfiguration: SimulatorConfiguration
+    /// The relay's configuration text and extra environment, to start more instances like it.
+    let relayConfigText: String
+    let relayEnvironment: [String: String]
 
     /// - Parameters:
     ///   - relayConfig: extra top-level keys for the relay's configuration.
@@ -37,9 +40,14 @@ final class PushFixture: Sendable {
         let apns =
             #""sandbox_origin":"\#(origin)","production_origin":"\#(origin)","ca_file":"\#(caFile)""#
             + (apnsConfig.isEmpty ? "" : "," + apnsConfig)
-        relay = try RelayProcess(
-            config: RelayProcess.config(extra: relayConfig, apns: apns), secrets: secrets,
-            extraEnvironment: relayEnvironment)
+        relayConfigText = RelayProcess.config(extra: relayConfig, apns: apns)
+        self.relayEnvironment = relayEnvironment
+        relay = try RelayProcess(config: relayConfigText, secrets: secrets, extraEnvironment: relayEnvironment)
+    }
+
+    /// Another instance with the same configuration and secrets, on its own port.
+    func anotherRelay() throws -> RelayProcess {
+        try RelayProcess(config: relayConfigText, secrets: secrets, extraEnvironment: relayEnvironment)
     }
 
     deinit {
