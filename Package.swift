@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
         .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
         .testTarget(
-            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client"],
+            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem"],
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
