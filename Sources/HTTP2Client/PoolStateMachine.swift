@@ -301,7 +301,7 @@ struct PoolStateMachine: Sendable {
             replace = false
         }
         // A connection that was up and is gone is replaced before a push needs it.
-        if replace && !isShutDown && liveCount < maxConnections {
+        if replace && effects.start.isEmpty && !isShutDown && liveCount < maxConnections {
             let (target, notBefore) = startConnection(with: nil, now: now)
             effects.start.append((target, notBefore))
         }
