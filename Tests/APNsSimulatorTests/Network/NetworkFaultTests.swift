@@ -91,7 +91,7 @@ struct NetworkFaultTests {
         #expect(apns.client.statistics.connectionsOpened == 2)
         // The bound is 256 in flight / 0.1 s = 2,560/s; 1,500/s on a quiet machine. The check is set
         // for a loaded, shared 2-core machine (BENCHMARKS.md has the figures).
-        #expect(rate >= 600, "\(Int(rate)) pushes/s")
+        #expect(rate >= 1000, "\(Int(rate)) pushes/s")
     }
 
     @Test func aBlackholeMidBurstAnswersEveryPushInTimeAndTheClientRecovers() async throws {
