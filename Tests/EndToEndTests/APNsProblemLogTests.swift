@@ -37,6 +37,20 @@ import Testing
         return lines(relay, containing: text).count >= count
     }
 
+    /// Starts a relay with `apns` settings, sends three pushes (all 502) and returns the one line
+    /// that contains `text`, having checked that the output holds nothing identifying.
+    private func oneLine(apns: String, containing text: String) throws -> Substring? {
+        let secrets = TestSecrets()
+        let relay = try RelayProcess(
+            config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
+        let (token, grant) = try pushes(3, relay: relay)
+        #expect(waitForLine(relay, text))
+        let found = lines(relay, containing: text)
+        #expect(found.count == 1, "\(found)")
+        expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
+        return found.first
+    }
+
     @Test func aClosedPortIsOneLineWithTheErrnoTextAndItsEndIsAnother() throws {
         // The simulator's port, closed while the relay starts, opened again later.
         let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#)
@@ -64,32 +78,17 @@ import Testing
         let directory = try RelayProcess.temporaryDirectory()
         let otherCA = directory.appendingPathComponent("other-ca.pem").path
         try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
-        let secrets = TestSecrets()
-        let relay = try RelayProcess(
-            config: RelayProcess.config(
-                extra: ResilienceTests.generousLimits,
-                apns:
-                    #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(otherCA)","timeout_ms":2000"#
-            ), secrets: secrets)
-        let (token, grant) = try pushes(3, relay: relay)
-        #expect(waitForLine(relay, "TLS certificate is not trusted"))
-        let found = lines(relay, containing: "TLS certificate is not trusted")
-        #expect(found.count == 1, "\(found)")
-        #expect(found.first?.contains("unable to get local issuer certificate") == true, "\(found)")
-        expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
+        let line = try oneLine(
+            apns:
+                #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(otherCA)","timeout_ms":2000"#,
+            containing: "TLS certificate is not trusted")
+        #expect(line?.contains("unable to get local issuer certificate") == true, "\(line ?? "")")
     }
 
     @Test func anUnresolvableHostIsOneLine() throws {
-        let secrets = TestSecrets()
-        let relay = try RelayProcess(
-            config: RelayProcess.config(
-                extra: ResilienceTests.generousLimits,
-                apns: #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#),
-            secrets: secrets)
-        let (token, grant) = try pushes(3, relay: relay)
-        #expect(waitForLine(relay, "cannot resolve APNs' host name"))
-        #expect(lines(relay, containing: "cannot resolve").count == 1)
-        expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
+        _ = try oneLine(
+            apns: #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#,
+            containing: "cannot resolve APNs' host name")
     }
 
     @Test func aServerWithoutHTTP2IsOneLine() throws {
@@ -114,16 +113,9 @@ import Testing
         try server.run()
         defer { server.terminate() }
         usleep(500_000)
-        let secrets = TestSecrets()
-        let relay = try RelayProcess(
-            config: RelayProcess.config(
-                extra: ResilienceTests.generousLimits,
-                apns: #""sandbox_origin":"https://127.0.0.1:\#(port)","ca_file":"\#(ca)","timeout_ms":2000"#),
-            secrets: secrets)
-        let (token, grant) = try pushes(3, relay: relay)
-        #expect(waitForLine(relay, "does not agree to HTTP/2"))
-        #expect(lines(relay, containing: "does not agree to HTTP/2").count == 1)
-        expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
+        _ = try oneLine(
+            apns: #""sandbox_origin":"https://127.0.0.1:\#(port)","ca_file":"\#(ca)","timeout_ms":2000"#,
+            containing: "does not agree to HTTP/2")
     }
 
     @Test func aGoawayIsOneLineWithItsReason() throws {
