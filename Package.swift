@@ -87,7 +87,7 @@ let package = Package(
             name: "RedisClientTests", dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "APNsSimulator"],
             swiftSettings: strict),
         .testTarget(
-            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client"],
+            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem"],
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",

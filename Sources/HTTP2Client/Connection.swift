@@ -231,7 +231,10 @@ final class Connection: @unchecked Sendable {
         if case .resolving(let resolution) = connectStep, let answer = resolution?.answer {
             addresses = answer.addresses
             if let problem = answer.problem {
-                fail(connecting: .connectFailed, .cannotResolve, problem)
+                let detail =
+                    problem.hasPrefix(SocketAddress.resolveFailurePrefix)
+                    ? String(problem.dropFirst(SocketAddress.resolveFailurePrefix.count)) : problem
+                fail(connecting: .connectFailed, .cannotResolve, problem, detail: detail)
             } else {
                 connectStep = .connecting
             }
@@ -263,7 +266,9 @@ final class Connection: @unchecked Sendable {
                 closeSocket()
             }
             guard nextAddress < addresses.count else {
-                fail(connecting: .connectFailed, .cannotConnect, "cannot connect: \(lastConnectError)")
+                fail(
+                    connecting: .connectFailed, .cannotConnect, "cannot connect: \(lastConnectError)",
+                    detail: lastConnectError)
                 return
             }
             let address = addresses[nextAddress]
@@ -334,9 +339,12 @@ final class Connection: @unchecked Sendable {
                 let verification = SSL_get_verify_result(ssl)
                 if verification != X509_V_OK {
                     let text = X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown"
-                    fail(connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)")
+                    fail(
+                        connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)",
+                        detail: text)
                 } else {
-                    fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(Self.openSSLError())")
+                    let error = Self.openSSLError()
+                    fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(error)", detail: error)
                 }
             }
             return
@@ -345,7 +353,7 @@ final class Connection: @unchecked Sendable {
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &name, &length)
         guard length == 2, let name, name[0] == UInt8(ascii: "h"), name[1] == UInt8(ascii: "2") else {
-            fail(connecting: .tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)")
+            fail(connecting: .tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)", detail: "")
             return
         }
         var created: OpaquePointer?
@@ -370,10 +378,13 @@ final class Connection: @unchecked Sendable {
     }
 
     /// The connection could not be made: every request here fails, not processed.
-    private func fail(connecting code: HTTP2ClientError.Code, _ kind: HTTP2ClientEvent.Kind, _ reason: String) {
+    /// `detail` is the system's or OpenSSL's own words, for the event (the reason without its preamble).
+    private func fail(
+        connecting code: HTTP2ClientError.Code, _ kind: HTTP2ClientEvent.Kind, _ reason: String, detail: String? = nil
+    ) {
         machine.connectFailed(HTTP2ClientError(code, reason, mayHaveBeenProcessed: false))
         connectStep = .done
-        events.append(HTTP2ClientEvent(kind, reason))
+        events.append(HTTP2ClientEvent(kind, detail ?? reason))
         closeSocket()
         failWaiting()
     }

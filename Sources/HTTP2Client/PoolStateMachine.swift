@@ -6,8 +6,9 @@
 /// - A new connection carries one request at a time until an answer proves it (the client's
 ///   ``HTTP2ClientConfiguration/provesConnection``; for APNs, anything but 403); then up to
 ///   `maxStreams` at once.
-/// - A request goes to the least-loaded connection with room; without one, a new connection is
-///   started if fewer than `maxConnections` are live, else the request waits in the queue.
+/// - A request goes to the least-loaded connection with room; without one, or when even that one
+///   carries ``spreadThreshold`` requests, a new connection is started if fewer than
+///   `maxConnections` are live; else the request waits in the queue.
 /// - A retired connection takes no new requests; it leaves when its last request is done. One
 ///   that had been up is replaced at once, so a push does not wait for the replacement's handshake.
 /// - A request the server certainly did not process is sent again on another connection while its
@@ -26,6 +27,8 @@ struct PoolStateMachine: Sendable {
     static let maxSends = 3
     /// The most connections one request is handed to (bounds requests that are never sent).
     static let maxTries = 6
+    /// Requests in flight on the least-loaded connection from which another connection is opened.
+    static let spreadThreshold = 32
 
     enum Phase: Sendable, Equatable {
         /// New: one request at a time until a proving answer.
@@ -161,6 +164,11 @@ struct PoolStateMachine: Sendable {
             if request.suspect && !slots[i].forSuspects { continue }
             if best == nil || slots[i].assigned < slots[best!].assigned { best = i }
         }
+        // A busy connection gets company while the limit allows: the configured connections
+        // share the load (one connection's round trips would bound it otherwise).
+        if let i = best, slots[i].assigned >= Self.spreadThreshold, liveCount < maxConnections, !request.suspect {
+            best = nil
+        }
         if let i = best {
             slots[i].inbox.append(request)
             slots[i].assigned += 1
@@ -293,7 +301,7 @@ struct PoolStateMachine: Sendable {
             replace = false
         }
         // A connection that was up and is gone is replaced before a push needs it.
-        if replace && !isShutDown && liveCount < maxConnections {
+        if replace && effects.start.isEmpty && !isShutDown && liveCount < maxConnections {
             let (target, notBefore) = startConnection(with: nil, now: now)
             effects.start.append((target, notBefore))
         }

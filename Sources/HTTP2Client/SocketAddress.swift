@@ -22,7 +22,7 @@ struct SocketAddress: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0 else {
-            return ([], "cannot resolve the host: \(String(cString: gai_strerror(status)))")
+            return ([], resolveFailurePrefix + String(cString: gai_strerror(status)))
         }
         defer { freeaddrinfo(list) }
         var addresses: [SocketAddress] = []
@@ -44,6 +44,8 @@ struct SocketAddress: Sendable {
         }
         return (addresses, addresses.isEmpty ? "the host has no address" : nil)
     }
+
+    static let resolveFailurePrefix = "cannot resolve the host: "
 
     enum ConnectStart {
         /// The socket, connected or (`inProgress`) connecting.

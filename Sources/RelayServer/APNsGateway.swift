@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import HTTP2Client
 import RelayCore
 import Synchronization
@@ -55,24 +54,12 @@ final class APNsGateway: Sendable {
         transport = Transport(configuration, environment)
         let problems = APNsProblemReporter(environment: environment.description, clock: clock)
         self.problems = problems
-        var clientConfiguration = HTTP2ClientConfiguration(
-            origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections,
-            provesConnection: APNsAnswer.provesToken(status:))
-        clientConfiguration.onEvent = { problems.record($0) }
-        if let ping = Self.pingOverride() {
-            clientConfiguration.pingInterval = ping.interval
-            clientConfiguration.pingTimeout = ping.timeout
-        }
-        client = try HTTP2Client(configuration: clientConfiguration)
-    }
-
-    /// Tests shorten the PING timing with `DUO_RELAY_APNS_PING_MS=interval,timeout` (not a setting
-    /// for operators: DESIGN.md fixes 60 s and 10 s).
-    private static func pingOverride() -> (interval: Duration, timeout: Duration)? {
-        guard let value = getenv("DUO_RELAY_APNS_PING_MS") else { return nil }
-        let parts = String(cString: value).split(separator: ",").compactMap { Int($0) }
-        guard parts.count == 2, parts.allSatisfy({ $0 > 0 }) else { return nil }
-        return (.milliseconds(parts[0]), .milliseconds(parts[1]))
+        // APNs allows a new connection one stream until it has seen a valid token (not 403); idle
+        // connections are checked with PING every 60 s (the client's defaults, DESIGN.md "Lifecycle").
+        client = try HTTP2Client(
+            configuration: HTTP2ClientConfiguration(
+                origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections,
+                provesConnection: APNsAnswer.provesToken(status:), onEvent: { problems.record($0) }))
     }
 
     /// Takes a new configuration without touching connections (transport and key are unchanged).

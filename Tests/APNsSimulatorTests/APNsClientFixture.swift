@@ -68,3 +68,29 @@ struct APNsClientFixture: Sendable {
         }
     }
 }
+
+extension APNsClientFixture {
+    /// Like `burst`, with how long each push took to be answered.
+    func timedBurst(_ count: Int, timeout: Duration, spread: Duration) async -> [(
+        result: Result<HTTP2Response, HTTP2ClientError>, took: Duration
+    )] {
+        await withTaskGroup(of: (Result<HTTP2Response, HTTP2ClientError>, Duration).self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    let wait = Int64.random(
+                        in:
+                            0...Int64(
+                                spread.components.seconds * 1000 + spread.components.attoseconds / 1_000_000_000_000_000
+                            ))
+                    try? await Task.sleep(for: .milliseconds(wait))
+                    let start = ContinuousClock.now
+                    let result = await push(timeout: timeout)
+                    return (result, start.duration(to: .now))
+                }
+            }
+            var all: [(result: Result<HTTP2Response, HTTP2ClientError>, took: Duration)] = []
+            for await (result, took) in group { all.append((result, took)) }
+            return all
+        }
+    }
+}

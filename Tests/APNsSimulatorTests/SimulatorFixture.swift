@@ -21,7 +21,7 @@ final class SimulatorFixture: Sendable {
     init(
         maxConcurrentStreams: UInt32 = 1000, initialMaxConcurrentStreams: UInt32 = 1, recordFile: Bool = false,
         onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000,
-        tokenFaults: [TokenFault] = []
+        tokenFaults: [TokenFault] = [], host: String = "127.0.0.1", goawayReason: String? = nil
     ) throws {
         let pki = try SimulatorPKI.generate()
         signingKey = P256.Signing.PrivateKey()
@@ -40,6 +40,8 @@ final class SimulatorFixture: Sendable {
         configuration.onDeliver = onDeliver
         configuration.retainedDeliveries = retainedDeliveries
         configuration.tokenFaults = tokenFaults
+        configuration.host = host
+        configuration.goawayReason = goawayReason
         if recordFile { configuration.recordFile = directory.appendingPathComponent("record.jsonl").path }
         simulator = try APNsSimulator(configuration: configuration)
     }

@@ -193,7 +193,7 @@ import Testing
             fixture.simulator.setDefaultFault(nil)
             #expect(try fixture.push(grant: grant).status == 200, "recovered after \(fault)")
         }
-        // Repeated GOAWAY: each push is retried once on a fresh connection, then answered.
+        // Repeated GOAWAY: the push goes alone to a fresh connection; drawing GOAWAY alone again, it is answered.
         fixture.simulator.setDefaultFault(.goaway)
         let start = Date()
         let response = try fixture.push(grant: grant)

@@ -11,3 +11,11 @@
 static inline int csystem_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
+
+// setns(2) is declared by <sched.h> only under _GNU_SOURCE, which this module does not set.
+extern int setns(int fd, int nstype);
+
+/// Moves the calling thread into the network namespace open at `fd` (tests put a server there).
+static inline int csystem_enter_network_namespace(int fd) {
+    return setns(fd, 0x40000000 /* CLONE_NEWNET */);
+}

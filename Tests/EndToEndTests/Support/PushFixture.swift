@@ -21,7 +21,7 @@ final class PushFixture: Sendable {
         relayConfig: String = #""ip_limit":{"requests":100000,"period_s":10,"block_s":10}"#,
         apnsConfig: String = "", secrets: TestSecrets = TestSecrets(),
         maxConcurrentStreams: UInt32 = 1000, simulatorKeys: [String: P256.Signing.PublicKey]? = nil,
-        relayEnvironment: [String: String] = [:], tokenFaults: [TokenFault] = []
+        relayEnvironment: [String: String] = [:], tokenFaults: [TokenFault] = [], goawayReason: String? = nil
     ) throws {
         self.secrets = secrets
         let pki = try SimulatorPKI.generate()
@@ -30,6 +30,7 @@ final class PushFixture: Sendable {
             keys: simulatorKeys ?? [secrets.keyID: secrets.apnsKey.publicKey], topics: [topic])
         config.maxConcurrentStreams = maxConcurrentStreams
         config.tokenFaults = tokenFaults
+        config.goawayReason = goawayReason
         simulator = try APNsSimulator(configuration: config)
         config.port = simulator.port
         simulatorConfiguration = config

@@ -1,0 +1,135 @@
+import APNsSimulator
+import Foundation
+import Testing
+
+/// What an operator reads when APNs cannot be reached: one line when the problem starts, one when
+/// it ends, never per push and never an identifier (DESIGN.md, "Lifecycle"). Through the real binary.
+@Suite(.serialized) struct APNsProblemLogTests {
+    /// Sends `count` pushes for one fresh token and returns the relay's standard error after them.
+    private func pushes(
+        _ count: Int, relay: RelayProcess, expecting status: Int = 502
+    ) throws -> (token: String, grant: String) {
+        let token = PushFixture.randomToken()
+        let connection = try relay.connect()
+        let grant = try #require(
+            try connection.request(
+                "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)
+            ).json?["grant"] as? String)
+        for _ in 0..<count {
+            let response = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
+            #expect(response.status == status)
+        }
+        return (token, grant)
+    }
+
+    private func lines(_ relay: RelayProcess, containing text: String) -> [Substring] {
+        relay.standardError.split(separator: "\n").filter { $0.contains(text) }
+    }
+
+    private func expectNothingIdentifying(_ relay: RelayProcess, _ secrets: [String]) {
+        for secret in secrets { #expect(!relay.allOutput.contains(secret)) }
+        #expect(!relay.allOutput.lowercased().contains("/3/device/"))
+    }
+
+    private func waitForLine(_ relay: RelayProcess, _ text: String, count: Int = 1) -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while lines(relay, containing: text).count < count && Date() < deadline { usleep(20_000) }
+        return lines(relay, containing: text).count >= count
+    }
+
+    /// Starts a relay with `apns` settings, sends three pushes (all 502) and returns the one line
+    /// that contains `text`, having checked that the output holds nothing identifying.
+    private func oneLine(apns: String, containing text: String) throws -> Substring? {
+        let secrets = TestSecrets()
+        let relay = try RelayProcess(
+            config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
+        let (token, grant) = try pushes(3, relay: relay)
+        #expect(waitForLine(relay, text))
+        let found = lines(relay, containing: text)
+        #expect(found.count == 1, "\(found)")
+        expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
+        return found.first
+    }
+
+    @Test func aClosedPortIsOneLineWithTheErrnoTextAndItsEndIsAnother() throws {
+        // The simulator's port, closed while the relay starts, opened again later.
+        let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#)
+        fixture.simulator.stop()
+        let (token, grant) = try pushes(4, relay: fixture.relay)
+        #expect(waitForLine(fixture.relay, "cannot connect to APNs"))
+        let started = lines(fixture.relay, containing: "cannot connect to APNs")
+        #expect(started.count == 1, "\(started)")
+        #expect(started.first?.contains("Connection refused") == true)
+        let simulator = try APNsSimulator(configuration: fixture.simulatorConfiguration)
+        defer { simulator.stop() }
+        var delivered = false
+        for _ in 0..<20 where !delivered {
+            delivered = (try? fixture.push(grant: grant).status) == 200
+            if !delivered { usleep(250_000) }
+        }
+        #expect(delivered)
+        #expect(waitForLine(fixture.relay, "resolved: cannot connect to APNs"))
+        #expect(lines(fixture.relay, containing: "cannot connect to APNs").count == 2)
+        expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
+    }
+
+    @Test func anUntrustedCertificateIsOneLineWithOpenSSLsReason() throws {
+        let simulator = try PushFixture()
+        let directory = try RelayProcess.temporaryDirectory()
+        let otherCA = directory.appendingPathComponent("other-ca.pem").path
+        try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
+        let line = try oneLine(
+            apns:
+                #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(otherCA)","timeout_ms":2000"#,
+            containing: "TLS certificate is not trusted")
+        #expect(line?.contains("unable to get local issuer certificate") == true, "\(line ?? "")")
+    }
+
+    @Test func anUnresolvableHostIsOneLine() throws {
+        _ = try oneLine(
+            apns: #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#,
+            containing: "cannot resolve APNs' host name")
+    }
+
+    @Test func aServerWithoutHTTP2IsOneLine() throws {
+        // openssl s_server offers no ALPN protocol: the handshake works, h2 is not agreed.
+        let directory = try RelayProcess.temporaryDirectory()
+        let pki = try SimulatorPKI.generate()
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let key = directory.appendingPathComponent("key.pem").path
+        let ca = directory.appendingPathComponent("ca.pem").path
+        try pki.certificatePEM.write(toFile: certificate, atomically: true, encoding: .utf8)
+        try pki.privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
+        try pki.caCertificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
+        let port = UInt16.random(in: 20_000...40_000)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        server.arguments = [
+            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet", "-naccept", "50",
+        ]
+        server.standardInput = Pipe()
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        usleep(500_000)
+        _ = try oneLine(
+            apns: #""sandbox_origin":"https://127.0.0.1:\#(port)","ca_file":"\#(ca)","timeout_ms":2000"#,
+            containing: "does not agree to HTTP/2")
+    }
+
+    @Test func aGoawayIsOneLineWithItsReason() throws {
+        let fixture = try PushFixture(
+            relayConfig: ResilienceTests.generousLimits, goawayReason: "BadCertificateEnvironment")
+        let token = PushFixture.randomToken()
+        let grant = try fixture.grant(token: token)
+        #expect(try fixture.push(grant: grant).status == 200)
+        fixture.simulator.setDefaultFault(.goaway)
+        for _ in 0..<3 { #expect(try fixture.push(grant: grant).status == 502) }
+        #expect(waitForLine(fixture.relay, "GOAWAY"))
+        let found = lines(fixture.relay, containing: "GOAWAY")
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.contains("BadCertificateEnvironment") == true)
+        expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
+    }
+}
