@@ -16,7 +16,9 @@ struct SharedLimitsTests {
 
     func cluster(
         ipLimit: String = #"{"requests":100000,"period_s":10,"block_s":10}"#, onFailure: String = "local",
-        timeoutMilliseconds: Int = 100, redis: RedisServerProcess? = nil, password: String? = nil
+        // Long enough that a loaded machine never turns a slow reply into a local decision (which would
+        // make the exact counts below off by one); a stopped Redis is noticed at once anyway (reset).
+        timeoutMilliseconds: Int = 1_000, redis: RedisServerProcess? = nil, password: String? = nil
     ) throws -> Cluster {
         let redis = try redis ?? RedisServerProcess()
         let store =
@@ -119,7 +121,7 @@ struct SharedLimitsTests {
         #expect((sample(before, "duo_relay_limits_store_latency_seconds_count") ?? 0) >= 6)
 
         cluster.redis.stop()
-        // Every request is answered within timeout_ms (100) + a margin that holds on a loaded machine,
+        // Every request is answered within timeout_ms (1 s) + a margin that holds on a loaded machine,
         // by each instance's own limiter: no 503s, and every instance admits at most 20 on its own.
         let connection = try cluster.fixture.relay.connect()
         let grant = try cluster.fixture.grant(token: token, on: connection)
@@ -127,7 +129,7 @@ struct SharedLimitsTests {
         for _ in 0..<25 {
             let start = Date()
             outcomes.append(try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant)).status)
-            #expect(Date().timeIntervalSince(start) < 1.5)
+            #expect(Date().timeIntervalSince(start) < 2)
         }
         #expect(Set(outcomes).isSubset(of: [200, 429]))
         #expect(outcomes.filter { $0 == 200 }.count <= 20)
@@ -166,7 +168,7 @@ struct SharedLimitsTests {
         let connection = try cluster.fixture.relay.connect()
         let start = Date()
         let answer = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
-        #expect(Date().timeIntervalSince(start) < 1.5)
+        #expect(Date().timeIntervalSince(start) < 2)
         #expect(answer.status == 503)
         #expect(answer.error == "overloaded")
         #expect(answer.headers["retry-after"] != nil)
