@@ -170,7 +170,7 @@ public final class Relay: Sendable {
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         var idleSince: DispatchTime? = nil
         while DispatchTime.now() < grace {
-            if service.pending.count > 0 || server.pendingResponses > 0 {
+            if service.pending.count > 0 || server.pendingResponses > 0 || service.headsWaitingForLimits > 0 {
                 idleSince = nil
             } else if let since = idleSince {
                 if DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds > 250_000_000 { break }

@@ -75,6 +75,33 @@ struct SharedWindowScriptTests {
         }
     }
 
+    @Test func aKeyEvictedEarlyOnlyLetsItsPhoneStartAfresh() throws {
+        let server = try RedisServerProcess()
+        let pipeline = try RedisPipeline.connected(to: server, script: SharedWindowScript.source)
+        defer { pipeline.shutdown() }
+        let policy = LimitPolicy(requests: 2, periodSeconds: 10, blockSeconds: 30)
+        let key = "t:a:evicted"
+        func admit(at seconds: UInt64) throws -> LimitDecision? {
+            let reply = try #require(
+                pipeline.evaluateAndWait(
+                    keys: [Array(key.utf8)],
+                    arguments: SharedWindowScript.arguments(
+                        policy, nowMicroseconds: 1_764_583_200_000_000 + seconds * 1_000_000)))
+            return SharedWindowScript.decision(try reply.get())
+        }
+        #expect(try [admit(at: 0), admit(at: 1), admit(at: 2)] == [.allowed, .allowed, .limited(retryAfter: 30)])
+        #expect(try admit(at: 3) == .limited(retryAfter: 29))
+        // As maxmemory eviction would: the key is gone, the count starts again, never a block.
+        try server.command("DEL", key)
+        #expect(try [admit(at: 4), admit(at: 5)] == [.allowed, .allowed])
+        // A key of another type (not ours) fails the script: the caller falls back, nothing crashes.
+        try server.command("SET", key, "x")
+        let reply = try #require(
+            pipeline.evaluateAndWait(keys: [Array(key.utf8)], arguments: SharedWindowScript.arguments(policy)))
+        #expect(throws: RedisClientError(.script, "")) { try reply.get() }
+        #expect(pipeline.isConnected)
+    }
+
     @Test func theServersOwnClockIsUsedWithoutATimeArgument() throws {
         let server = try RedisServerProcess()
         let pipeline = try RedisPipeline.connected(to: server, script: SharedWindowScript.source)

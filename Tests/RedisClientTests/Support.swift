@@ -42,6 +42,8 @@ extension RedisPipeline {
     ) throws -> RedisPipeline {
         var configuration = RedisClientConfiguration(host: "127.0.0.1", port: server.port, script: script)
         configuration.password = password ?? server.password
+        // Generous: these tests are about replies, not timeouts, and share the machine with the whole suite.
+        configuration.timeout = .seconds(5)
         configure(&configuration)
         let pipeline = try RedisPipeline(configuration: configuration) { log.record($0) }
         pipeline.start()
