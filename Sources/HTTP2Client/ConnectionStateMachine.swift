@@ -68,6 +68,9 @@ struct ConnectionStateMachine: Sendable {
     struct Closed: Sendable, Equatable {
         /// Why requests not yet sent fail.
         var unsent: HTTP2ClientError
+        /// The connection had been up: requests not yet sent go elsewhere as never sent, not as
+        /// victims of a connection that could not be made.
+        var wasOpen = false
     }
 
     enum State: Sendable, Equatable {
@@ -214,7 +217,9 @@ struct ConnectionStateMachine: Sendable {
     mutating func connectionLost(_ reason: String) -> [(stream: Int32, outcome: StreamOutcome)] {
         let streams = currentStreams
         let goaway = self.goaway
-        state = .closed(Closed(unsent: HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: false)))
+        let wasOpen = !isConnecting
+        state = .closed(
+            Closed(unsent: HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: false), wasOpen: wasOpen))
         return streams.keys.sorted().map { id in
             let stream = streams[id]!
             if let goaway, id > goaway.lastStreamID {
@@ -311,7 +316,7 @@ struct ConnectionStateMachine: Sendable {
     /// Why a request that was never submitted fails here.
     var unsentOutcome: StreamOutcome {
         switch state {
-        case .closed(let closed): return .connectFailed(closed.unsent)
+        case .closed(let closed): return closed.wasOpen ? .notSent : .connectFailed(closed.unsent)
         default: return .notSent
         }
     }
