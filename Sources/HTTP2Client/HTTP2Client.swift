@@ -7,7 +7,7 @@
 /// GOAWAY, refused a stream, broke, missed a PING or let a request pass its deadline takes no new
 /// requests and is replaced. A request the server certainly did not process is sent again on
 /// another connection while its deadline allows, at most three sends in all; one it may have
-/// processed is never sent again (``PoolStateMachine`` has the rules).
+/// processed is never sent again (the rules are in PoolStateMachine.swift).
 ///
 /// The client knows nothing of the requests' meaning: the caller builds headers and reads statuses.
 public final class HTTP2Client: Sendable {
