@@ -93,6 +93,9 @@ struct ConnectionStateMachine: Sendable {
 
     private(set) var state: State
     let timing: Timing
+    /// No open stream's deadline is before this (it may be stale, never late): rounds that come
+    /// before it skip the scan of every stream.
+    private var deadlineBound: Instant?
 
     init(connectDeadline: Instant, timing: Timing = Timing()) {
         state = .connecting(Connecting(deadline: connectDeadline))
@@ -137,6 +140,7 @@ struct ConnectionStateMachine: Sendable {
     /// A request was handed to nghttp2 as stream `id`.
     mutating func streamSubmitted(_ id: Int32, deadline: Instant) {
         modifyStreams { $0[id] = Stream(deadline: deadline) }
+        deadlineBound = min(deadlineBound ?? deadline, deadline)
     }
 
     /// The stream's HEADERS reached the socket.
@@ -240,9 +244,12 @@ struct ConnectionStateMachine: Sendable {
                 actions.append(.close)
             }
         case .open(var open):
-            for (id, stream) in open.streams where stream.deadline <= now {
-                open.streams[id] = nil
-                actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+            if deadlineBound.map({ $0 <= now }) ?? false {
+                for (id, stream) in open.streams where stream.deadline <= now {
+                    open.streams[id] = nil
+                    actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+                }
+                deadlineBound = open.streams.values.map(\.deadline).min()
             }
             if let sent = open.pingSentAt {
                 if sent + timing.pingTimeout <= now {
@@ -263,10 +270,13 @@ struct ConnectionStateMachine: Sendable {
             }
         case .draining(var draining):
             var expired = false
-            for (id, stream) in draining.streams where stream.deadline <= now {
-                draining.streams[id] = nil
-                expired = true
-                actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+            if deadlineBound.map({ $0 <= now }) ?? false {
+                for (id, stream) in draining.streams where stream.deadline <= now {
+                    draining.streams[id] = nil
+                    expired = true
+                    actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+                }
+                deadlineBound = draining.streams.values.map(\.deadline).min()
             }
             state = .draining(draining)
             if expired && draining.streams.isEmpty { actions.append(.close) }
@@ -282,7 +292,7 @@ struct ConnectionStateMachine: Sendable {
         case .connecting(let connecting):
             return connecting.deadline
         case .open(let open):
-            var next = open.streams.values.map(\.deadline).min()
+            var next = open.streams.isEmpty ? nil : deadlineBound
             if let sent = open.pingSentAt {
                 next = min(next ?? sent + timing.pingTimeout, sent + timing.pingTimeout)
             } else if open.streams.isEmpty {
@@ -290,7 +300,7 @@ struct ConnectionStateMachine: Sendable {
             }
             return next
         case .draining(let draining):
-            return draining.streams.values.map(\.deadline).min()
+            return draining.streams.isEmpty ? nil : deadlineBound
         case .closed:
             return nil
         }
