@@ -76,6 +76,7 @@ import Testing
     @Test func anUntrustedCertificateIsOneLineWithOpenSSLsReason() throws {
         let simulator = try PushFixture()
         let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let otherCA = directory.appendingPathComponent("other-ca.pem").path
         try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
         let line = try oneLine(
@@ -94,6 +95,7 @@ import Testing
     @Test func aServerWithoutHTTP2IsOneLine() throws {
         // openssl s_server offers no ALPN protocol: the handshake works, h2 is not agreed.
         let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let pki = try SimulatorPKI.generate()
         let certificate = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
