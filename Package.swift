@@ -67,7 +67,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI"],
+            dependencies: ["RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "RelayServer", "HTTP2Client"],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", swiftSettings: strict),
     ]
