@@ -93,6 +93,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
+                "RelayServer", "HTTP2Client",
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", swiftSettings: strict),

@@ -219,11 +219,14 @@ final class Connection: @unchecked Sendable {
             return
         }
         waiting.append(request)
+        waitingDeadlineBound = min(waitingDeadlineBound ?? request.deadline, request.deadline)
     }
 
+    /// No waiting request's deadline is before this (it may be stale, never late).
+    private var waitingDeadlineBound: ContinuousClock.Instant?
+
     private var earliestWaitingDeadline: ContinuousClock.Instant? {
-        guard waitingHead < waiting.count else { return nil }
-        return waiting[waitingHead...].lazy.map(\.deadline).min()
+        waitingHead < waiting.count ? waitingDeadlineBound : nil
     }
 
     /// Moves the connection on as far as it can go without waiting.
@@ -532,6 +535,7 @@ final class Connection: @unchecked Sendable {
             }
             waiting = kept
             waitingHead = 0
+            waitingDeadlineBound = kept.lazy.map(\.deadline).min()
             // Still not connected by a request's deadline: presumed unreachable.
             if expired && machine.isConnecting {
                 perform(machine.retire(.deadline))

@@ -68,6 +68,9 @@ struct ConnectionStateMachine: Sendable {
     struct Closed: Sendable, Equatable {
         /// Why requests not yet sent fail.
         var unsent: HTTP2ClientError
+        /// The connection had been up: requests not yet sent go elsewhere as never sent, not as
+        /// victims of a connection that could not be made.
+        var wasOpen = false
     }
 
     enum State: Sendable, Equatable {
@@ -90,6 +93,9 @@ struct ConnectionStateMachine: Sendable {
 
     private(set) var state: State
     let timing: Timing
+    /// No open stream's deadline is before this (it may be stale, never late): rounds that come
+    /// before it skip the scan of every stream.
+    private var deadlineBound: Instant?
 
     init(connectDeadline: Instant, timing: Timing = Timing()) {
         state = .connecting(Connecting(deadline: connectDeadline))
@@ -134,6 +140,7 @@ struct ConnectionStateMachine: Sendable {
     /// A request was handed to nghttp2 as stream `id`.
     mutating func streamSubmitted(_ id: Int32, deadline: Instant) {
         modifyStreams { $0[id] = Stream(deadline: deadline) }
+        deadlineBound = min(deadlineBound ?? deadline, deadline)
     }
 
     /// The stream's HEADERS reached the socket.
@@ -214,7 +221,9 @@ struct ConnectionStateMachine: Sendable {
     mutating func connectionLost(_ reason: String) -> [(stream: Int32, outcome: StreamOutcome)] {
         let streams = currentStreams
         let goaway = self.goaway
-        state = .closed(Closed(unsent: HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: false)))
+        let wasOpen = !isConnecting
+        state = .closed(
+            Closed(unsent: HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: false), wasOpen: wasOpen))
         return streams.keys.sorted().map { id in
             let stream = streams[id]!
             if let goaway, id > goaway.lastStreamID {
@@ -235,9 +244,12 @@ struct ConnectionStateMachine: Sendable {
                 actions.append(.close)
             }
         case .open(var open):
-            for (id, stream) in open.streams where stream.deadline <= now {
-                open.streams[id] = nil
-                actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+            if deadlineBound.map({ $0 <= now }) ?? false {
+                for (id, stream) in open.streams where stream.deadline <= now {
+                    open.streams[id] = nil
+                    actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+                }
+                deadlineBound = open.streams.values.map(\.deadline).min()
             }
             if let sent = open.pingSentAt {
                 if sent + timing.pingTimeout <= now {
@@ -258,10 +270,13 @@ struct ConnectionStateMachine: Sendable {
             }
         case .draining(var draining):
             var expired = false
-            for (id, stream) in draining.streams where stream.deadline <= now {
-                draining.streams[id] = nil
-                expired = true
-                actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+            if deadlineBound.map({ $0 <= now }) ?? false {
+                for (id, stream) in draining.streams where stream.deadline <= now {
+                    draining.streams[id] = nil
+                    expired = true
+                    actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
+                }
+                deadlineBound = draining.streams.values.map(\.deadline).min()
             }
             state = .draining(draining)
             if expired && draining.streams.isEmpty { actions.append(.close) }
@@ -277,7 +292,7 @@ struct ConnectionStateMachine: Sendable {
         case .connecting(let connecting):
             return connecting.deadline
         case .open(let open):
-            var next = open.streams.values.map(\.deadline).min()
+            var next = open.streams.isEmpty ? nil : deadlineBound
             if let sent = open.pingSentAt {
                 next = min(next ?? sent + timing.pingTimeout, sent + timing.pingTimeout)
             } else if open.streams.isEmpty {
@@ -285,7 +300,7 @@ struct ConnectionStateMachine: Sendable {
             }
             return next
         case .draining(let draining):
-            return draining.streams.values.map(\.deadline).min()
+            return draining.streams.isEmpty ? nil : deadlineBound
         case .closed:
             return nil
         }
@@ -311,7 +326,7 @@ struct ConnectionStateMachine: Sendable {
     /// Why a request that was never submitted fails here.
     var unsentOutcome: StreamOutcome {
         switch state {
-        case .closed(let closed): return .connectFailed(closed.unsent)
+        case .closed(let closed): return closed.wasOpen ? .notSent : .connectFailed(closed.unsent)
         default: return .notSent
         }
     }

@@ -1,11 +1,13 @@
 /// An HTTP/2-over-TLS client for one origin, on libnghttp2 and OpenSSL.
 ///
 /// Requests are multiplexed over at most `maxConnections` long-lived connections. Each
-/// connection is one TCP connection with its nghttp2 session, driven by a thread of its own; `send` hands a request to the least-loaded connection with room (a new connection
-/// carries one request at a time until it has answered anything but 403). A connection that got
-/// GOAWAY, broke, or let a request pass its deadline takes no new requests and is replaced.
-/// A request the server certainly did not process is retried once on another connection; one it
-/// may have processed is never sent again.
+/// connection is one TCP connection with its nghttp2 session, driven by a thread of its own;
+/// `send` hands a request to the least-loaded connection with room (a new connection carries one
+/// request at a time until an answer proves it, see `provesConnection`). A connection that got
+/// GOAWAY, refused a stream, broke, missed a PING or let a request pass its deadline takes no new
+/// requests and is replaced. A request the server certainly did not process is sent again on
+/// another connection while its deadline allows, at most three sends in all; one it may have
+/// processed is never sent again (the rules are in PoolStateMachine.swift).
 ///
 /// The client knows nothing of the requests' meaning: the caller builds headers and reads statuses.
 public final class HTTP2Client: Sendable {

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2Client
+import Synchronization
 
 /// The relay's HTTP/2 client set up as the relay sets it up (one stream until an answer other
 /// than 403), sending valid pushes to a simulator at `origin`.
@@ -42,55 +43,68 @@ struct APNsClientFixture: Sendable {
         await client.send(request(token: token, id: id, timeout: timeout))
     }
 
-    /// Sends `count` pushes at once (`tokens[i]` if given) and returns each one's result and id.
+    typealias Outcome = (id: String, result: Result<HTTP2Response, HTTP2ClientError>, took: Duration)
+
+    /// Sends `count` pushes (`tokens[i]` if given), each after a random pause within `spread`, and
+    /// returns each one's id, result and how long its answer took. Driven by the client's callbacks
+    /// and Dispatch timers, not by Swift tasks: the timing does not depend on how busy the shared
+    /// cooperative pool is with other tests.
     func burst(
         _ count: Int, tokens: [String]? = nil, timeout: Duration = .seconds(10), spread: Duration = .zero
-    ) async -> [(
-        id: String, result: Result<HTTP2Response, HTTP2ClientError>
-    )] {
-        await withTaskGroup(of: (Int, String, Result<HTTP2Response, HTTP2ClientError>).self) { group in
-            for index in 0..<count {
-                let token = tokens?[index] ?? Self.randomToken()
-                group.addTask {
-                    if spread > .zero {
-                        let nanoseconds = Int64.random(
-                            in: 0...spread.components.attoseconds / 1_000_000_000 + spread.components.seconds
-                                * 1_000_000_000)
-                        try? await Task.sleep(for: .nanoseconds(nanoseconds))
-                    }
-                    let id = "push-\(index)-\(UUID().uuidString.prefix(8))"
-                    return (index, id, await push(token: token, id: id, timeout: timeout))
+    ) async -> [Outcome] {
+        let results = Mutex([Outcome?](repeating: nil, count: count))
+        let group = DispatchGroup()
+        let spreadNanoseconds =
+            spread.components.seconds * 1_000_000_000 + spread.components.attoseconds / 1_000_000_000
+        for index in 0..<count {
+            group.enter()
+            let token = tokens?[index] ?? Self.randomToken()
+            let id = "push-\(index)-\(UUID().uuidString.prefix(8))"
+            let request = request(token: token, id: id, timeout: timeout)
+            let pause = spreadNanoseconds > 0 ? Int.random(in: 0...Int(spreadNanoseconds)) : 0
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(pause)) { [client] in
+                let start = ContinuousClock.now
+                client.send(request) { result in
+                    let took = start.duration(to: .now)
+                    results.withLock { $0[index] = (id, result, took) }
+                    group.leave()
                 }
             }
-            var results = [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)?](repeating: nil, count: count)
-            for await (index, id, result) in group { results[index] = (id, result) }
-            return results.map { $0! }
         }
+        await withCheckedContinuation { continuation in
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+        return results.withLock { $0.map { $0! } }
     }
-}
 
-extension APNsClientFixture {
-    /// Like `burst`, with how long each push took to be answered.
-    func timedBurst(_ count: Int, timeout: Duration, spread: Duration) async -> [(
-        result: Result<HTTP2Response, HTTP2ClientError>, took: Duration
-    )] {
-        await withTaskGroup(of: (Result<HTTP2Response, HTTP2ClientError>, Duration).self) { group in
-            for _ in 0..<count {
-                group.addTask {
-                    let wait = Int64.random(
-                        in:
-                            0...Int64(
-                                spread.components.seconds * 1000 + spread.components.attoseconds / 1_000_000_000_000_000
-                            ))
-                    try? await Task.sleep(for: .milliseconds(wait))
-                    let start = ContinuousClock.now
-                    let result = await push(timeout: timeout)
-                    return (result, start.duration(to: .now))
-                }
+    /// `total` pushes from `clients` senders, each sending its next push from the completion of its
+    /// last (a closed loop, on the client's threads); returns every push's id and result.
+    func closedLoop(total: Int, clients: Int) async -> [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)] {
+        let state = Mutex((issued: 0, results: [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)]()))
+        let group = DispatchGroup()
+        @Sendable func next() {
+            let index = state.withLock { state -> Int? in
+                guard state.issued < total else { return nil }
+                state.issued += 1
+                return state.issued
             }
-            var all: [(result: Result<HTTP2Response, HTTP2ClientError>, took: Duration)] = []
-            for await (result, took) in group { all.append((result, took)) }
-            return all
+            guard let index else {
+                group.leave()
+                return
+            }
+            let id = "loop-\(index)-\(UUID().uuidString.prefix(8))"
+            client.send(request(token: Self.randomToken(), id: id)) { result in
+                state.withLock { $0.results.append((id, result)) }
+                next()
+            }
         }
+        for _ in 0..<clients {
+            group.enter()
+            DispatchQueue.global().async { next() }
+        }
+        await withCheckedContinuation { continuation in
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+        return state.withLock { $0.results }
     }
 }

@@ -44,7 +44,7 @@ import Testing
         let relay = try RelayProcess(
             config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
         let (token, grant) = try pushes(3, relay: relay)
-        #expect(waitForLine(relay, text))
+        #expect(waitForLine(relay, text), "\(lines(relay, containing: "apns "))")
         let found = lines(relay, containing: text)
         #expect(found.count == 1, "\(found)")
         expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
@@ -76,6 +76,7 @@ import Testing
     @Test func anUntrustedCertificateIsOneLineWithOpenSSLsReason() throws {
         let simulator = try PushFixture()
         let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let otherCA = directory.appendingPathComponent("other-ca.pem").path
         try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
         let line = try oneLine(
@@ -94,6 +95,7 @@ import Testing
     @Test func aServerWithoutHTTP2IsOneLine() throws {
         // openssl s_server offers no ALPN protocol: the handshake works, h2 is not agreed.
         let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let pki = try SimulatorPKI.generate()
         let certificate = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
@@ -101,18 +103,33 @@ import Testing
         try pki.certificatePEM.write(toFile: certificate, atomically: true, encoding: .utf8)
         try pki.privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
         try pki.caCertificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
-        let port = UInt16.random(in: 20_000...40_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        server.arguments = [
-            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet", "-naccept", "50",
-        ]
-        server.standardInput = Pipe()
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        var server = Process()
+        var port: UInt16 = 0
+        // A free port, and s_server listening on it (it exits when the port is taken).
+        for _ in 0..<5 where port == 0 {
+            let candidate = UInt16.random(in: 20_000...40_000)
+            server = Process()
+            server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            server.arguments = [
+                "s_server", "-accept", "127.0.0.1:\(candidate)", "-cert", certificate, "-key", key, "-quiet",
+                "-naccept", "50",
+            ]
+            server.standardInput = Pipe()
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            let deadline = Date().addingTimeInterval(10)
+            while server.isRunning && Date() < deadline && port == 0 {
+                if (try? TestConnection(port: candidate, timeoutSeconds: 1)) != nil {
+                    port = candidate
+                } else {
+                    usleep(50_000)
+                }
+            }
+            if port == 0 { server.terminate() }
+        }
+        try #require(port != 0, "openssl s_server did not start")
         defer { server.terminate() }
-        usleep(500_000)
         _ = try oneLine(
             apns: #""sandbox_origin":"https://127.0.0.1:\#(port)","ca_file":"\#(ca)","timeout_ms":2000"#,
             containing: "does not agree to HTTP/2")

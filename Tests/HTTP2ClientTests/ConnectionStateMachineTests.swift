@@ -106,6 +106,8 @@ struct ConnectionStateMachineTests {
         #expect(lost.map(\.outcome) == [.lost("reset by peer"), .lost("reset by peer"), .notSent])
         #expect(lost.map(\.outcome.certainlyNotProcessed) == [false, false, true])
         #expect(machine.isClosed)
+        // Requests it had not sent yet go elsewhere as never sent.
+        #expect(machine.unsentOutcome == .notSent)
         // After GOAWAY(1), the broken connection's streams above it were not processed.
         var afterGoaway = Self.open()
         _ = afterGoaway.goawayReceived(lastStreamID: 1, errorCode: 0, reason: nil)
