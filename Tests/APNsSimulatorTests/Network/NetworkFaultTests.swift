@@ -79,9 +79,9 @@ struct NetworkFaultTests {
         #expect(results.allSatisfy { delivered[$0.id] == 1 }, "each push delivered exactly once")
         #expect(apns.client.statistics.connectionsOpened == 2)
         // The bound is 256 in flight / 0.1 s = 2,560/s; one push per round trip per connection would be
-        // 20/s. Alone on this shared 2-core machine it runs 2,200 to 2,400/s; inside the whole suite,
-        // beside every other test, 700 to 2,300/s. The check is set for the loaded case (BENCHMARKS.md).
-        #expect(rate >= 300, "\(Int(rate)) pushes/s")
+        // 20/s. Alone it runs 2,200 to 2,400/s on a shared 2-core machine; beside the rest of the suite
+        // it measured 40 to 2,300/s, so scripts/test runs this suite on its own, after the others.
+        #expect(rate >= 1500, "\(Int(rate)) pushes/s")
     }
 
     @Test func aBlackholeMidBurstAnswersEveryPushInTimeAndTheClientRecovers() async throws {
