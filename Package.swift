@@ -80,6 +80,10 @@ let package = Package(
         .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
+        .testTarget(
+            name: "RelayServerTests", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "HTTPServer"],
+            swiftSettings: strict),
         .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
