@@ -210,17 +210,7 @@ public final class Relay: Sendable {
         let old = service.current
         let config = setup.configuration
         // Said in the `reloaded:` line itself, by configuration key: a separate line is easy to miss.
-        let restartOnly = [
-            ("listen", config.listen != old.configuration.listen),
-            ("metrics_listen", config.metricsListen != old.configuration.metricsListen),
-            ("push_limit", config.pushLimit != old.configuration.pushLimit),
-            (
-                "ip_limit",
-                config.ipLimit != old.configuration.ipLimit || config.clientIPHeader != old.configuration.clientIPHeader
-            ),
-            ("server", config.server != old.configuration.server),
-            ("limits_store", config.limitsStore != old.configuration.limitsStore),
-        ].filter(\.1).map(\.0)
+        let decision = ReloadDecision(running: old.configuration, new: config)
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
@@ -232,16 +222,7 @@ public final class Relay: Sendable {
         for (environment, gateway) in old.gateways where gateways[environment] !== gateway {
             retired.append(gateway)
         }
-        // Keep the limits and settings the server was started with; take keys, grant settings and APNs.
-        var merged = config
-        merged.listen = old.configuration.listen
-        merged.metricsListen = old.configuration.metricsListen
-        merged.server = old.configuration.server
-        merged.ipLimit = old.configuration.ipLimit
-        merged.pushLimit = old.configuration.pushLimit
-        merged.clientIPHeader = old.configuration.clientIPHeader
-        merged.limitsStore = old.configuration.limitsStore
-        service.replace(RelayState(configuration: merged, secrets: setup.secrets, gateways: gateways))
+        service.replace(RelayState(configuration: decision.configuration, secrets: setup.secrets, gateways: gateways))
         if !retired.isEmpty {
             let retired = retired
             let delay = Double(old.configuration.apns.timeoutMilliseconds) / 1000 + 1
@@ -253,8 +234,8 @@ public final class Relay: Sendable {
             "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
                 + setup.secrets.environments.map(\.name).joined(separator: ", ")
-                + (restartOnly.isEmpty
-                    ? "" : "; not applied until a restart: " + restartOnly.joined(separator: ", ")))
+                + (decision.needRestart.isEmpty
+                    ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")))
     }
 
     /// Requests answered by outcome, for the end-of-run line.
