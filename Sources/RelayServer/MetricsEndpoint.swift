@@ -5,11 +5,11 @@ import RelayCore
 /// nothing else. Kept off the public port so that scrapes need no exposure to the internet.
 final class MetricsEndpoint: HTTPHandler {
     private let service: RelayService
-    private let extraCounters: @Sendable () -> [(name: String, help: String, labels: String, value: Int)]
+    private let extraCounters: @Sendable () -> [CounterSample]
 
     init(
         service: RelayService,
-        extraCounters: @escaping @Sendable () -> [(name: String, help: String, labels: String, value: Int)]
+        extraCounters: @escaping @Sendable () -> [CounterSample]
     ) {
         self.service = service
         self.extraCounters = extraCounters

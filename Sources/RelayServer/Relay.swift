@@ -241,32 +241,28 @@ public final class Relay: Sendable {
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
 
-    private static func gatewayCounters(_ service: RelayService) -> [(
-        name: String, help: String, labels: String, value: Int
-    )] {
-        var out: [(name: String, help: String, labels: String, value: Int)] = []
+    private static func gatewayCounters(_ service: RelayService) -> [CounterSample] {
+        var out: [CounterSample] = []
         for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let labels = #"environment="\#(environment.name)""#
             let stats = gateway.client.statistics
             // Names say what they count: every connect is an attempt (failed ones too), and a connection is
             // counted as failed when a fault retires it (GOAWAY, reset, deadline, failed connect or handshake).
             out.append(
-                (
-                    "duo_relay_provider_tokens_signed_total", "Provider tokens signed, the first one included.",
-                    labels, gateway.token.refreshes
-                ))
+                CounterSample(
+                    name: "duo_relay_provider_tokens_signed_total",
+                    help: "Provider tokens signed, the first one included.", labels: labels,
+                    value: gateway.token.refreshes))
             out.append(
-                (
-                    "duo_relay_apns_connection_attempts_total",
-                    "Connections to APNs started (TCP connect begun), failed ones included.", labels,
-                    stats.connectionsOpened
-                ))
+                CounterSample(
+                    name: "duo_relay_apns_connection_attempts_total",
+                    help: "Connections to APNs started (TCP connect begun), failed ones included.", labels: labels,
+                    value: stats.connectionsOpened))
             out.append(
-                (
-                    "duo_relay_apns_connections_failed_total",
-                    "Connections to APNs retired by a fault (GOAWAY, reset, deadline, failed connect or TLS).",
-                    labels, stats.connectionsReplaced
-                ))
+                CounterSample(
+                    name: "duo_relay_apns_connections_failed_total",
+                    help: "Connections to APNs retired by a fault (GOAWAY, reset, deadline, failed connect or TLS).",
+                    labels: labels, value: stats.connectionsReplaced))
         }
         return out
     }
