@@ -19,6 +19,7 @@ final class RelayService: HTTPHandler {
     /// The Redis limits store, when `limits_store.kind` is redis.
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
+    private let sealFailureLogged = Atomic<Bool>(false)
     let pending = PendingAnswers()
     let metrics = Metrics()
 
@@ -175,7 +176,13 @@ final class RelayService: HTTPHandler {
             guard
                 let text = try? GrantCodec.seal(
                     grant, keyID: state.configuration.grantKeyID, keys: state.secrets.relayKeys)
-            else { throw .badRequest }
+            else {
+                // The relay's fault, not the phone's: said once per process, never with anything of the request.
+                if !sealFailureLogged.exchange(true, ordering: .relaxed) {
+                    Log.line("duo-relay: a grant could not be sealed; answered 500 internal_error (logged once)")
+                }
+                throw RelayError(.internalError)
+            }
             metrics.request(endpoint: Endpoint.grant.rawValue, outcome: "ok")
             return HTTPResponse.json(
                 200, GrantResponse(grant: text, expiresAt: now + state.configuration.grantLifetimeSeconds).json)

@@ -7,7 +7,7 @@ import Testing
 /// Grants live `grant_lifetime_s` from their issue, by the relay's clock.
 @Suite struct GrantExpiryTests {
     @Test func aGrantOpensUntilTheSecondItsLifetimeEnds() throws {
-        let fixture = RelayHandlerFixture { $0.grantLifetimeSeconds = 3_600 }
+        let fixture = try RelayHandlerFixture { $0.grantLifetimeSeconds = 3_600 }
         let grant = try fixture.grant(token: SecureRandom.bytes(count: 32))
         fixture.clock.advance(seconds: 3_599)
         // Opened and past the per-phone limit: only the missing APNs environment stops it.
@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func theLifetimeIsTheRunningConfigurations() throws {
-        let fixture = RelayHandlerFixture()
+        let fixture = try RelayHandlerFixture()
         let grant = try fixture.grant(token: SecureRandom.bytes(count: 32))
         // The default lifetime is 30 days.
         fixture.clock.advance(seconds: 29 * 86_400)
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func aGrantFromAnotherRelayIsInvalidNotExpired() throws {
-        let fixture = RelayHandlerFixture()
+        let fixture = try RelayHandlerFixture()
         let stranger = try GrantCodec.seal(
             Grant(environment: .sandbox, issuedAt: fixture.clock.unixSeconds, token: [1, 2, 3]), keyID: 1,
             keys: RelayKeys([1: SymmetricKey.generate()]))

@@ -7,7 +7,7 @@ import Testing
 /// The per-phone and per-address windows, by the relay's monotonic clock.
 @Suite struct LimitWindowTests {
     @Test func aPhonesWindowCountsEveryGrantOfItsTokenAndOpensAgainAfterItsPeriod() throws {
-        let fixture = RelayHandlerFixture {
+        let fixture = try RelayHandlerFixture {
             $0.pushLimit = LimitPolicy(requests: 3, periodSeconds: 60)
             $0.ipLimit = LimitPolicy(requests: 1_000, periodSeconds: 10)
         }
@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func anAddressOverItsLimitIsBlockedForBlockSecondsOnEveryEndpoint() throws {
-        let fixture = RelayHandlerFixture {
+        let fixture = try RelayHandlerFixture {
             $0.ipLimit = LimitPolicy(requests: 2, periodSeconds: 10, blockSeconds: 30)
         }
         let grant = try fixture.grant(token: SecureRandom.bytes(count: 32))

@@ -16,13 +16,27 @@ struct RelayHandlerFixture {
     let configuration: RelayConfiguration
     let handler: RelayService
 
-    init(configure: (inout RelayConfiguration) -> Void = { _ in }) {
+    /// - Parameter gateways: environments given a key and a gateway (for the grant endpoint, which needs one);
+    ///   their origin is a closed loopback port, and nothing here sends to it.
+    init(gateways: [APNsEnvironment] = [], configure: (inout RelayConfiguration) -> Void = { _ in }) throws {
         var configuration = RelayConfiguration(topic: "app.openduo.test")
+        configuration.apns.sandboxOrigin = "https://127.0.0.1:9"
+        configuration.apns.productionOrigin = "https://127.0.0.1:9"
         configure(&configuration)
         self.configuration = configuration
-        let secrets = RelaySecrets(teamID: "TEAM123456", apnsKeys: [:], relayKeys: keys)
+        var apnsKeys: [APNsEnvironment: RelaySecrets.APNsKey] = [:]
+        for environment in gateways {
+            apnsKeys[environment] = RelaySecrets.APNsKey(keyID: "KEY1234567", key: P256.Signing.PrivateKey())
+        }
+        let secrets = RelaySecrets(teamID: "TEAM123456", apnsKeys: apnsKeys, relayKeys: keys)
+        var made: [APNsEnvironment: APNsGateway] = [:]
+        for environment in gateways {
+            made[environment] = try APNsGateway(
+                environment: environment, configuration: configuration,
+                credentials: secrets.credentials(environment)!, clock: clock)
+        }
         handler = RelayService(
-            state: RelayState(configuration: configuration, secrets: secrets, gateways: [:]), clock: clock)
+            state: RelayState(configuration: configuration, secrets: secrets, gateways: made), clock: clock)
     }
 
     /// A grant for `token`, sealed as the relay seals them, issued at the clock's time now.

@@ -5,7 +5,11 @@ import Testing
 
 /// Which answer each path and method gets, straight from the handler.
 @Suite struct RoutingTests {
-    let fixture = RelayHandlerFixture()
+    let fixture: RelayHandlerFixture
+
+    init() throws {
+        fixture = try RelayHandlerFixture()
+    }
 
     @Test func aBodyOverItsEndpointsLimitIsAnswered413NamingThatLimit() {
         for (path, limit) in [("/v1/push", PushRequest.bodyLimit), ("/v1/grant", GrantRequest.bodyLimit)] {
