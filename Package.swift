@@ -42,7 +42,9 @@ let package = Package(
         // The version (a checked-in release number) and, when built from git, the commit (issue 14).
         .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
         .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
-        .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // OpenSSL's error queue read into text, once for every module that calls OpenSSL.
+        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
@@ -57,7 +59,8 @@ let package = Package(
         .target(
             name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS"], swiftSettings: strict),
         .target(
-            name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire"],
+            name: "APNsSimulator",
+            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
