@@ -53,7 +53,8 @@ let package = Package(
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
-            name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS"],
+            name: "HTTP2Client",
+            dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
             swiftSettings: strict),
         // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
         .target(
