@@ -4,11 +4,11 @@ import RelayCore
 /// The operator's listener (`metrics_listen`): `GET /metrics`, `/healthz` and `/readyz`, and
 /// nothing else. Kept off the public port so that scrapes need no exposure to the internet.
 final class MetricsEndpoint: HTTPHandler {
-    private let service: RelayService
+    private let service: RelayHTTPHandler
     private let extraCounters: @Sendable () -> [CounterSample]
 
     init(
-        service: RelayService,
+        service: RelayHTTPHandler,
         extraCounters: @escaping @Sendable () -> [CounterSample]
     ) {
         self.service = service

@@ -8,7 +8,7 @@ import Synchronization
 
 /// A running relay: its HTTP server, its APNs gateways, and its lifecycle (DESIGN.md, "Lifecycle").
 public final class Relay: Sendable {
-    private let service: RelayService
+    private let service: RelayHTTPHandler
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     private let clock: any RelayClock
@@ -36,7 +36,7 @@ public final class Relay: Sendable {
             store.start()
             limitsStore = store
         }
-        let service = RelayService(
+        let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
             limitsStore: limitsStore)
         self.service = service
@@ -241,7 +241,7 @@ public final class Relay: Sendable {
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
 
-    private static func gatewayCounters(_ service: RelayService) -> [CounterSample] {
+    private static func gatewayCounters(_ service: RelayHTTPHandler) -> [CounterSample] {
         var out: [CounterSample] = []
         for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let labels = #"environment="\#(environment.name)""#

@@ -14,7 +14,7 @@ struct RelayHandlerFixture {
     let clock = ManualClock()
     let keys = RelayKeys([1: SymmetricKey.generate()])
     let configuration: RelayConfiguration
-    let handler: RelayService
+    let handler: RelayHTTPHandler
 
     /// - Parameter gateways: environments given a key and a gateway (for the grant endpoint, which needs one);
     ///   their origin is a closed loopback port, and nothing here sends to it.
@@ -35,7 +35,7 @@ struct RelayHandlerFixture {
                 environment: environment, configuration: configuration,
                 credentials: secrets.credentials(environment)!, clock: clock)
         }
-        handler = RelayService(
+        handler = RelayHTTPHandler(
             state: RelayState(configuration: configuration, secrets: secrets, gateways: made), clock: clock)
     }
 

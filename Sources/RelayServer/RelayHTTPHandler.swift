@@ -6,7 +6,7 @@ import Synchronization
 /// The relay's HTTP surface (DESIGN.md, "HTTP API"): routing, the per-address limit, and the
 /// grant and push endpoints. Every answer is built by `answer(_:_:)` from a `RelayError` or a
 /// success body; nothing about a request is ever logged.
-final class RelayService: HTTPHandler {
+final class RelayHTTPHandler: HTTPHandler {
     typealias Endpoint = Route.Endpoint
 
     private let state: Mutex<RelayState>
