@@ -42,7 +42,9 @@ let package = Package(
         // The version (a checked-in release number) and, when built from git, the commit (issue 14).
         .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
         .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
-        .target(name: "RelayCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // OpenSSL's error queue read into text, once for every module that calls OpenSSL.
+        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
@@ -51,13 +53,15 @@ let package = Package(
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
-            name: "HTTP2Client", dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS"],
+            name: "HTTP2Client",
+            dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
             swiftSettings: strict),
         // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
         .target(
             name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS"], swiftSettings: strict),
         .target(
-            name: "APNsSimulator", dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire"],
+            name: "APNsSimulator",
+            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
@@ -80,6 +84,10 @@ let package = Package(
         .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
+        .testTarget(
+            name: "RelayServerTests", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "HTTPServer"],
+            swiftSettings: strict),
         .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),

@@ -1,4 +1,5 @@
 import COpenSSL
+import OpenSSLSupport
 
 /// An error from starting the APNs simulator or generating its certificates.
 ///
@@ -45,15 +46,8 @@ public struct SimulatorError: Error, Equatable, CustomStringConvertible {
 
     /// An OpenSSL failure, with the library's error queue drained into the reason.
     static func openSSL(_ what: String, code: Code = .openSSL) -> SimulatorError {
-        var messages: [String] = []
-        while true {
-            let error = ERR_get_error()
-            if error == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(error, &buffer, buffer.count)
-            messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        let detail = messages.isEmpty ? "" : " (\(messages.joined(separator: "; ")))"
+        let queue = OpenSSLErrorQueue.drain(keeping: .max)
+        let detail = queue.isEmpty ? "" : " (\(queue))"
         return SimulatorError(code, what + detail)
     }
 }

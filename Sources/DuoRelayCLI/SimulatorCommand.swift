@@ -1,6 +1,7 @@
 import APNsSimulator
 import Dispatch
 import Foundation
+import RelayCore
 import RelayCrypto
 import RelayServer
 
@@ -44,11 +45,10 @@ enum SimulatorCommand {
                 let keyID = try Usage.option("--key-id", in: arguments),
                 let keyFile = try Usage.option("--public-key", in: arguments)
             else { throw UsageError(problem: "--team-id, --key-id and --public-key are required") }
-            let listen = try Usage.option("--listen", in: arguments) ?? "127.0.0.1:4443"
-            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
-                throw UsageError(problem: "--listen must be HOST:PORT")
+            // Read as the relay reads `listen`: `host:port` or `[ipv6]:port`.
+            guard let listen = ListenAddress(try Usage.option("--listen", in: arguments) ?? "127.0.0.1:4443") else {
+                throw UsageError(problem: "--listen must be HOST:PORT or [IPV6]:PORT")
             }
-            let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
             let keyText = try String(contentsOfFile: keyFile, encoding: .utf8)
             guard !keyText.contains("PRIVATE KEY") else {
                 throw UsageError(
@@ -74,13 +74,13 @@ enum SimulatorCommand {
             var config = SimulatorConfiguration(
                 certificatePEM: certificate, privateKeyPEM: privateKey, teamID: teamID, keys: [keyID: publicKey],
                 topics: [try Usage.option("--topic", in: arguments) ?? "app.openduo.pocket"])
-            config.host = host
-            config.port = port
+            config.host = listen.host
+            config.port = listen.port
             config.recordFile = try Usage.option("--record", in: arguments)
             config.tokenFaults = faults
             config.onDeliver = { note in Output.standard(DevCommand.describe(note)) }
             let simulator = try APNsSimulator(configuration: config)
-            Log.line("apns-sim: listening on https://\(listen.hasPrefix("[") ? listen : "\(host):\(simulator.port)")")
+            Log.line("apns-sim: listening on https://\(ListenAddress(host: listen.host, port: simulator.port))")
             if !faults.isEmpty { Log.line("apns-sim: faults by device token prefix:\n" + Usage.describe(faults)) }
             TerminationSignals.wait()
             simulator.stop()

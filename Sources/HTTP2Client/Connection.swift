@@ -3,6 +3,7 @@ import COpenSSL
 import CSystem
 import Foundation
 import HTTP2Wire
+import OpenSSLSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -392,13 +393,10 @@ final class Connection: @unchecked Sendable {
         failWaiting()
     }
 
+    /// The first entry of OpenSSL's queue (the reason the handshake failed), the rest dropped with it.
     private static func openSSLError() -> String {
-        let code = ERR_get_error()
-        ERR_clear_error()
-        guard code != 0 else { return "the connection closed" }
-        var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let reason = OpenSSLErrorQueue.drain(keeping: 1)
+        return reason.isEmpty ? "the connection closed" : reason
     }
 
     // MARK: Requests

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import OpenSSLSupport
 
 extension AES {
     /// AES-256 in Galois/Counter Mode (authenticated encryption with associated data), through

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import OpenSSLSupport
 
 /// HMAC with SHA-256 (RFC 2104, RFC 4231) through OpenSSL's one-shot `HMAC()`.
 public enum HMACSHA256 {

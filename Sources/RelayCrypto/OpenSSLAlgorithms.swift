@@ -1,4 +1,5 @@
 import COpenSSL
+import OpenSSLSupport
 
 /// Algorithm objects fetched once from OpenSSL's default provider.
 ///

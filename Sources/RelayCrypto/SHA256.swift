@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import OpenSSLSupport
 
 /// SHA-256 (FIPS 180-4) through OpenSSL.
 public enum SHA256 {

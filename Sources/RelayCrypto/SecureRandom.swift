@@ -1,4 +1,5 @@
 import COpenSSL
+import OpenSSLSupport
 
 /// Cryptographically secure random bytes from OpenSSL's RNG.
 public enum SecureRandom {

@@ -116,7 +116,7 @@ final class Metrics: Sendable {
     /// - Parameters:
     ///   - inFlight: pushes currently waiting for APNs.
     ///   - counters: values owned elsewhere (token refreshes, connections), already labelled.
-    func render(inFlight: Int, counters: [(name: String, help: String, labels: String, value: Int)]) -> String {
+    func render(inFlight: Int, counters: [CounterSample]) -> String {
         let snapshot = state.withLock { $0 }
         let labelled = snapshot.labelled
         var out = ""

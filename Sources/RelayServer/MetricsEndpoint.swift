@@ -4,12 +4,12 @@ import RelayCore
 /// The operator's listener (`metrics_listen`): `GET /metrics`, `/healthz` and `/readyz`, and
 /// nothing else. Kept off the public port so that scrapes need no exposure to the internet.
 final class MetricsEndpoint: HTTPHandler {
-    private let service: RelayService
-    private let extraCounters: @Sendable () -> [(name: String, help: String, labels: String, value: Int)]
+    private let service: RelayHTTPHandler
+    private let extraCounters: @Sendable () -> [CounterSample]
 
     init(
-        service: RelayService,
-        extraCounters: @escaping @Sendable () -> [(name: String, help: String, labels: String, value: Int)]
+        service: RelayHTTPHandler,
+        extraCounters: @escaping @Sendable () -> [CounterSample]
     ) {
         self.service = service
         self.extraCounters = extraCounters
@@ -17,7 +17,7 @@ final class MetricsEndpoint: HTTPHandler {
 
     func head(_ head: HTTPRequestHead) -> HeadDecision {
         guard head.method == "GET" || head.method == "HEAD" else {
-            return .respond(HTTPResponse.json(405, RelayError.methodNotAllowed.body))
+            return .respond(RelayError.methodNotAllowed.response(allow: Self.allow))
         }
         switch head.path {
         case "/metrics":
@@ -33,15 +33,18 @@ final class MetricsEndpoint: HTTPHandler {
         case "/readyz":
             return .respond(service.readiness())
         default:
-            return .respond(HTTPResponse.json(404, RelayError.notFound.body))
+            return .respond(RelayError.notFound.response(allow: Self.allow))
         }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
-        responder.respond(HTTPResponse.json(404, RelayError.notFound.body))
+        responder.respond(RelayError.notFound.response(allow: Self.allow))
     }
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
-        HTTPResponse.json(413, RelayError.tooLarge.body)
+        RelayError.tooLarge.response(allow: Self.allow)
     }
+
+    /// Every path here takes these methods.
+    private static let allow = "GET, HEAD"
 }

@@ -8,7 +8,7 @@ import Synchronization
 
 /// A running relay: its HTTP server, its APNs gateways, and its lifecycle (DESIGN.md, "Lifecycle").
 public final class Relay: Sendable {
-    private let service: RelayService
+    private let service: RelayHTTPHandler
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     private let clock: any RelayClock
@@ -36,7 +36,7 @@ public final class Relay: Sendable {
             store.start()
             limitsStore = store
         }
-        let service = RelayService(
+        let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
             limitsStore: limitsStore)
         self.service = service
@@ -210,17 +210,7 @@ public final class Relay: Sendable {
         let old = service.current
         let config = setup.configuration
         // Said in the `reloaded:` line itself, by configuration key: a separate line is easy to miss.
-        let restartOnly = [
-            ("listen", config.listen != old.configuration.listen),
-            ("metrics_listen", config.metricsListen != old.configuration.metricsListen),
-            ("push_limit", config.pushLimit != old.configuration.pushLimit),
-            (
-                "ip_limit",
-                config.ipLimit != old.configuration.ipLimit || config.clientIPHeader != old.configuration.clientIPHeader
-            ),
-            ("server", config.server != old.configuration.server),
-            ("limits_store", config.limitsStore != old.configuration.limitsStore),
-        ].filter(\.1).map(\.0)
+        let decision = ReloadDecision(running: old.configuration, new: config)
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
@@ -232,16 +222,7 @@ public final class Relay: Sendable {
         for (environment, gateway) in old.gateways where gateways[environment] !== gateway {
             retired.append(gateway)
         }
-        // Keep the limits and settings the server was started with; take keys, grant settings and APNs.
-        var merged = config
-        merged.listen = old.configuration.listen
-        merged.metricsListen = old.configuration.metricsListen
-        merged.server = old.configuration.server
-        merged.ipLimit = old.configuration.ipLimit
-        merged.pushLimit = old.configuration.pushLimit
-        merged.clientIPHeader = old.configuration.clientIPHeader
-        merged.limitsStore = old.configuration.limitsStore
-        service.replace(RelayState(configuration: merged, secrets: setup.secrets, gateways: gateways))
+        service.replace(RelayState(configuration: decision.configuration, secrets: setup.secrets, gateways: gateways))
         if !retired.isEmpty {
             let retired = retired
             let delay = Double(old.configuration.apns.timeoutMilliseconds) / 1000 + 1
@@ -253,39 +234,35 @@ public final class Relay: Sendable {
             "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
                 + setup.secrets.environments.map(\.name).joined(separator: ", ")
-                + (restartOnly.isEmpty
-                    ? "" : "; not applied until a restart: " + restartOnly.joined(separator: ", ")))
+                + (decision.needRestart.isEmpty
+                    ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")))
     }
 
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
 
-    private static func gatewayCounters(_ service: RelayService) -> [(
-        name: String, help: String, labels: String, value: Int
-    )] {
-        var out: [(name: String, help: String, labels: String, value: Int)] = []
+    private static func gatewayCounters(_ service: RelayHTTPHandler) -> [CounterSample] {
+        var out: [CounterSample] = []
         for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let labels = #"environment="\#(environment.name)""#
             let stats = gateway.client.statistics
             // Names say what they count: every connect is an attempt (failed ones too), and a connection is
             // counted as failed when a fault retires it (GOAWAY, reset, deadline, failed connect or handshake).
             out.append(
-                (
-                    "duo_relay_provider_tokens_signed_total", "Provider tokens signed, the first one included.",
-                    labels, gateway.token.refreshes
-                ))
+                CounterSample(
+                    name: "duo_relay_provider_tokens_signed_total",
+                    help: "Provider tokens signed, the first one included.", labels: labels,
+                    value: gateway.token.refreshes))
             out.append(
-                (
-                    "duo_relay_apns_connection_attempts_total",
-                    "Connections to APNs started (TCP connect begun), failed ones included.", labels,
-                    stats.connectionsOpened
-                ))
+                CounterSample(
+                    name: "duo_relay_apns_connection_attempts_total",
+                    help: "Connections to APNs started (TCP connect begun), failed ones included.", labels: labels,
+                    value: stats.connectionsOpened))
             out.append(
-                (
-                    "duo_relay_apns_connections_failed_total",
-                    "Connections to APNs retired by a fault (GOAWAY, reset, deadline, failed connect or TLS).",
-                    labels, stats.connectionsReplaced
-                ))
+                CounterSample(
+                    name: "duo_relay_apns_connections_failed_total",
+                    help: "Connections to APNs retired by a fault (GOAWAY, reset, deadline, failed connect or TLS).",
+                    labels: labels, value: stats.connectionsReplaced))
         }
         return out
     }

@@ -48,7 +48,7 @@ final class SharedRateLimiter: AsynchronousRateLimiter {
     }
 }
 
-/// How RelayService reaches one limit: decided at once in memory (no work added to the request's
+/// How RelayHTTPHandler reaches one limit: decided at once in memory (no work added to the request's
 /// path), or through the shared store.
 enum LimiterPath: Sendable {
     case immediate(InMemoryRateLimiter)

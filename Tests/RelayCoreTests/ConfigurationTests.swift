@@ -23,6 +23,16 @@ import Testing
         #expect(config.apns.timeoutMilliseconds == 10_000)
     }
 
+    @Test func aLimitBlockGivenInPartKeepsTheDefaultsOfWhatItLeavesOut() throws {
+        let config = try parse(
+            #"{"apns":{"topic":"app.openduo.pocket"},"push_limit":{"requests":5},"ip_limit":{"period_s":30}}"#)
+        #expect(config.pushLimit == LimitPolicy(requests: 5, periodSeconds: 60))
+        #expect(config.ipLimit == LimitPolicy(requests: 10, periodSeconds: 30, blockSeconds: 10))
+        let empty = try parse(#"{"apns":{"topic":"app.openduo.pocket"},"push_limit":{},"ip_limit":{}}"#)
+        #expect(empty.pushLimit == RelayConfiguration().pushLimit)
+        #expect(empty.ipLimit == RelayConfiguration().ipLimit)
+    }
+
     @Test func designExampleParses() throws {
         let config = try parse(
             """

@@ -28,12 +28,17 @@ public struct ProviderCredentials: Sendable {
 public final class ProviderToken: Sendable {
     /// Age at which a token is replaced (well before APNs' 60 minutes and our 50).
     public static let refreshAge: UInt64 = 40 * 60 * 1_000_000_000
-    /// APNs answers TooManyProviderTokenUpdates to tokens changed more often than this.
+    /// APNs answers TooManyProviderTokenUpdates to tokens changed more often than this. A routine refresh waits
+    /// at least this long (`refreshAge` is longer); the refresh after ExpiredProviderToken does not, but only one
+    /// such refresh is made per interval: an APNs that calls every new token expired (a wrong wall clock) gets
+    /// no new token per push.
     public static let minimumInterval: UInt64 = 20 * 60 * 1_000_000_000
 
     private struct Current {
         var token: String
         var signedAt: UInt64
+        /// When the last refresh after ExpiredProviderToken was made, if one was.
+        var forcedAt: UInt64?
     }
 
     private let credentials: Mutex<ProviderCredentials>
@@ -53,22 +58,26 @@ public final class ProviderToken: Sendable {
     public func token() throws(CryptoError) -> String {
         let now = clock.uptimeNanoseconds
         return try current.withLock { (current: inout Current?) throws(CryptoError) -> String in
-            if let cached = current, now &- cached.signedAt < Self.refreshAge {
+            if let cached = current, now &- cached.signedAt < max(Self.refreshAge, Self.minimumInterval) {
                 return cached.token
             }
-            return try refresh(&current, now: now)
+            return try refresh(&current, now: now, forced: false)
         }
     }
 
     /// APNs answered ExpiredProviderToken to `token`: replace it now, unless a concurrent push
-    /// already did. Returns the token to retry with.
-    public func tokenAfterExpiry(of token: String) throws(CryptoError) -> String {
+    /// already did. Returns the token to retry with, or nil when a refresh after ExpiredProviderToken was
+    /// already made within ``minimumInterval`` (a retry with the same token would be refused again).
+    public func tokenAfterExpiry(of token: String) throws(CryptoError) -> String? {
         let now = clock.uptimeNanoseconds
-        return try current.withLock { (current: inout Current?) throws(CryptoError) -> String in
+        return try current.withLock { (current: inout Current?) throws(CryptoError) -> String? in
             if let cached = current, cached.token != token {
                 return cached.token
             }
-            return try refresh(&current, now: now)
+            if let forcedAt = current?.forcedAt, now &- forcedAt < Self.minimumInterval {
+                return nil
+            }
+            return try refresh(&current, now: now, forced: true)
         }
     }
 
@@ -80,10 +89,10 @@ public final class ProviderToken: Sendable {
         }
     }
 
-    private func refresh(_ current: inout Current?, now: UInt64) throws(CryptoError) -> String {
+    private func refresh(_ current: inout Current?, now: UInt64, forced: Bool) throws(CryptoError) -> String {
         let signer = credentials.withLock { $0 }
         let token = try signer.sign(issuedAt: clock.unixSeconds)
-        current = Current(token: token, signedAt: now)
+        current = Current(token: token, signedAt: now, forcedAt: forced ? now : current?.forcedAt)
         refreshCount.add(1, ordering: .relaxed)
         return token
     }

@@ -85,19 +85,14 @@ public struct RelayConfiguration: Equatable, Sendable {
         }
         if let value = try root.integer("grant_key_id", in: 0...255) { config.grantKeyID = UInt8(value) }
 
+        // Each setting left out keeps the default its property declares.
         if let push = try root.object("push_limit") {
             try push.allow(["requests", "period_s"])
-            let requests = try push.integer("requests", in: 1...1_000_000) ?? 20
-            let period = try push.integer("period_s", in: 1...86_400) ?? 60
-            config.pushLimit = LimitPolicy(requests: Int(requests), periodSeconds: Double(period))
+            try config.pushLimit.read(push, blocks: false)
         }
         if let ip = try root.object("ip_limit") {
             try ip.allow(["requests", "period_s", "block_s", "client_ip_header"])
-            let requests = try ip.integer("requests", in: 1...1_000_000) ?? 10
-            let period = try ip.integer("period_s", in: 1...86_400) ?? 10
-            let block = try ip.integer("block_s", in: 0...86_400) ?? 10
-            config.ipLimit = LimitPolicy(
-                requests: Int(requests), periodSeconds: Double(period), blockSeconds: Double(block))
+            try config.ipLimit.read(ip, blocks: true)
             if let header = try ip.optionalString("client_ip_header") {
                 guard !header.isEmpty, header.utf8.allSatisfy(isTokenCharacter) else {
                     throw ConfigurationError(.invalid, ip.key("client_ip_header"), "must be an HTTP header name")
@@ -226,6 +221,16 @@ public struct RelayConfiguration: Equatable, Sendable {
 
     static func isTopicCharacter(_ byte: UInt8) -> Bool {
         isPlaceholderCharacter(byte)
+    }
+}
+
+extension LimitPolicy {
+    /// Takes the settings given in `object` (`requests`, `period_s` and, if `blocks`, `block_s`); those left out
+    /// keep their values.
+    fileprivate mutating func read(_ object: Reader, blocks: Bool) throws(ConfigurationError) {
+        if let value = try object.integer("requests", in: 1...1_000_000) { requests = Int(value) }
+        if let value = try object.integer("period_s", in: 1...86_400) { period = UInt64(value) * 1_000_000_000 }
+        if blocks, let value = try object.integer("block_s", in: 0...86_400) { block = UInt64(value) * 1_000_000_000 }
     }
 }
 

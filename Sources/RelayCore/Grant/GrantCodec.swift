@@ -5,17 +5,20 @@ import RelayCrypto
 /// plaintext `environment | issued_at (u64 BE) | token`.
 public enum GrantCodec {
     public static let version: UInt8 = 0x01
-    static let nonceSize = 12
+    /// The AES-GCM nonce of every grant.
+    public static let nonceSize = 12
     static let tagSize = 16
     static let headerSize = 2
     static let fixedPlaintextSize = 9
     /// Longest token accepted in a grant (1024 hex characters).
     public static let maximumTokenBytes = 512
+    /// The sealed bytes of a grant holding the longest token (its text is the base64url of these).
+    public static let maximumSealedBytes = headerSize + nonceSize + fixedPlaintextSize + maximumTokenBytes + tagSize
 
     /// Seals `grant` under key `keyID` of `keys` with a fresh random nonce.
     public static func seal(
         _ grant: Grant, keyID: UInt8, keys: RelayKeys,
-        nonce: [UInt8] = SecureRandom.bytes(count: 12)
+        nonce: [UInt8] = SecureRandom.bytes(count: nonceSize)
     ) throws(GrantError) -> String {
         guard let key = keys[keyID] else { throw GrantError(.unknownKey) }
         guard nonce.count == nonceSize else { throw GrantError(.malformed) }
@@ -61,7 +64,7 @@ public enum GrantCodec {
     ) throws(GrantError) -> (grant: Grant, keyID: UInt8) {
         guard let bytes = Base64.urlDecode(text),
             bytes.count >= headerSize + nonceSize + fixedPlaintextSize + tagSize,
-            bytes.count <= headerSize + nonceSize + fixedPlaintextSize + maximumTokenBytes + tagSize
+            bytes.count <= maximumSealedBytes
         else { throw GrantError(.malformed) }
         guard bytes[0] == version else { throw GrantError(.malformed) }
         guard let key = keys[bytes[1]] else { throw GrantError(.unknownKey) }

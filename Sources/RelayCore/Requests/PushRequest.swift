@@ -13,7 +13,7 @@ public struct PushRequest: Equatable, Sendable {
     /// Its standard base64 length.
     public static let sealedTextLength = (sealedByteCount + 2) / 3 * 4
     /// Longest grant text that could open (a 1024-hex-character token).
-    public static let maximumGrantLength = (2 + 12 + 9 + GrantCodec.maximumTokenBytes + 16) * 4 / 3 + 2
+    public static let maximumGrantLength = GrantCodec.maximumSealedBytes * 4 / 3 + 2
     /// Bodies longer than this are answered 413 before they are read.
     public static let bodyLimit = 8192
 

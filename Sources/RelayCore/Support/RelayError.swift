@@ -20,6 +20,8 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let overloaded = Code(rawValue: "overloaded")
         public static let notFound = Code(rawValue: "not_found")
         public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
+        /// A fault of the relay itself (a grant that could not be sealed): never the client's, never expected.
+        public static let internalError = Code(rawValue: "internal_error")
     }
 
     /// Which limit answered a 429, sent as `"limit":"<name>"`.
@@ -75,6 +77,7 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         case .rateLimited: 429
         case .apns: 502
         case .overloaded: 503
+        case .internalError: 500
         default: 500
         }
     }

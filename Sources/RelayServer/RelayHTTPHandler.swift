@@ -6,10 +6,8 @@ import Synchronization
 /// The relay's HTTP surface (DESIGN.md, "HTTP API"): routing, the per-address limit, and the
 /// grant and push endpoints. Every answer is built by `answer(_:_:)` from a `RelayError` or a
 /// success body; nothing about a request is ever logged.
-final class RelayService: HTTPHandler {
-    enum Endpoint: String, Sendable {
-        case grant, push, healthz, readyz, other
-    }
+final class RelayHTTPHandler: HTTPHandler {
+    typealias Endpoint = Route.Endpoint
 
     private let state: Mutex<RelayState>
     private let ipLimiter: LimiterPath
@@ -23,6 +21,7 @@ final class RelayService: HTTPHandler {
     private let pushesInFlight = Atomic<Int>(0)
     /// Requests waiting at their head for the shared store's address decision (at most `timeout_ms`).
     private let headsWaiting = Atomic<Int>(0)
+    private let sealFailureLogged = Atomic<Bool>(false)
     let pending = PendingAnswers()
     let metrics = Metrics()
 
@@ -72,34 +71,24 @@ final class RelayService: HTTPHandler {
     // MARK: HTTPHandler
 
     func head(_ head: HTTPRequestHead) -> HeadDecision {
-        let path = head.path
-        if path == "/healthz" || path == "/readyz" {
-            let endpoint = Endpoint(rawValue: String(path.dropFirst()))!
-            guard head.method == "GET" || head.method == "HEAD" else {
-                return .respond(answer(.methodNotAllowed, endpoint))
-            }
-            return .respond(endpoint == .healthz ? healthy() : readiness())
+        let route = Route(path: head.path)
+        if route.endpoint == .healthz || route.endpoint == .readyz {
+            guard route.allows(head.method) else { return .respond(answer(.methodNotAllowed, route.endpoint)) }
+            return .respond(route.endpoint == .healthz ? healthy() : readiness())
         }
-        guard path.hasPrefix("/v1/") else { return .respond(answer(.notFound, .other)) }
-        let endpoint: Endpoint
-        let limit: Int
-        switch path {
-        case "/v1/grant": (endpoint, limit) = (.grant, GrantRequest.bodyLimit)
-        case "/v1/push": (endpoint, limit) = (.push, PushRequest.bodyLimit)
-        default: (endpoint, limit) = (.other, 0)
-        }
+        guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint)) }
         let config = current.configuration
         let key = addressKey(head, config)
         switch ipLimiter {
         case .immediate(let limiter):
-            return afterAddressLimit(limiter.admit(key, now: clock.uptimeNanoseconds), endpoint, head.method, limit)
+            return afterAddressLimit(limiter.admit(key, now: clock.uptimeNanoseconds), route, head.method)
         case .shared(let limiter):
             // No server thread waits for Redis: the request is suspended until the decision comes.
             let pending = PendingHeadDecision()
             let method = head.method
             headsWaiting.add(1, ordering: .relaxed)
             limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
-                pending.decide(afterAddressLimit(decision, endpoint, method, limit))
+                pending.decide(afterAddressLimit(decision, route, method))
                 headsWaiting.subtract(1, ordering: .relaxed)
             }
             return .later(pending)
@@ -107,20 +96,18 @@ final class RelayService: HTTPHandler {
     }
 
     /// What the head of a `/v1/` request gets once the per-address limit has decided.
-    private func afterAddressLimit(_ decision: LimitDecision, _ endpoint: Endpoint, _ method: String, _ limit: Int)
-        -> HeadDecision
-    {
+    private func afterAddressLimit(_ decision: LimitDecision, _ route: Route, _ method: String) -> HeadDecision {
         switch decision {
         case .allowed: break
         case .limited(let retryAfter):
             metrics.limited("address")
-            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint))
+            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), route.endpoint))
         case .unavailable(let retryAfter):
-            return .respond(answer(RelayError(.overloaded, retryAfter: retryAfter), endpoint))
+            return .respond(answer(RelayError(.overloaded, retryAfter: retryAfter), route.endpoint))
         }
-        guard endpoint != .other else { return .respond(answer(.notFound, endpoint)) }
-        guard method == "POST" else { return .respond(answer(.methodNotAllowed, endpoint)) }
-        return .readBody(limit: limit)
+        guard route.endpoint != .other else { return .respond(answer(.notFound, route.endpoint)) }
+        guard route.allows(method) else { return .respond(answer(.methodNotAllowed, route.endpoint)) }
+        return .readBody(limit: route.bodyLimit)
     }
 
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
@@ -131,13 +118,9 @@ final class RelayService: HTTPHandler {
             ? RelayError.badRequest.detail(
                 "framing: Content-Length given with differing values, or a Transfer-Encoding other than chunked")
             : .tooLarge
-        let endpoint: Endpoint =
-            switch head.path {
-            case "/v1/grant": .grant
-            case "/v1/push": .push
-            default: .other
-            }
-        if head.path.hasPrefix("/v1/") {
+        let route = Route(path: head.path)
+        let endpoint = route.endpoint
+        if route.countsAgainstAddress {
             let key = addressKey(head, current.configuration)
             switch ipLimiter {
             case .immediate(let limiter):
@@ -156,16 +139,15 @@ final class RelayService: HTTPHandler {
     }
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
-        head.path == "/v1/push"
-            ? answer(RelayError.tooLarge.detail("body: larger than 8192 bytes, the limit of /v1/push"), .push)
-            : answer(RelayError.tooLarge.detail("body: larger than 2048 bytes, the limit of /v1/grant"), .grant)
+        let route = Route(path: head.path)
+        return answer(route.tooLarge, route.endpoint)
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
-        switch head.path {
-        case "/v1/grant": responder.respond(grant(body))
-        case "/v1/push": push(body, responder: responder)
-        default: responder.respond(answer(.notFound, .other))
+        switch Route(path: head.path).endpoint {
+        case .grant: responder.respond(grant(body))
+        case .push: push(body, responder: responder)
+        case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other))
         }
     }
 
@@ -201,7 +183,13 @@ final class RelayService: HTTPHandler {
             guard
                 let text = try? GrantCodec.seal(
                     grant, keyID: state.configuration.grantKeyID, keys: state.secrets.relayKeys)
-            else { throw .badRequest }
+            else {
+                // The relay's fault, not the phone's: said once per process, never with anything of the request.
+                if !sealFailureLogged.exchange(true, ordering: .relaxed) {
+                    Log.line("duo-relay: a grant could not be sealed; answered 500 internal_error (logged once)")
+                }
+                throw RelayError(.internalError)
+            }
             metrics.request(endpoint: Endpoint.grant.rawValue, outcome: "ok")
             return HTTPResponse.json(
                 200, GrantResponse(grant: text, expiresAt: now + state.configuration.grantLifetimeSeconds).json)
@@ -312,16 +300,10 @@ final class RelayService: HTTPHandler {
         return .address(peer.bytes, secret: addressSecret)
     }
 
-    /// The one place an error becomes an HTTP answer.
+    /// An error answer on the public listener, counted by endpoint and code.
     func answer(_ error: RelayError, _ endpoint: Endpoint) -> HTTPResponse {
         metrics.request(endpoint: endpoint.rawValue, outcome: error.code.rawValue)
-        var headers: [(name: String, value: String)] = []
-        if let retryAfter = error.retryAfter { headers.append(("retry-after", String(retryAfter))) }
-        // RFC 9110, 15.5.6: a 405 lists the methods the resource takes.
-        if error.code == .methodNotAllowed {
-            headers.append(("allow", endpoint == .healthz || endpoint == .readyz ? "GET, HEAD" : "POST"))
-        }
-        return HTTPResponse.json(error.status, error.body, headers: headers)
+        return error.response(allow: endpoint.allow)
     }
 }
 
