@@ -15,7 +15,9 @@ final class RedisTransport {
         case failed(RedisClientError)
     }
 
-    let socket: Int32
+    /// -1 once closed: `close()` may run twice (explicitly, then from `deinit`), and the descriptor's
+    /// number may by then belong to another file.
+    private(set) var socket: Int32
     private var ssl: OpaquePointer?
 
     private init(socket: Int32) {
@@ -31,7 +33,10 @@ final class RedisTransport {
             SSL_free(ssl)
             self.ssl = nil
         }
-        if socket >= 0 { _ = Glibc.close(socket) }
+        if socket >= 0 {
+            _ = Glibc.close(socket)
+            socket = -1
+        }
     }
 
     /// Connects to `host:port` (the addresses in the resolver's order) within `deadline`
