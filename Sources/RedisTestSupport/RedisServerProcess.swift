@@ -152,20 +152,17 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 
     static func portIsFree(_ port: UInt16) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
+        withLoopbackSocket(port) { descriptor, address, length in bind(descriptor, address, length) == 0 }
     }
 
     static func accepts(_ port: UInt16) -> Bool {
+        withLoopbackSocket(port) { descriptor, address, length in connect(descriptor, address, length) == 0 }
+    }
+
+    /// A fresh TCP socket and 127.0.0.1:`port` for `body`; the socket is closed afterwards.
+    private static func withLoopbackSocket(
+        _ port: UInt16, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
         var address = sockaddr_in()
@@ -174,7 +171,7 @@ public final class RedisServerProcess: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                body(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
     }

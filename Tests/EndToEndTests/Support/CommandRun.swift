@@ -30,12 +30,7 @@ struct CommandRun {
         let process = Process()
         process.executableURL = RelayProcess.binary
         process.arguments = arguments
-        var childEnvironment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
-        let own = ProcessInfo.processInfo.environment
-        for name in RelayProcess.sanitizerVariables where childEnvironment[name] == nil {
-            childEnvironment[name] = own[name]
-        }
-        process.environment = childEnvironment
+        process.environment = RelayProcess.childEnvironment(environment)
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice

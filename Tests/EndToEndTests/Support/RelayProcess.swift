@@ -62,18 +62,23 @@ final class RelayProcess: @unchecked Sendable {
     /// ThreadSanitizer annotations for Mutex, see scripts/tsan-mutex-annotations.c).
     static let sanitizerVariables = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE", "LD_PRELOAD"]
 
+    /// `environment` plus `PATH` and the test process's sanitizer settings (unless `environment` sets them).
+    static func childEnvironment(_ environment: [String: String]) -> [String: String] {
+        var childEnvironment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        let own = ProcessInfo.processInfo.environment
+        for name in sanitizerVariables where childEnvironment[name] == nil {
+            childEnvironment[name] = own[name]
+        }
+        return childEnvironment
+    }
+
     /// Starts `duo-relay <arguments>` with exactly `environment` (plus `PATH` and any sanitizer settings of the
     /// test process), without waiting for anything.
     init(arguments: [String], environment: [String: String], directory: URL? = nil) throws {
         self.directory = try directory ?? Self.temporaryDirectory()
         process.executableURL = Self.binary
         process.arguments = arguments
-        var childEnvironment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
-        let own = ProcessInfo.processInfo.environment
-        for name in Self.sanitizerVariables where childEnvironment[name] == nil {
-            childEnvironment[name] = own[name]
-        }
-        process.environment = childEnvironment
+        process.environment = Self.childEnvironment(environment)
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
