@@ -125,8 +125,10 @@ import Testing
         let relayKey = Base64.urlEncode(secrets.relayKeys[1]!)
         let pem = secrets.apnsKey.pemRepresentation
         let pemBody = Self.material(pem)
+        // The shared store's AUTH password (REDIS_PASSWORD): 24 random characters of base64url.
+        let redisPassword = String(Base64.urlEncode(SecureRandom.bytes(count: 18)))
         var cases: [(String, [String: String?], String)] = []
-        for secret in [relayKey, pem, pemBody] {
+        for secret in [relayKey, pem, pemBody, redisPassword] {
             for place in ["APNS_KEY_ID_SANDBOX", "APNS_TEAM_ID"] {
                 cases.append(("secret as \(place)", [place: secret], ""))
             }
@@ -147,13 +149,27 @@ import Testing
             cases.append(("secret as grant_key_id", [:], #"{"apns":{"topic":"a.b"},"grant_key_id":"\#(secret)"}"#))
             cases.append(("secret unquoted in the config", [:], #"{"apns":{"topic":"a.b"},"listen":\#(secret)}"#))
         }
+        // The Redis password where the configuration file would show it: in the store's URL.
+        let store = #"{"apns":{"topic":"a.b"},"limits_store":{"kind":"redis","url":"#
+        for url in [
+            "redis://:\(redisPassword)@127.0.0.1:6379/0", "redis://\(redisPassword)@127.0.0.1:6379/0",
+            "rediss://user:\(redisPassword)@127.0.0.1:6380", "redis://127.0.0.1:\(redisPassword)/0",
+            "redis://127.0.0.1:6379/\(redisPassword)", "\(redisPassword)",
+        ] {
+            cases.append(("Redis password in limits_store.url", [:], store + #""\#(url)"}}"#))
+        }
+        cases.append(
+            (
+                "Redis password as limits_store.kind", [:],
+                #"{"apns":{"topic":"a.b"},"limits_store":{"kind":"\#(redisPassword)"}}"#
+            ))
         // The APNs key in the place of the relay key, and the relay key in the place of the APNs key.
         cases.append(("PEM as a relay key", ["RELAY_KEYS": #"{"1":"\#(pemBody)"}"#], ""))
         cases.append(("relay key as the APNs key", ["APNS_KEY_SANDBOX": relayKey], ""))
         for (name, changes, config) in cases {
             let result = try check(config: config.isEmpty ? RelayProcess.config() : config, changes)
             #expect(result.status == 1, "\(name): accepted")
-            for secret in [relayKey, pem] {
+            for secret in [relayKey, pem, redisPassword] {
                 let leaked = Self.leaks(result.output, secret)
                 #expect(leaked == nil, "\(name): printed \(leaked ?? "")")
             }

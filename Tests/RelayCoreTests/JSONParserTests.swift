@@ -64,9 +64,13 @@ import Testing
         #expect(throws: ConfigurationError(.duplicateKey, "RELAY_KEYS", "")) {
             try RelaySecrets.parseRelayKeys(#"{"1":"x","\u0031":"y"}"#)
         }
-        // Outside the BMP: an unknown key, shown as it decodes.
-        #expect(throws: ConfigurationError(.unknownKey, "\u{1F600}", "")) {
-            try parse(#"{"apns":{"topic":"a"},"\ud83d\ude00":1}"#)
+        // Outside the BMP: a surrogate pair decodes to the same name as the character itself.
+        #expect(throws: ConfigurationError(.duplicateKey, "RELAY_KEYS", "")) {
+            try RelaySecrets.parseRelayKeys(#"{"😀":"x","\ud83d\ude00":"y"}"#)
+        }
+        // An escaped unknown key is shown as it decodes (it looks like a configuration key).
+        #expect(throws: ConfigurationError(.unknownKey, "listen_x", "")) {
+            try parse(#"{"apns":{"topic":"a"},"\u006cisten_x":1}"#)
         }
     }
 }

@@ -200,10 +200,16 @@ public struct RelayConfiguration: Equatable, Sendable {
     }
 
     /// Whether a key from the file may be shown in an error (escaped, see ``ConfigurationError``): a typo of a
-    /// configuration key is short. A longer one is not repeated: it may be a relay key (43 characters) or an APNs
-    /// key pasted in the wrong place.
+    /// configuration key looks like one, short snake_case (`grant_lifetme_s`). Anything else is not repeated: it
+    /// may be a secret pasted in the wrong place (a relay key, an APNs key, a Redis password), and those are
+    /// almost never lowercase letters, digits and `_` alone.
     static func isKeyName(_ name: String) -> Bool {
-        name.unicodeScalars.count <= 32
+        name.utf8.count <= 32
+            && name.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || $0 == UInt8(ascii: "_")
+            }
     }
 
     static func isTokenCharacter(_ byte: UInt8) -> Bool {
