@@ -51,8 +51,9 @@ import Testing
         let error = try #require(Self.configurationError(Array(text.utf8)))
         #expect(error.code == .unknownKey)
         #expect(Self.isOneLine(error.description), "\(error.description.debugDescription)")
-        #expect(error.description.contains(#"\u{"#), "the character is shown escaped")
-        #expect(error.description.hasSuffix(": is not a known configuration key"))
+        // A key with such characters does not look like a configuration key: it is not repeated at all.
+        #expect(error.description.contains("not shown"), "\(error.description.debugDescription)")
+        #expect(!error.description.contains(#"\u{"#), "not even escaped")
     }
 
     @Test func relayKeyIDWithTerminalEscapeStaysOnOneLine() throws {
