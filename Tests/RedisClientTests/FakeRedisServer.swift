@@ -30,22 +30,9 @@ final class FakeRedisServer: Sendable {
     init(behaviour: Behaviour, digest: String) throws {
         self.behaviour = behaviour
         self.digest = digest
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            close(listener)
-            throw RedisServerFailure("cannot listen")
-        }
-        port = UInt16(bigEndian: address.sin_port)
+        guard let listener = LoopbackListener() else { throw RedisServerFailure("cannot listen") }
+        self.listener = listener.descriptor
+        port = listener.port
         start()
     }
 

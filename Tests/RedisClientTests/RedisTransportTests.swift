@@ -8,20 +8,9 @@ import Testing
     /// `close()` then `deinit` (the pipeline closes a transport it drops) closes the socket once: the
     /// descriptor's number, free after the first close, may already be another file's.
     @Test func aTransportClosedTwiceClosesItsSocketOnce() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(listener >= 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = UInt16(bigEndian: address.sin_port)
+        let listener = try #require(LoopbackListener(backlog: 4))
+        defer { close(listener.descriptor) }
+        let port = listener.port
 
         var transport: RedisTransport? = try RedisTransport.connect(
             host: "127.0.0.1", port: port, tls: nil, deadline: Monotonic.now + 2_000_000_000
