@@ -1,5 +1,9 @@
 /// The application side of an ``HTTPServer``. Every method may be called concurrently from server threads.
 public protocol HTTPHandler: Sendable {
+    /// The handler's number for a request's path, resolved once, before any other callback, and handed to each of
+    /// them as ``HTTPRequestHead/route``. Must not block.
+    func route(path: String) -> Int
+
     /// Called on a server thread when the headers are in, before any body byte is read. Must not block.
     func head(_ head: HTTPRequestHead) -> HeadDecision
 
@@ -21,6 +25,9 @@ public protocol HTTPHandler: Sendable {
 }
 
 extension HTTPHandler {
+    /// By default every path is route 0: a handler that does not route reads `head.path` itself.
+    public func route(path: String) -> Int { 0 }
+
     /// By default: `{"error":"too_large"}` for 414 and 431, `{"error":"bad_request"}` for 400.
     public func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse {
         status == 400 ? .json(400, #"{"error":"bad_request"}"#) : ServerCore.tooLarge(status)

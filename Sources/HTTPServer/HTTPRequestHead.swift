@@ -10,13 +10,19 @@ public struct HTTPRequestHead: Sendable {
     public let peer: SocketPeer
     /// The declared `Content-Length`, or nil when none was sent (for example a chunked body).
     public let contentLength: Int?
+    /// The handler's own number for the path (``HTTPHandler/route(path:)``), resolved once when the headers are in
+    /// and handed back with the head to every callback, so that the path is matched once per request.
+    public let route: Int
 
     /// Creates a request head (the server builds these; tests of handlers may too).
-    public init(method: String, path: String, headers: HTTPHeaders, peer: SocketPeer, contentLength: Int?) {
+    public init(
+        method: String, path: String, headers: HTTPHeaders, peer: SocketPeer, contentLength: Int?, route: Int = 0
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
         self.peer = peer
         self.contentLength = contentLength
+        self.route = route
     }
 }

@@ -187,28 +187,33 @@ final class RequestContext: @unchecked Sendable {
     /// The first call: the headers are in.
     private func start(url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?) -> MHD_Result {
         stage = .finished
-        let head = makeHead(url: url, method: method)
-        // The handler sees these too (the relay counts them against the client's address).
-        if uriLength > core.maxURLBytes {
-            return queue(core.handler.refused(head, status: 414), close: true)
-        }
-        if CMicroHTTPD_request_header_size(connection) > core.maxHeaderBytes {
-            return queue(core.handler.refused(head, status: 431), close: true)
-        }
-        if Self.hasUntrustworthyFraming(head.headers) {
-            return queue(core.handler.refused(head, status: 400), close: true)
-        }
         var decision: HeadDecision
-        if let pending = pendingDecision {
-            // Resumed: the handler's later decision has come (or the server is stopping without one).
+        let head: HTTPRequestHead
+        if let pending = pendingDecision, let waiting = self.head {
+            // Resumed: the handler's later decision has come (or the server is stopping without one). The head
+            // was read and checked before the request waited.
+            head = waiting
             guard let taken = resumedWithDecision(pending) else { return .NO }
             decision = taken
         } else {
+            head = makeHead(url: url, method: method)
+            // The handler sees these too (the relay counts them against the client's address).
+            if uriLength > core.maxURLBytes {
+                return queue(core.handler.refused(head, status: 414), close: true)
+            }
+            if CMicroHTTPD_request_header_size(connection) > core.maxHeaderBytes {
+                return queue(core.handler.refused(head, status: 431), close: true)
+            }
+            if Self.hasUntrustworthyFraming(head.headers) {
+                return queue(core.handler.refused(head, status: 400), close: true)
+            }
             decision = core.handler.head(head)
         }
         if case .later(let pending) = decision {
             switch waitForDecision(pending) {
-            case .suspended: return .YES
+            case .suspended:
+                self.head = head
+                return .YES
             case .stopping: return .NO
             case .decided(let taken): decision = taken
             }
@@ -403,10 +408,10 @@ final class RequestContext: @unchecked Sendable {
         let peer =
             CMicroHTTPD_client_address(connection).flatMap { SocketPeer(socketAddress: $0) }
             ?? SocketPeer(bytes: [0, 0, 0, 0])!
+        let path = url.map { String(cString: $0) } ?? ""
         return HTTPRequestHead(
-            method: method.map { String(cString: $0) } ?? "",
-            path: url.map { String(cString: $0) } ?? "",
-            headers: headers, peer: peer, contentLength: contentLength)
+            method: method.map { String(cString: $0) } ?? "", path: path, headers: headers, peer: peer,
+            contentLength: contentLength, route: core.handler.route(path: path))
     }
 }
 

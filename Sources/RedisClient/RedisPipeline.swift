@@ -26,9 +26,17 @@ public final class RedisPipeline: Sendable {
     /// The answer to one ``evaluate(keys:arguments:completion:)``: the script's integer, or why there is none.
     public typealias Completion = @Sendable (Result<Int64, RedisClientError>) -> Void
 
+    /// One call of the script prepared once: its command formatted by hiredis with a key and a tag of
+    /// fixed lengths, so that a request only copies it and writes its own key and tag into their places.
+    public struct PreparedCall: Sendable {
+        let template: [UInt8]
+        let keyRange: Range<Int>
+        let tagRange: Range<Int>
+    }
+
     struct Request {
         let command: [UInt8]
-        let tag: [UInt8]
+        let tag: UInt64
         let completion: Completion
         let submitted: UInt64
         var deadline: UInt64
@@ -127,14 +135,57 @@ public final class RedisPipeline: Sendable {
     /// `completion`, when not connected; otherwise `completion` is called exactly once, on the
     /// connection's thread, within the timeout.
     public func evaluate(keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping Completion) -> Bool {
+        let tag = nextTag.add(1, ordering: .relaxed).oldValue
+        var command: [UInt8] = []
+        command.reserveCapacity(160)
+        RedisCommand.append(commandParts(keys: keys, arguments: arguments, tag: RedisTag.bytes(tag)), to: &command)
+        return submit(command, tag: tag, completion: completion)
+    }
+
+    /// Prepares the script's call with one key of `keyLength` bytes and `arguments`, for
+    /// ``evaluate(_:key:completion:)``.
+    public func prepare(keyLength: Int, arguments: [[UInt8]]) -> PreparedCall {
+        // Formatted three times with different filler bytes: where the bytes differ is where the key and the tag are.
+        func formatted(key: UInt8, tag: UInt8) -> [UInt8] {
+            var bytes: [UInt8] = []
+            let parts = commandParts(
+                keys: [[UInt8](repeating: key, count: keyLength)], arguments: arguments,
+                tag: [UInt8](repeating: tag, count: RedisTag.length))
+            RedisCommand.append(parts, to: &bytes)
+            return bytes
+        }
+        let base = formatted(key: 0x30, tag: 0x30)
+        func differing(_ other: [UInt8]) -> Range<Int> {
+            let differs = base.indices.filter { base[$0] != other[$0] }
+            return differs.first!..<differs.last! + 1
+        }
+        let keyRange = differing(formatted(key: 0x31, tag: 0x30))
+        let tagRange = differing(formatted(key: 0x30, tag: 0x31))
+        precondition(keyRange.count == keyLength && tagRange.count == RedisTag.length)
+        return PreparedCall(template: base, keyRange: keyRange, tagRange: tagRange)
+    }
+
+    /// ``evaluate(keys:arguments:completion:)`` with a prepared call and its one key (of the prepared length).
+    public func evaluate(_ call: PreparedCall, key: [UInt8], completion: @escaping Completion) -> Bool {
+        precondition(key.count == call.keyRange.count, "the key's length is the prepared one")
+        let tag = nextTag.add(1, ordering: .relaxed).oldValue
+        var command = call.template
+        command.withUnsafeMutableBytes { bytes in
+            key.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[call.keyRange]).copyMemory(from: $0) }
+            RedisTag.write(tag, to: UnsafeMutableRawBufferPointer(rebasing: bytes[call.tagRange]))
+        }
+        return submit(command, tag: tag, completion: completion)
+    }
+
+    private func commandParts(keys: [[UInt8]], arguments: [[UInt8]], tag: [UInt8]) -> [[UInt8]] {
         var parts: [[UInt8]] = [evalsha, scriptDigestBytes, Array(String(keys.count).utf8)]
         parts.append(contentsOf: keys)
         parts.append(contentsOf: arguments)
-        let tag = Array(String(nextTag.add(1, ordering: .relaxed).oldValue).utf8)
         parts.append(tag)
-        var command: [UInt8] = []
-        command.reserveCapacity(160)
-        RedisCommand.append(parts, to: &command)
+        return parts
+    }
+
+    private func submit(_ command: [UInt8], tag: UInt64, completion: @escaping Completion) -> Bool {
         let now = Monotonic.now
         let request = Request(
             command: command, tag: tag, completion: completion, submitted: now, deadline: now + timeoutNanoseconds)
@@ -160,8 +211,11 @@ public final class RedisPipeline: Sendable {
                 }
             }
             state.queue.append(request)
-            defer { state.wakePending = true }
-            return !state.wakePending
+            // While requests are in flight, the thread wakes for their replies and writes what has queued
+            // then: no wake-up of its own (it also looks every `deadlineCheck`).
+            if state.wakePending || !state.inFlight.isEmpty { return false }
+            state.wakePending = true
+            return true
         }
         guard let wakeNeeded else { return false }
         if wakeNeeded { wake() }
@@ -317,6 +371,8 @@ public final class RedisPipeline: Sendable {
             }
             return error
         }
+        var parsed: [RedisReplyReader.Parsed] = []
+        var latencies: [UInt64] = []
         let plainSocket = tls == nil ? session.transport.socket : -1
         shared.withLock { $0.direct = plainSocket }
         while true {
@@ -363,32 +419,41 @@ public final class RedisPipeline: Sendable {
                 shared.withLock { state in if state.carry.isEmpty && state.queue.isEmpty { state.outputPending = false }
                 }
             }
-            while true {
-                let reply: RedisReply
+            // Every whole reply that has arrived, then their requests, taken from the queue under one lock.
+            parsed.removeAll(keepingCapacity: true)
+            var readFailure: RedisClientError?
+            while readFailure == nil {
                 do throws(RedisClientError) {
-                    guard let next = try session.reader.next() else { break }
-                    reply = next
+                    guard let next = try session.reader.nextParsed() else { break }
+                    parsed.append(next)
                 } catch {
-                    return failAll(error)
+                    readFailure = error
                 }
-                guard let entry = shared.withLock({ $0.inFlight.pop() }) else {
-                    return failAll(RedisClientError(.protocolError, "a reply that no request asked for"))
+            }
+            let entries = parsed.isEmpty ? [] : shared.withLock { $0.inFlight.pop(upTo: parsed.count) }
+            let now = Monotonic.now
+            latencies.removeAll(keepingCapacity: true)
+            // Once set, nothing after it can be trusted: the rest of the batch fails with it.
+            var failure: RedisClientError?
+            for (entry, reply) in zip(entries, parsed) {
+                if let failure {
+                    if case .request(let request) = entry { request.completion(.failure(failure)) }
+                    continue
                 }
                 switch (entry, reply) {
-                case (.scriptLoad, .bulk(let digest?)) where digest.map({ $0 | 0x20 }) == scriptDigestBytes:
+                case (.scriptLoad, .other(.bulk(let digest?))) where digest.map({ $0 | 0x20 }) == scriptDigestBytes:
                     continue
                 case (.scriptLoad, _):
-                    return failAll(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"))
-                case (.request(let request), .array(let parts?))
-                where parts.count == 2 && parts[0] == .bulk(request.tag):
-                    guard case .integer(let value) = parts[1] else {
-                        request.completion(.failure(RedisClientError(.protocolError, "an unexpected reply type")))
-                        return failAll(RedisClientError(.protocolError, "an unexpected reply type"))
-                    }
-                    let seconds = Double(Monotonic.now - request.submitted) / 1e9
-                    statistics.withLock { $0.record(latency: seconds) }
+                    failure = RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1")
+                case (.request(let request), .tagged(let tag, let value)) where tag == request.tag:
+                    latencies.append(now - request.submitted)
                     request.completion(.success(value))
-                case (.request(var request), .error(let message)):
+                case (.request(let request), .other(.array(let parts?)))
+                where parts.count == 2 && parts[0] == .bulk(RedisTag.bytes(request.tag)):
+                    // Its own tag, but not an integer with it.
+                    failure = RedisClientError(.protocolError, "an unexpected reply type")
+                    request.completion(.failure(failure!))
+                case (.request(var request), .other(.error(let message))):
                     if message.hasPrefix("NOSCRIPT") && !request.retried {
                         // The server lost its scripts (restart without our reconnecting, SCRIPT FLUSH,
                         // failover): load it again and send this request once more, both in one write.
@@ -410,11 +475,21 @@ public final class RedisPipeline: Sendable {
                             .failure(RedisClientError(.script, "the script failed (\(Self.errorName(message)))")))
                     }
                 case (.request(let request), _):
-                    // A reply of the wrong shape or with another request's tag: nothing after it can be trusted.
-                    request.completion(.failure(RedisClientError(.protocolError, "a reply for another request")))
-                    return failAll(RedisClientError(.protocolError, "a reply for another request"))
+                    // A reply of the wrong shape or with another request's tag.
+                    failure = RedisClientError(.protocolError, "a reply for another request")
+                    request.completion(.failure(failure!))
                 }
             }
+            if !latencies.isEmpty {
+                statistics.withLock { statistics in
+                    for latency in latencies { statistics.record(latency: Double(latency) / 1e9) }
+                }
+            }
+            if let failure { return failAll(failure) }
+            if entries.count < parsed.count {
+                return failAll(RedisClientError(.protocolError, "a reply that no request asked for"))
+            }
+            if let readFailure { return failAll(readFailure) }
         }
     }
 

@@ -29,6 +29,35 @@ final class RedisReplyReader {
         return Self.convert(object.assumingMemoryBound(to: redisReply.self))
     }
 
+    /// A reply as the pipeline matches it: the script's usual answer `{tag, integer}` read straight
+    /// from hiredis's object (no Swift copy of it is made), or any other reply, converted.
+    enum Parsed {
+        /// A two-element array of a 16-hex-digit tag (its value) and an integer.
+        case tagged(tag: UInt64, value: Int64)
+        case other(RedisReply)
+    }
+
+    /// The next whole reply, sorted for matching; nil when more bytes are needed.
+    func nextParsed() throws(RedisClientError) -> Parsed? {
+        var object: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &object) == REDIS_OK else { throw failure() }
+        guard let object else { return nil }
+        defer { freeReplyObject(object) }
+        let reply = object.assumingMemoryBound(to: redisReply.self)
+        if let tagged = Self.tagged(reply) { return tagged }
+        return .other(Self.convert(reply))
+    }
+
+    private static func tagged(_ reply: UnsafeMutablePointer<redisReply>) -> Parsed? {
+        let value = reply.pointee
+        guard value.type == REDIS_REPLY_ARRAY, value.elements == 2, let elements = value.element,
+            let first = elements[0]?.pointee, let second = elements[1]?.pointee,
+            first.type == REDIS_REPLY_STRING, second.type == REDIS_REPLY_INTEGER,
+            let tag = RedisTag.parse(UnsafeRawBufferPointer(start: first.str, count: first.len))
+        else { return nil }
+        return .tagged(tag: tag, value: Int64(second.integer))
+    }
+
     private func failure() -> RedisClientError {
         // hiredis's reason names the offending byte's kind, never more than a few bytes of it: not a key or secret.
         let reason = withUnsafeBytes(of: reader.pointee.errstr) { raw in

@@ -6,6 +6,8 @@ struct RedisSession {
     let reader = RedisReplyReader()
     var output: [UInt8] = []
     private var written = 0
+    /// Where `receive` reads into: allocated once per connection.
+    private var buffer = [UInt8](repeating: 0, count: 16_384)
     /// The last write stopped short (or TLS asked to write before reading): poll for writability.
     private(set) var wantsWrite = false
 
@@ -37,7 +39,6 @@ struct RedisSession {
     /// Reads what has arrived into the reader.
     mutating func receive() -> RedisClientError? {
         if wantsWrite, let failure = flush() { return failure }
-        var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
             let progress = buffer.withUnsafeMutableBytes { transport.read(into: $0) }
             switch progress {
@@ -95,10 +96,11 @@ struct InFlightQueue {
 
     var isEmpty: Bool { head == entries.count }
 
-    mutating func pop() -> Entry? {
-        guard head < entries.count else { return nil }
-        let entry = entries[head]
-        head += 1
+    /// At most `count` of the oldest entries, oldest first.
+    mutating func pop(upTo count: Int) -> [Entry] {
+        let end = min(entries.count, head + count)
+        let taken = Array(entries[head..<end])
+        head = end
         if head == entries.count {
             entries.removeAll(keepingCapacity: entries.capacity <= 4_096)
             head = 0
@@ -106,7 +108,7 @@ struct InFlightQueue {
             entries.removeFirst(head)
             head = 0
         }
-        return entry
+        return taken
     }
 
     /// The oldest request's deadline (the earliest: deadlines grow with submission time).

@@ -70,8 +70,10 @@ final class RelayHTTPHandler: HTTPHandler {
 
     // MARK: HTTPHandler
 
+    func route(path: String) -> Int { Route(path: path).number }
+
     func head(_ head: HTTPRequestHead) -> HeadDecision {
-        let route = Route(path: head.path)
+        let route = Route(number: head.route)
         if route.endpoint == .healthz || route.endpoint == .readyz {
             guard route.allows(head.method) else { return .respond(answer(.methodNotAllowed, route.endpoint)) }
             return .respond(route.endpoint == .healthz ? healthy() : readiness())
@@ -118,7 +120,7 @@ final class RelayHTTPHandler: HTTPHandler {
             ? RelayError.badRequest.detail(
                 "framing: Content-Length given with differing values, or a Transfer-Encoding other than chunked")
             : .tooLarge
-        let route = Route(path: head.path)
+        let route = Route(number: head.route)
         let endpoint = route.endpoint
         if route.countsAgainstAddress {
             let key = addressKey(head, current.configuration)
@@ -139,12 +141,12 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
-        let route = Route(path: head.path)
+        let route = Route(number: head.route)
         return answer(route.tooLarge, route.endpoint)
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
-        switch Route(path: head.path).endpoint {
+        switch Route(number: head.route).endpoint {
         case .grant: responder.respond(grant(body))
         case .push: push(body, responder: responder)
         case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other))

@@ -1,10 +1,10 @@
 import RelayCore
 
-/// Where a request goes (DESIGN.md, "HTTP API"): the one place the relay matches a path. Every callback of
-/// the handler (head, body, refusal, oversized body) resolves its request's route here, and reads what the
-/// endpoint takes from it rather than matching the path again.
+/// Where a request goes (DESIGN.md, "HTTP API"): the one place the relay matches a path. The server resolves
+/// a request's route once, when its headers are in (``RelayHTTPHandler/route(path:)``), and hands its
+/// ``number`` to every callback of the handler (head, body, refusal, oversized body) with the head.
 struct Route: Equatable, Sendable {
-    enum Endpoint: String, Sendable {
+    enum Endpoint: String, Sendable, CaseIterable {
         case grant, push, healthz, readyz, other
     }
 
@@ -20,6 +20,16 @@ struct Route: Equatable, Sendable {
         case "/readyz": (endpoint, countsAgainstAddress) = (.readyz, false)
         default: (endpoint, countsAgainstAddress) = (.other, path.hasPrefix("/v1/"))
         }
+    }
+
+    /// The route as ``HTTPServer/HTTPRequestHead/route`` carries it.
+    var number: Int { Endpoint.allCases.firstIndex(of: endpoint)! * 2 + (countsAgainstAddress ? 1 : 0) }
+
+    /// The route whose ``number`` this is.
+    init(number: Int) {
+        let cases = Endpoint.allCases
+        endpoint = cases.indices.contains(number / 2) ? cases[number / 2] : .other
+        countsAgainstAddress = number % 2 == 1
     }
 
     func allows(_ method: String) -> Bool {

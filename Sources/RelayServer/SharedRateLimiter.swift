@@ -1,3 +1,4 @@
+import RedisClient
 import RelayCore
 
 /// One limit (phone or address) counted in the shared store, with this instance's in-memory
@@ -9,7 +10,8 @@ final class SharedRateLimiter: AsynchronousRateLimiter {
     let local: InMemoryRateLimiter
     private let kind: Character
     private let prefix: String
-    private let arguments: [[UInt8]]
+    /// The script's call for this limit, formatted once (only the key and the tag change per request).
+    private let call: RedisPipeline.PreparedCall
     private let clock: any RelayClock
 
     init(
@@ -23,11 +25,12 @@ final class SharedRateLimiter: AsynchronousRateLimiter {
         prefix = store.settings.keyPrefix
         local = InMemoryRateLimiter(policy: policy, capacity: capacity)
         // The server's clock (empty time argument): every instance counts one window alike.
-        arguments = SharedWindowScript.arguments(policy)
+        let keyLength = LimiterKey(digest: [UInt8](repeating: 0, count: 32)).storeKey(prefix: prefix, kind: kind).count
+        call = store.pipeline.prepare(keyLength: keyLength, arguments: SharedWindowScript.arguments(policy))
     }
 
     func admit(_ key: LimiterKey, now: UInt64, completion: @escaping @Sendable (LimitDecision) -> Void) {
-        let sent = store.pipeline.evaluate(keys: [key.storeKey(prefix: prefix, kind: kind)], arguments: arguments) {
+        let sent = store.pipeline.evaluate(call, key: key.storeKey(prefix: prefix, kind: kind)) {
             [self] result in
             if case .success(let value) = result, let decision = SharedWindowScript.decision(value) {
                 completion(decision)

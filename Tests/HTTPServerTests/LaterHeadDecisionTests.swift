@@ -38,6 +38,22 @@ struct LaterHeadDecisionTests {
         #expect(try client.readResponse().status == 200)
     }
 
+    @Test func theRouteIsResolvedOnceAndReachesTheRequestAcrossTheWait() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: r\r\nContent-Length: 2\r\n\r\nok")
+        try handler.pendingDecision("r").decide(.readBody(limit: 64))
+        let answer = try client.readResponse()
+        #expect(answer.status == 200)
+        #expect(answer.header("x-route") == "6")
+        try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")
+        #expect(try client.readResponse().header("x-route") == "5")
+        // Once per request: not again when the suspended request was resumed.
+        #expect(handler.routed.withLock { $0 } == ["/later", "/echo"])
+    }
+
     @Test func respondDecidedLaterAnswersAndKeepsTheConnection() throws {
         let handler = TestHandler()
         let server = try makeServer(handler)

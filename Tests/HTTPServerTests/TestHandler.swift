@@ -16,9 +16,17 @@ final class TestHandler: HTTPHandler {
     let parked = Mutex<[String: HTTPResponder]>([:])
     let parkedDecisions = Mutex<[String: PendingHeadDecision]>([:])
     let methodsSeen = Mutex<[String]>([])
+    /// The paths ``route(path:)`` was asked for, in order.
+    let routed = Mutex<[String]>([])
 
     init(limit: Int = 64) {
         self.limit = limit
+    }
+
+    /// Every path's route is its length in bytes; `request` echoes it in `x-route`.
+    func route(path: String) -> Int {
+        routed.withLock { $0.append(path) }
+        return path.utf8.count
     }
 
     func head(_ head: HTTPRequestHead) -> HeadDecision {
@@ -49,7 +57,8 @@ final class TestHandler: HTTPHandler {
         if head.path == "/async" {
             parked.withLock { $0[head.headers["x-id"] ?? ""] = responder }
         } else {
-            responder.respond(HTTPResponse(status: 200, headers: [("x-echo", "yes")], body: body))
+            responder.respond(
+                HTTPResponse(status: 200, headers: [("x-echo", "yes"), ("x-route", String(head.route))], body: body))
         }
     }
 

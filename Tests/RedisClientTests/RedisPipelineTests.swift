@@ -41,6 +41,38 @@ struct RedisPipelineTests {
         #expect(pipeline.currentStatistics.connectionsOpened == 1)
     }
 
+    @Test func preparedCallsCountLikeGeneralOnesWhicheverWayEachCallerGoes() throws {
+        let server = try RedisServerProcess()
+        let pipeline = try RedisPipeline.connected(to: server, script: SharedWindowScript.source)
+        defer { pipeline.shutdown() }
+        try #require(pipeline.isConnected)
+        let arguments = SharedWindowScript.arguments(LimitPolicy(requests: 30, periodSeconds: 60))
+        let call = pipeline.prepare(keyLength: 8, arguments: arguments)
+        let count = 1_000
+        let allowed = Mutex<[String: Int]>([:])
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            let key = "t:p:" + String(1_000 + index % 20)
+            let record: RedisPipeline.Completion = { result in
+                if case .success(0) = result { allowed.withLock { $0[key, default: 0] += 1 } }
+                done.signal()
+            }
+            let sent =
+                index % 2 == 0
+                ? pipeline.evaluate(call, key: Array(key.utf8), completion: record)
+                : pipeline.evaluate(keys: [Array(key.utf8)], arguments: arguments, completion: record)
+            if !sent { done.signal() }
+        }
+        for _ in 0..<count { done.wait() }
+        // 50 calls per key, half of them prepared: exactly 30 allowed and all 50 counted for every key.
+        let counts = allowed.withLock { $0 }
+        #expect(counts.count == 20)
+        #expect(counts.values.allSatisfy { $0 == 30 })
+        for key in ["t:p:1000", "t:p:1019"] {
+            #expect(try server.command("HGET", key, "c").trimmingCharacters(in: .whitespacesAndNewlines) == "50")
+        }
+    }
+
     @Test func aWrongPasswordIsReportedAsAuthAndNothingIsSent() throws {
         let server = try RedisServerProcess()
         let log = EventLog()

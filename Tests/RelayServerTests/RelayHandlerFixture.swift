@@ -52,7 +52,7 @@ struct RelayHandlerFixture {
     ) -> HTTPResponse {
         let head = HTTPRequestHead(
             method: method, path: path, headers: HTTPHeaders(), peer: SocketPeer.parse(address)!,
-            contentLength: body.count)
+            contentLength: body.count, route: handler.route(path: path))
         switch handler.head(head) {
         case .respond(let response):
             return response

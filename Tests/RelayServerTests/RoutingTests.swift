@@ -35,4 +35,14 @@ import Testing
         #expect(ready.status == 503)
         #expect(ready.text.contains(#""status":"not_ready""#))
     }
+
+    @Test func aRouteSurvivesItsNumber() {
+        for path in ["/v1/grant", "/v1/push", "/healthz", "/readyz", "/v1/other", "/v1/", "/", "", "/v2/push"] {
+            let route = Route(path: path)
+            #expect(Route(number: route.number) == route, "\(path)")
+        }
+        // Numbers no route has are no endpoint.
+        #expect(Route(number: 99).endpoint == .other)
+        #expect(Route(number: -3).endpoint == .other)
+    }
 }
