@@ -8,6 +8,8 @@
 /// `ARGV[5]` is the caller's request tag, returned first so that a reply is matched to its request.
 /// Returns `{tag, 0}` (allowed) or `{tag, microseconds until a retry may succeed}`.
 public enum SharedWindowScript {
+    /// Within a window (the usual case) the script only counts (`HINCRBY`); the key's expiry, set when its
+    /// window or block starts, already ends with it.
     public static let source = """
         local requests = tonumber(ARGV[1])
         local period = tonumber(ARGV[2])
@@ -19,31 +21,29 @@ public enum SharedWindowScript {
         end
         local state = redis.call('HMGET', KEYS[1], 's', 'c', 'b')
         local start = tonumber(state[1])
-        local count = tonumber(state[2]) or 0
         local blocked = tonumber(state[3]) or 0
         if start and now < blocked then
           return {ARGV[5], blocked - now}
         end
-        if (not start) or now >= start + period or blocked ~= 0 then
-          start = now
-          count = 0
-          blocked = 0
-        end
-        count = count + 1
-        local result = 0
-        local expiry = start + period
-        if count > requests then
+        if start and blocked == 0 and now < start + period then
+          local count = redis.call('HINCRBY', KEYS[1], 'c', 1)
+          if count <= requests then return {ARGV[5], 0} end
           if block > 0 then
-            blocked = now + block
-            expiry = blocked
-            result = block
-          else
-            result = start + period - now
+            redis.call('HSET', KEYS[1], 'b', string.format('%d', now + block))
+            redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(block / 1000)))
+            return {ARGV[5], block}
           end
+          return {ARGV[5], start + period - now}
         end
-        redis.call('HSET', KEYS[1], 's', string.format('%d', start), 'c', count, 'b', string.format('%d', blocked))
-        redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((expiry - now) / 1000)))
-        return {ARGV[5], result}
+        redis.call('HSET', KEYS[1], 's', string.format('%d', now), 'c', 1, 'b', 0)
+        redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(period / 1000)))
+        if requests >= 1 then return {ARGV[5], 0} end
+        if block > 0 then
+          redis.call('HSET', KEYS[1], 'b', string.format('%d', now + block))
+          redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(block / 1000)))
+          return {ARGV[5], block}
+        end
+        return {ARGV[5], period}
         """
 
     /// The script's `ARGV` for `policy` at `now` (microseconds; nil: the server's clock).
