@@ -168,10 +168,17 @@ public final class RedisPipeline: Sendable {
     /// ``evaluate(keys:arguments:completion:)`` with a prepared call and its one key (of the prepared length).
     public func evaluate(_ call: PreparedCall, key: [UInt8], completion: @escaping Completion) -> Bool {
         precondition(key.count == call.keyRange.count, "the key's length is the prepared one")
+        return evaluate(call, writingKey: { key.withUnsafeBytes($0.copyMemory(from:)) }, completion: completion)
+    }
+
+    /// The same, with the key written by `writingKey` straight into the command, in the prepared length's bytes.
+    public func evaluate(
+        _ call: PreparedCall, writingKey: (UnsafeMutableRawBufferPointer) -> Void, completion: @escaping Completion
+    ) -> Bool {
         let tag = nextTag.add(1, ordering: .relaxed).oldValue
         var command = call.template
         command.withUnsafeMutableBytes { bytes in
-            key.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[call.keyRange]).copyMemory(from: $0) }
+            writingKey(UnsafeMutableRawBufferPointer(rebasing: bytes[call.keyRange]))
             RedisTag.write(tag, to: UnsafeMutableRawBufferPointer(rebasing: bytes[call.tagRange]))
         }
         return submit(command, tag: tag, completion: completion)

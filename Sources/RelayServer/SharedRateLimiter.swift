@@ -8,10 +8,10 @@ final class SharedRateLimiter: AsynchronousRateLimiter {
     let name: String
     let store: SharedLimitsStore
     let local: InMemoryRateLimiter
-    private let kind: Character
-    private let prefix: String
     /// The script's call for this limit, formatted once (only the key and the tag change per request).
     private let call: RedisPipeline.PreparedCall
+    /// The store key before its hex digest (``LimiterKey/storeKey(prefix:kind:)``): the prefix, the kind and `:`.
+    private let keyStart: [UInt8]
     private let clock: any RelayClock
 
     init(
@@ -19,18 +19,24 @@ final class SharedRateLimiter: AsynchronousRateLimiter {
         clock: any RelayClock
     ) {
         self.name = name
-        self.kind = kind
         self.store = store
         self.clock = clock
-        prefix = store.settings.keyPrefix
         local = InMemoryRateLimiter(policy: policy, capacity: capacity)
+        let anyKey = LimiterKey(digest: [UInt8](repeating: 0, count: 32))
+        keyStart = Array(anyKey.storeKey(prefix: store.settings.keyPrefix, kind: kind).dropLast(64))
         // The server's clock (empty time argument): every instance counts one window alike.
-        let keyLength = LimiterKey(digest: [UInt8](repeating: 0, count: 32)).storeKey(prefix: prefix, kind: kind).count
-        call = store.pipeline.prepare(keyLength: keyLength, arguments: SharedWindowScript.arguments(policy))
+        call = store.pipeline.prepare(keyLength: keyStart.count + 64, arguments: SharedWindowScript.arguments(policy))
     }
 
     func admit(_ key: LimiterKey, now: UInt64, completion: @escaping @Sendable (LimitDecision) -> Void) {
-        let sent = store.pipeline.evaluate(call, key: key.storeKey(prefix: prefix, kind: kind)) {
+        let start = keyStart
+        let sent = store.pipeline.evaluate(
+            call,
+            writingKey: { target in
+                start.withUnsafeBytes { target.copyMemory(from: $0) }
+                key.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: target[start.count...]))
+            }
+        ) {
             [self] result in
             if case .success(let value) = result, let decision = SharedWindowScript.decision(value) {
                 completion(decision)

@@ -40,15 +40,28 @@ public struct LimiterKey: Hashable, Sendable {
     /// The key's name in a shared store: `prefix`, the limit's letter (`p` phone, `a` address), `:`,
     /// and the 32-byte digest in lowercase hex. Nothing else: the store learns only hashes.
     public func storeKey(prefix: String, kind: Character) -> [UInt8] {
-        let hex = Array("0123456789abcdef".utf8)
-        var out = Array(prefix.utf8)
-        out.reserveCapacity(out.count + 66)
-        out.append(contentsOf: String(kind).utf8)
-        out.append(UInt8(ascii: ":"))
-        for word in [words.0, words.1, words.2, words.3] {
-            for shift in stride(from: 60, through: 0, by: -4) { out.append(hex[Int(word >> UInt64(shift) & 0xF)]) }
+        let start = Array(prefix.utf8) + Array(String(kind).utf8) + [UInt8(ascii: ":")]
+        return [UInt8](unsafeUninitializedCapacity: start.count + 64) { buffer, count in
+            let target = UnsafeMutableRawBufferPointer(buffer)
+            start.withUnsafeBytes { target.copyMemory(from: $0) }
+            writeHex(into: UnsafeMutableRawBufferPointer(rebasing: target[start.count...]))
+            count = start.count + 64
         }
-        return out
+    }
+
+    /// The digest in lowercase hex into the first 64 bytes of `target` (the end of a store key, written in place).
+    public func writeHex(into target: UnsafeMutableRawBufferPointer) {
+        precondition(target.count >= 64)
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            var index = 0
+            for word in [words.0, words.1, words.2, words.3] {
+                for shift in stride(from: 60, through: 0, by: -4) {
+                    target[index] = hex[Int(word >> UInt64(shift) & 0xF)]
+                    index += 1
+                }
+            }
+        }
     }
 }
 
