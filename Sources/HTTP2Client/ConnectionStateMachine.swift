@@ -346,17 +346,24 @@ struct ConnectionStateMachine: Sendable {
     }
 
     private mutating func modifyStreams(_ body: (inout [Int32: Stream]) -> Void) {
+        // A payload bound with `var` is a second reference to its dictionary while `state` still holds the first:
+        // `state` holds a stand-in meanwhile, so the dictionary is changed in place, not copied at every change.
         switch state {
         case .open(var open):
+            state = .connecting(Connecting(deadline: open.lastActivity))
             body(&open.streams)
             state = .open(open)
         case .draining(var draining):
+            state = .closed(Closed(unsent: Self.standIn))
             body(&draining.streams)
             state = .draining(draining)
         case .connecting, .closed:
             break
         }
     }
+
+    /// What `state` holds while a draining connection's streams change (never seen outside `modifyStreams`).
+    private static let standIn = HTTP2ClientError(.connectFailed, "", mayHaveBeenProcessed: false)
 
     /// RST_STREAM REFUSED_STREAM (RFC 9113 7).
     static let refusedStream: UInt32 = 0x7
