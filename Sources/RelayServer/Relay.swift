@@ -29,13 +29,8 @@ public final class Relay: Sendable {
         self.clock = clock
         reloadSource = reload
         let gateways = try Self.gateways(setup, clock: clock)
-        var limitsStore: SharedLimitsStore? = nil
-        if config.limitsStore.kind == .redis, let url = config.limitsStore.url {
-            let store = try SharedLimitsStore(
-                settings: config.limitsStore, url: url, password: setup.secrets.redisPassword)
-            store.start()
-            limitsStore = store
-        }
+        let limitsStore = try Self.limitsStore(setup)
+        limitsStore?.start()
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
             limitsStore: limitsStore)
@@ -79,6 +74,35 @@ public final class Relay: Sendable {
     /// APNs clients are set up exactly as `serve` sets them up (origins, `apns.ca_file`), then dropped.
     public static func preflight(_ setup: RelaySetup) throws(ConfigurationError) {
         for gateway in try gateways(setup, clock: SystemClock()).values { gateway.shutdown() }
+        // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
+        _ = try limitsStore(setup)
+    }
+
+    /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
+    private static func limitsStore(_ setup: RelaySetup) throws(ConfigurationError) -> SharedLimitsStore? {
+        let settings = setup.configuration.limitsStore
+        guard settings.kind == .redis, let url = settings.url else { return nil }
+        if let path = settings.caFile {
+            try requireReadableFile(path, "limits_store.ca_file")
+        }
+        do {
+            return try SharedLimitsStore(settings: settings, url: url, password: setup.secrets.redisPassword)
+        } catch {
+            throw settings.caFile == nil
+                ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)
+                : ConfigurationError(
+                    .invalid, "limits_store.ca_file", "cannot be loaded as a PEM CA bundle: " + error.reason)
+        }
+    }
+
+    /// A configured file must exist, be no directory, and be readable.
+    private static func requireReadableFile(_ path: String, _ key: String) throws(ConfigurationError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            FileManager.default.isReadableFile(atPath: path)
+        else {
+            throw ConfigurationError(.unreadable, key, "names a file that cannot be read")
+        }
     }
 
     /// One gateway per configured environment. A problem names the configuration key at fault, in words.
@@ -87,12 +111,7 @@ public final class Relay: Sendable {
     ) throws(ConfigurationError) -> [APNsEnvironment: APNsGateway] {
         let config = setup.configuration
         if let path = config.apns.caFile {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                FileManager.default.isReadableFile(atPath: path)
-            else {
-                throw ConfigurationError(.unreadable, "apns.ca_file", "names a file that cannot be read")
-            }
+            try requireReadableFile(path, "apns.ca_file")
         }
         var gateways: [APNsEnvironment: APNsGateway] = [:]
         for environment in setup.secrets.environments {

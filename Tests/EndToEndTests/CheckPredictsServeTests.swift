@@ -1,3 +1,4 @@
+import APNsSimulator
 import Foundation
 import Glibc
 import Testing
@@ -55,6 +56,22 @@ import Testing
         let path = directory.appendingPathComponent("not-a-ca.pem").path
         try "not a certificate\n".write(toFile: path, atomically: true, encoding: .utf8)
         try expectBothRefuse(RelayProcess.config(apns: #""ca_file":"\#(path)""#), naming: "apns.ca_file")
+    }
+
+    /// The Redis store's CA file is loaded by `check` as by `serve` (neither needs the Redis to be up for this).
+    @Test func aRedisCAFileMissingOrNotPEMIsRefusedByBoth() throws {
+        let notPEM = directory.appendingPathComponent("not-a-redis-ca.pem").path
+        try "not a certificate\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        for path in [directory.appendingPathComponent("missing.pem").path, notPEM] {
+            let store = #""limits_store":{"kind":"redis","url":"rediss://127.0.0.1:9/0","ca_file":"\#(path)"}"#
+            try expectBothRefuse(RelayProcess.config(extra: store), naming: "limits_store.ca_file")
+        }
+        // A real CA bundle passes, with no Redis at that address: `check` loads it and does not connect.
+        let ca = directory.appendingPathComponent("redis-ca.pem").path
+        try SimulatorPKI.generate().caCertificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
+        let store = #""limits_store":{"kind":"redis","url":"rediss://127.0.0.1:9/0","ca_file":"\#(ca)"}"#
+        let check = try run("check", RelayProcess.config(extra: store))
+        #expect(check.status == 0, "\(check.output)")
     }
 
     /// The listen host is an address, never a name (no resolver decides where the relay listens).
