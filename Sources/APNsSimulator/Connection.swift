@@ -2,6 +2,7 @@ import CNGHTTP2
 import COpenSSL
 import Foundation
 import HTTP2Wire
+import OpenSSLSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -59,21 +60,20 @@ final class Connection {
     }
 
     private func handshake() {
-        ERR_clear_error()
-        let result = SSL_do_handshake(ssl)
-        if result != 1 {
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ: setWatchingWritable(false)
-            case SSL_ERROR_WANT_WRITE: setWatchingWritable(true)
-            default: close(graceful: false)
-            }
+        switch TLSHandshake.step(ssl) {
+        case .done:
+            break
+        case .wantsReadable:
+            setWatchingWritable(false)
+            return
+        case .wantsWritable:
+            setWatchingWritable(true)
+            return
+        case .certificateRejected, .failed:
+            close(graceful: false)
             return
         }
-        var protocolName: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &protocolName, &length)
-        guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2")
-        else {
+        guard ALPN.agreed(on: ALPN.http2, ssl) else {
             close(graceful: false)
             return
         }

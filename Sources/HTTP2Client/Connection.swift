@@ -291,31 +291,14 @@ final class Connection: @unchecked Sendable {
         }
         wantWritable = false
         setSocketOptions()
-        guard let ssl = SSL_new(settings.tls.context) else {
-            fail(connecting: .tls, .tlsFailed, "SSL_new failed")
-            return
-        }
-        self.ssl = ssl
         // The peer must prove the configured name (or address): without that check any certificate
         // the roots trust would do, so a failure to set it up fails the connection.
-        let checked: Bool
-        if settings.hostIsAddress {
-            checked = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), settings.host) == 1
-        } else {
-            // SSL_set_tlsext_host_name (server name indication) is an SSL_ctrl macro.
-            let named = settings.host.withCString {
-                SSL_ctrl(
-                    ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
-                    UnsafeMutableRawPointer(mutating: $0))
-            }
-            checked = named == 1 && SSL_set1_host(ssl, settings.host) == 1
-        }
-        guard SSL_set_fd(ssl, socket) == 1, checked else {
-            ERR_clear_error()
+        guard let ssl = settings.tls.session(socket: socket, host: settings.host, hostIsAddress: settings.hostIsAddress)
+        else {
             fail(connecting: .tls, .tlsFailed, "cannot set up the TLS connection's name check")
             return
         }
-        SSL_set_connect_state(ssl)
+        self.ssl = ssl
         connectStep = .handshaking
     }
 
@@ -333,30 +316,25 @@ final class Connection: @unchecked Sendable {
 
     private func continueHandshake() {
         guard let ssl else { return }
-        ERR_clear_error()
-        let result = SSL_do_handshake(ssl)
-        guard result == 1 else {
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ: wantWritable = false
-            case SSL_ERROR_WANT_WRITE: wantWritable = true
-            default:
-                let verification = SSL_get_verify_result(ssl)
-                if verification != X509_V_OK {
-                    let text = X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown"
-                    fail(
-                        connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)",
-                        detail: text)
-                } else {
-                    let error = Self.openSSLError()
-                    fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(error)", detail: error)
-                }
-            }
+        switch TLSHandshake.step(ssl) {
+        case .done:
+            break
+        case .wantsReadable:
+            wantWritable = false
+            return
+        case .wantsWritable:
+            wantWritable = true
+            return
+        case .certificateRejected(let text):
+            fail(
+                connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)",
+                detail: text)
+            return
+        case .failed(let error):
+            fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(error)", detail: error)
             return
         }
-        var name: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &name, &length)
-        guard length == 2, let name, name[0] == UInt8(ascii: "h"), name[1] == UInt8(ascii: "2") else {
+        guard ALPN.agreed(on: ALPN.http2, ssl) else {
             fail(connecting: .tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)", detail: "")
             return
         }
@@ -391,12 +369,6 @@ final class Connection: @unchecked Sendable {
         events.append(HTTP2ClientEvent(kind, detail ?? reason))
         closeSocket()
         failWaiting()
-    }
-
-    /// The first entry of OpenSSL's queue (the reason the handshake failed), the rest dropped with it.
-    private static func openSSLError() -> String {
-        let reason = OpenSSLErrorQueue.drain(keeping: 1)
-        return reason.isEmpty ? "the connection closed" : reason
     }
 
     // MARK: Requests
