@@ -90,6 +90,7 @@ final class Connection: @unchecked Sendable {
     }
 
     deinit {
+        if let session { nghttp2_session_del(session) }  // the rule in `HTTP2Session`; normally gone already
         if wakeDescriptor >= 0 { _ = Glibc.close(wakeDescriptor) }
         readBuffer.deallocate()
     }
@@ -338,11 +339,8 @@ final class Connection: @unchecked Sendable {
             fail(connecting: .tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)", detail: "")
             return
         }
-        var created: OpaquePointer?
-        guard
-            nghttp2_session_client_new(&created, ClientCallbacks.table, Unmanaged.passUnretained(self).toOpaque()) == 0,
-            let created
-        else {
+        // Deleted in `closeSocket()`, which `run()` calls before the thread (and this object) goes.
+        guard let created = HTTP2Session.make(.client, callbacks: ClientCallbacks.table, owner: self) else {
             fail(connecting: .protocolError, .tlsFailed, "nghttp2_session_client_new failed")
             return
         }
@@ -640,14 +638,11 @@ final class Connection: @unchecked Sendable {
 
     // MARK: nghttp2 callbacks (own thread, inside nghttp2_session_mem_recv / mem_send)
 
-    func readRequestBody(stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
-        guard let open = streams[stream] else { return (0, true) }
-        return open.request.body.withUnsafeBufferPointer { body in
-            let count = min(length, body.count - open.bodyOffset)
-            if count > 0 { buffer.update(from: body.baseAddress! + open.bodyOffset, count: count) }
-            open.bodyOffset += count
-            return (count, open.bodyOffset == body.count)
-        }
+    func readRequestBody(
+        stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        streams[stream]?.outgoing.copyNext(into: buffer, length: length, flags: flags)
+            ?? OutgoingBody.nothingMore(flags: flags)
     }
 
     func headerReceived(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
