@@ -1,7 +1,7 @@
 import CNGHTTP2
 import HTTP2Wire
 
-/// The nghttp2 client callbacks: non-capturing functions that find their ``Connection``
+/// The nghttp2 client callbacks: non-capturing functions that find their ``HTTP2ClientConnection``
 /// through the session's user data (``HTTP2Session``, which states who owns what).
 enum ClientCallbacks {
     /// One callback table for every session of the process (nghttp2 copies it into each session).
@@ -22,7 +22,9 @@ enum ClientCallbacks {
         return connection(user).readRequestBody(stream: stream, into: buffer, length: length, flags: flags)
     }
 
-    private static func connection(_ user: UnsafeMutableRawPointer) -> Connection { HTTP2Session.owner(user) }
+    private static func connection(_ user: UnsafeMutableRawPointer) -> HTTP2ClientConnection {
+        HTTP2Session.owner(user)
+    }
 
     private static let onHeader: nghttp2_on_header_callback = {
         _, frame, name, nameLength, value, valueLength, _, user in

@@ -1,5 +1,5 @@
 /// The life of one HTTP/2 connection as a pure state machine: no sockets, no threads, no clock
-/// of its own. ``Connection`` (the I/O layer) feeds it what happened (connected, a stream's end,
+/// of its own. ``HTTP2ClientConnection`` (the I/O layer) feeds it what happened (connected, a stream's end,
 /// GOAWAY, PING answered, time passing) and does what it answers.
 ///
 /// It decides the two things that must never be wrong (DESIGN.md, "Lifecycle"):

@@ -17,7 +17,7 @@ import Synchronization
 /// The thread takes requests from its inbox in ``ClientCore``, submits them to nghttp2, writes
 /// what nghttp2 serialized with one `SSL_write` per round, reads answers, reports what ended,
 /// and sleeps in `poll` until the socket is ready, a deadline or PING is due, or `wake()` is called.
-final class Connection: @unchecked Sendable {
+final class HTTP2ClientConnection: @unchecked Sendable {
     // Safe to share: `id`, `core`, `settings`, `notBefore` and `wakeDescriptor` are immutable;
     // every other property is touched by the connection's own thread only; other threads call
     // `wake()` alone, through a reference taken while the core held this connection registered.

@@ -1,9 +1,9 @@
 import CNGHTTP2
 import HTTP2Wire
 
-/// The nghttp2 callbacks: non-capturing functions that find their ``Connection`` through the
+/// The nghttp2 callbacks: non-capturing functions that find their ``SimulatorConnection`` through the
 /// session's user data (``HTTP2Session``, which states who owns what).
-enum HTTP2Callbacks {
+enum SimulatorCallbacks {
     static func install(in table: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(table, onBeginHeaders)
         nghttp2_session_callbacks_set_on_header_callback(table, onHeader)
@@ -17,7 +17,7 @@ enum HTTP2Callbacks {
         return connection(user).readResponseBody(stream: stream, into: buffer, length: length, flags: flags)
     }
 
-    private static func connection(_ user: UnsafeMutableRawPointer) -> Connection { HTTP2Session.owner(user) }
+    private static func connection(_ user: UnsafeMutableRawPointer) -> SimulatorConnection { HTTP2Session.owner(user) }
 
     private static func isRequestHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Bool {
         frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)

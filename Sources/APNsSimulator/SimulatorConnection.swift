@@ -13,7 +13,7 @@ import OpenSSLSupport
 /// Owned by its event loop and used only on that loop's thread. The nghttp2 session's context
 /// pointer names this object unretained (``HTTP2Session``'s rule): `close` deletes the session,
 /// and `deinit` does if `close` never ran.
-final class Connection {
+final class SimulatorConnection {
     let id: Int
     let fd: Int32
     let ssl: OpaquePointer
@@ -267,7 +267,7 @@ final class Connection {
                 _ = nghttp2_submit_response(session, stream, pairs, count, nil)
             } else {
                 var provider = nghttp2_data_provider(
-                    source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readResponseBody)
+                    source: nghttp2_data_source(ptr: nil), read_callback: SimulatorCallbacks.readResponseBody)
                 _ = nghttp2_submit_response(session, stream, pairs, count, &provider)
             }
         }
