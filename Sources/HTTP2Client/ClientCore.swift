@@ -12,7 +12,7 @@ final class ClientCore: Sendable {
 
     /// What a connection's thread gets back from `exchange`.
     struct Step {
-        var deliveries: [(request: PendingRequest, result: Result<HTTP2Response, HTTP2ClientError>)]
+        var deliveries: [PoolStateMachine.Delivery]
         var inbox: [PendingRequest]
         var exit: Bool
         var shutDown: Bool
@@ -71,14 +71,11 @@ final class ClientCore: Sendable {
             let effects = state.pool.finish(connection: connection.id, report: report, now: now)
             var deliveries = effects.deliveries
             for request in state.pool.removeExpired(now: now) {
-                deliveries.append(
-                    (
-                        request,
-                        .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))
-                    ))
+                let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
+                deliveries.append(PoolStateMachine.Delivery(request: request, result: .failure(error)))
             }
             for id in effects.wake { if let connection = state.connections[id] { woken.append(connection) } }
-            for (id, notBefore) in effects.start { started.append(register(id, notBefore: notBefore, in: &state)) }
+            for new in effects.start { started.append(register(new.id, notBefore: new.notBefore, in: &state)) }
             if effects.exit { state.connections[connection.id] = nil }
             return Step(
                 deliveries: deliveries, inbox: state.pool.takeInbox(of: connection.id), exit: effects.exit,

@@ -149,7 +149,7 @@ final class HTTP2ClientConnection: @unchecked Sendable {
             let step = core.exchange(connection: self, report: report, now: .now)
             report = PoolStateMachine.Report()
             tellEvents()
-            for (request, result) in step.deliveries { request.completion(result) }
+            for delivery in step.deliveries { delivery.complete() }
             if step.exit {
                 closeGracefully()
                 break
@@ -575,9 +575,9 @@ final class HTTP2ClientConnection: @unchecked Sendable {
     /// said otherwise), and so does every request not yet sent.
     private func lose(_ reason: String) {
         noteWrittenHeaders()
-        for (id, outcome) in machine.connectionLost(reason) {
-            guard let stream = streams.removeValue(forKey: id) else { continue }
-            end(stream.pending, outcome)
+        for lost in machine.connectionLost(reason) {
+            guard let stream = streams.removeValue(forKey: lost.stream) else { continue }
+            end(stream.pending, lost.outcome)
         }
         for stream in streams.values.sorted(by: { $0.id < $1.id }) { end(stream.pending, .notSent) }
         streams = [:]
@@ -618,22 +618,25 @@ final class HTTP2ClientConnection: @unchecked Sendable {
     /// Fails everything with `.shutdown` and leaves.
     private func shutDown(inbox: [PendingRequest]) {
         noteWrittenHeaders()
-        var ended: [(PendingRequest, HTTP2ClientError)] = []
-        let notSent = StreamOutcome.shutdown(written: false).error!
-        for request in inbox { ended.append((request, notSent)) }
+        var ended: [PoolStateMachine.Delivery] = []
+        let notSent = Result<HTTP2Response, HTTP2ClientError>.failure(StreamOutcome.shutdown(written: false).error!)
+        for request in inbox { ended.append(PoolStateMachine.Delivery(request: request, result: notSent)) }
         if waitingHead < waiting.count {
-            for request in waiting[waitingHead...] { ended.append((request, notSent)) }
+            for request in waiting[waitingHead...] {
+                ended.append(PoolStateMachine.Delivery(request: request, result: notSent))
+            }
         }
         waiting = []
         waitingHead = 0
         let writtenStreams = Set(machine.writtenStreams)
         for stream in streams.values.sorted(by: { $0.id < $1.id }) {
-            ended.append((stream.pending, StreamOutcome.shutdown(written: writtenStreams.contains(stream.id)).error!))
+            let error = StreamOutcome.shutdown(written: writtenStreams.contains(stream.id)).error!
+            ended.append(PoolStateMachine.Delivery(request: stream.pending, result: .failure(error)))
         }
         streams = [:]
         closeGracefully()
         core.departed(connection: self, completed: ended.count)
-        for (request, error) in ended { request.completion(.failure(error)) }
+        for delivery in ended { delivery.complete() }
     }
 
     // MARK: nghttp2 callbacks (own thread, inside nghttp2_session_mem_recv / mem_send)
