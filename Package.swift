@@ -1,9 +1,12 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layout: Sources/C holds one thin system-library module per C library; RelayCore is the pure
-// logic (no I/O, no C import); HTTPServer, HTTP2Client and APNsSimulator wrap the network
-// libraries; RelayServer wires them; DuoRelayCLI only parses arguments.
+// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
+// module per C library; RelayCrypto is the cryptography over OpenSSL and RelayCore the pure logic
+// (no I/O, no C import); OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
+// modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
+// libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
+// (for channels), LoadGenerator (the benchmark), RedisTestSupport (tests) and RelayVersion.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -49,7 +52,8 @@ let package = Package(
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
-        // nghttp2 frames to and from OpenSSL: what the APNs client and the simulator share.
+        // What the APNs client and the simulator share over nghttp2: how a session finds its owner
+        // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
