@@ -1,9 +1,12 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layout: Sources/C holds one thin system-library module per C library; RelayCore is the pure
-// logic (no I/O, no C import); HTTPServer, HTTP2Client and APNsSimulator wrap the network
-// libraries; RelayServer wires them; DuoRelayCLI only parses arguments.
+// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
+// module per C library; RelayCrypto is the cryptography over OpenSSL and RelayCore the pure logic
+// (no I/O, no C import); OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
+// modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
+// libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
+// (for channels), LoadGenerator (the benchmark), RedisTestSupport (tests) and RelayVersion.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -42,23 +45,26 @@ let package = Package(
         // The version (a checked-in release number) and, when built from git, the commit (issue 14).
         .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
         .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
-        // OpenSSL's error queue read into text, once for every module that calls OpenSSL.
+        // What every module that calls OpenSSL shares: the error queue read into text, the TLS
+        // handshake step and ALPN (client and server side alike).
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
-        // nghttp2 frames to and from OpenSSL: what the APNs client and the simulator share.
+        // What the APNs client and the simulator share over nghttp2: how a session finds its owner
+        // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
-        .target(name: "ClientTLS", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(
             name: "HTTP2Client",
             dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
             swiftSettings: strict),
         // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS"], swiftSettings: strict),
+            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS", "OpenSSLSupport"],
+            swiftSettings: strict),
         .target(
             name: "APNsSimulator",
             dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport"],
@@ -89,6 +95,7 @@ let package = Package(
             name: "RelayServerTests", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "HTTPServer"],
             swiftSettings: strict),
         .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
+        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(

@@ -38,7 +38,7 @@ final class EventLoop: @unchecked Sendable {
     // Loop-thread state.
     var siblings: [EventLoop] = []
     private var nextSibling = 0
-    private var connections: [Int32: Connection] = [:]
+    private var connections: [Int32: SimulatorConnection] = [:]
     /// The poll set, rebuilt when connections or their interest change.
     private var pollSet: [pollfd] = []
     private var interests: [Int32: Int16] = [:]
@@ -47,7 +47,7 @@ final class EventLoop: @unchecked Sendable {
 
     private struct DelayedAnswer {
         let deadline: UInt64
-        let connection: Connection
+        let connection: SimulatorConnection
         let notification: DeliveredNotification
     }
 
@@ -58,7 +58,7 @@ final class EventLoop: @unchecked Sendable {
         guard nghttp2_session_callbacks_new(&table) == 0, let table else {
             throw SimulatorError(.system, "nghttp2_session_callbacks_new failed")
         }
-        HTTP2Callbacks.install(in: table)
+        SimulatorCallbacks.install(in: table)
         callbacks = table
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
@@ -196,7 +196,7 @@ final class EventLoop: @unchecked Sendable {
         }
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
-        connections[fd] = Connection(id: id, fd: fd, ssl: ssl, loop: self)
+        connections[fd] = SimulatorConnection(id: id, fd: fd, ssl: ssl, loop: self)
         watch(fd, writable: false)
     }
 
@@ -207,7 +207,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Called by a connection as it closes, before its descriptor is closed.
-    func forget(_ connection: Connection) {
+    func forget(_ connection: SimulatorConnection) {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         interests[connection.fd] = nil
@@ -224,7 +224,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: delayed answers
 
-    func schedule(after delay: Duration, connection: Connection, notification: DeliveredNotification) {
+    func schedule(after delay: Duration, connection: SimulatorConnection, notification: DeliveredNotification) {
         let (seconds, attoseconds) = delay.components
         let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(nanoseconds)

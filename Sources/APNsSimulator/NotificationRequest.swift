@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2Wire
 
 /// One HTTP/2 request as the simulator collects it from nghttp2 callbacks.
 ///
@@ -18,8 +19,7 @@ final class NotificationRequest {
     var body: [UInt8] = []
     var bodyLength = 0
     /// The answer body while nghttp2 is sending it.
-    var responseBody: [UInt8] = []
-    var responseOffset = 0
+    var response = OutgoingBody()
 
     func addHeader(name: String, value: String) {
         guard Self.interpretedHeaders.contains(name) else { return }

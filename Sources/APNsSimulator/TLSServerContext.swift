@@ -1,4 +1,5 @@
 import COpenSSL
+import OpenSSLSupport
 
 /// The simulator's OpenSSL server context: certificate, key, TLS 1.2+, ALPN "h2" only.
 ///
@@ -54,20 +55,11 @@ private func selectH2(
     _ outLength: UnsafeMutablePointer<UInt8>?,
     _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32, _ argument: UnsafeMutableRawPointer?
 ) -> Int32 {
-    guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-    // The offer is a list of length-prefixed names; out must point into it.
-    var index = 0
-    let count = Int(offeredLength)
-    while index < count {
-        let length = Int(offered[index])
-        let start = index + 1
-        if start + length > count { break }
-        if length == 2 && offered[start] == UInt8(ascii: "h") && offered[start + 1] == UInt8(ascii: "2") {
-            out.pointee = offered + start
-            outLength.pointee = 2
-            return SSL_TLSEXT_ERR_OK
-        }
-        index = start + length
-    }
-    return SSL_TLSEXT_ERR_ALERT_FATAL
+    guard let out, let outLength, let offered,
+        let start = ALPN.find(ALPN.http2, in: UnsafeBufferPointer(start: offered, count: Int(offeredLength)))
+    else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    // `out` must point into the offer itself.
+    out.pointee = offered + start
+    outLength.pointee = UInt8(ALPN.http2.utf8.count)
+    return SSL_TLSEXT_ERR_OK
 }

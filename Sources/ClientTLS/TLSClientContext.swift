@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import OpenSSLSupport
 
 /// A client's OpenSSL context: TLS 1.2 or later, the peer's certificate verified against the
 /// system's roots (plus an optional extra CA file), offering the given ALPN protocols. Shared by
@@ -40,7 +41,7 @@ public final class TLSClientContext: @unchecked Sendable {
         }
         ERR_clear_error()
         guard !alpn.isEmpty else { return }
-        let wire = alpn.flatMap { [UInt8(clamping: $0.utf8.count)] + Array($0.utf8) }
+        let wire = ALPN.wireList(alpn)
         // Returns 0 on success (unlike most of OpenSSL).
         guard SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count)) == 0 else {
             throw SetupError(reason: "cannot set ALPN")

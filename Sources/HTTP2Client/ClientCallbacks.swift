@@ -1,8 +1,8 @@
 import CNGHTTP2
+import HTTP2Wire
 
-/// The nghttp2 client callbacks: non-capturing functions that find their ``Connection``
-/// through the session's user data (an unretained pointer: the connection deletes its session
-/// before it goes away).
+/// The nghttp2 client callbacks: non-capturing functions that find their ``HTTP2ClientConnection``
+/// through the session's user data (``HTTP2Session``, which states who owns what).
 enum ClientCallbacks {
     /// One callback table for every session of the process (nghttp2 copies it into each session).
     nonisolated(unsafe) static let table: OpaquePointer = {
@@ -19,13 +19,11 @@ enum ClientCallbacks {
 
     static let readRequestBody: nghttp2_data_source_read_callback = { _, stream, buffer, length, flags, _, user in
         guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        let (count, finished) = connection(user).readRequestBody(stream: stream, into: buffer, length: length)
-        if finished { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-        return count
+        return connection(user).readRequestBody(stream: stream, into: buffer, length: length, flags: flags)
     }
 
-    private static func connection(_ user: UnsafeMutableRawPointer) -> Connection {
-        Unmanaged<Connection>.fromOpaque(user).takeUnretainedValue()
+    private static func connection(_ user: UnsafeMutableRawPointer) -> HTTP2ClientConnection {
+        HTTP2Session.owner(user)
     }
 
     private static let onHeader: nghttp2_on_header_callback = {

@@ -7,12 +7,12 @@ import Synchronization
 final class ClientCore: Sendable {
     struct State: ~Copyable {
         var pool: PoolStateMachine
-        var connections: [Int: Connection] = [:]
+        var connections: [Int: HTTP2ClientConnection] = [:]
     }
 
     /// What a connection's thread gets back from `exchange`.
     struct Step {
-        var deliveries: [(request: PendingRequest, result: Result<HTTP2Response, HTTP2ClientError>)]
+        var deliveries: [PoolStateMachine.Delivery]
         var inbox: [PendingRequest]
         var exit: Bool
         var shutDown: Bool
@@ -32,8 +32,8 @@ final class ClientCore: Sendable {
     var isShutDown: Bool { state.withLock { $0.pool.isShutDown } }
 
     func submit(_ request: PendingRequest) {
-        var started: Connection?
-        var woken: Connection?
+        var started: HTTP2ClientConnection?
+        var woken: HTTP2ClientConnection?
         let placement = state.withLock { state -> PoolStateMachine.Placement in
             let placement = state.pool.submit(request, now: .now)
             switch placement {
@@ -44,7 +44,7 @@ final class ClientCore: Sendable {
             return placement
         }
         // The wake-up is a system call that lets the connection's thread run at once: made after
-        // unlocking, so that thread does not find the lock still held (see `Connection.wake()`).
+        // unlocking, so that thread does not find the lock still held (see `HTTP2ClientConnection.wake()`).
         woken?.wake()
         started?.start()
         if placement == .rejected {
@@ -53,28 +53,29 @@ final class ClientCore: Sendable {
         }
     }
 
-    private func register(_ id: Int, notBefore: ContinuousClock.Instant?, in state: inout State) -> Connection {
-        let connection = Connection(id: id, core: self, settings: settings, notBefore: notBefore)
+    private func register(_ id: Int, notBefore: ContinuousClock.Instant?, in state: inout State)
+        -> HTTP2ClientConnection
+    {
+        let connection = HTTP2ClientConnection(id: id, core: self, settings: settings, notBefore: notBefore)
         state.connections[id] = connection
         return connection
     }
 
     /// A connection's thread reports what ended and takes its new requests.
-    func exchange(connection: Connection, report: PoolStateMachine.Report, now: ContinuousClock.Instant) -> Step {
-        var started: [Connection] = []
-        var woken: [Connection] = []
+    func exchange(connection: HTTP2ClientConnection, report: PoolStateMachine.Report, now: ContinuousClock.Instant)
+        -> Step
+    {
+        var started: [HTTP2ClientConnection] = []
+        var woken: [HTTP2ClientConnection] = []
         let step = state.withLock { state -> Step in
             let effects = state.pool.finish(connection: connection.id, report: report, now: now)
             var deliveries = effects.deliveries
             for request in state.pool.removeExpired(now: now) {
-                deliveries.append(
-                    (
-                        request,
-                        .failure(HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false))
-                    ))
+                let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
+                deliveries.append(PoolStateMachine.Delivery(request: request, result: .failure(error)))
             }
             for id in effects.wake { if let connection = state.connections[id] { woken.append(connection) } }
-            for (id, notBefore) in effects.start { started.append(register(id, notBefore: notBefore, in: &state)) }
+            for new in effects.start { started.append(register(new.id, notBefore: new.notBefore, in: &state)) }
             if effects.exit { state.connections[connection.id] = nil }
             return Step(
                 deliveries: deliveries, inbox: state.pool.takeInbox(of: connection.id), exit: effects.exit,
@@ -86,7 +87,7 @@ final class ClientCore: Sendable {
     }
 
     /// A connection's thread leaves at shutdown, having failed `completed` requests.
-    func departed(connection: Connection, completed: Int) {
+    func departed(connection: HTTP2ClientConnection, completed: Int) {
         state.withLock { state in
             state.pool.remove(connection: connection.id, completed: completed)
             state.connections[connection.id] = nil

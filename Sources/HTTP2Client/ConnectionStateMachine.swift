@@ -1,5 +1,5 @@
 /// The life of one HTTP/2 connection as a pure state machine: no sockets, no threads, no clock
-/// of its own. ``Connection`` (the I/O layer) feeds it what happened (connected, a stream's end,
+/// of its own. ``HTTP2ClientConnection`` (the I/O layer) feeds it what happened (connected, a stream's end,
 /// GOAWAY, PING answered, time passing) and does what it answers.
 ///
 /// It decides the two things that must never be wrong (DESIGN.md, "Lifecycle"):
@@ -217,8 +217,15 @@ struct ConnectionStateMachine: Sendable {
         return .notSent
     }
 
-    /// The socket broke: every open stream ends (processed if written, unless GOAWAY said not).
-    mutating func connectionLost(_ reason: String) -> [(stream: Int32, outcome: StreamOutcome)] {
+    /// A stream that ended with its connection, and how its request ends.
+    struct LostStream: Sendable, Equatable {
+        var stream: Int32
+        var outcome: StreamOutcome
+    }
+
+    /// The socket broke: every open stream ends (processed if written, unless GOAWAY said not),
+    /// in stream order.
+    mutating func connectionLost(_ reason: String) -> [LostStream] {
         let streams = currentStreams
         let goaway = self.goaway
         let wasOpen = !isConnecting
@@ -227,9 +234,9 @@ struct ConnectionStateMachine: Sendable {
         return streams.keys.sorted().map { id in
             let stream = streams[id]!
             if let goaway, id > goaway.lastStreamID {
-                return (id, .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id))
+                return LostStream(stream: id, outcome: .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id))
             }
-            return (id, stream.written ? .lost(reason) : .notSent)
+            return LostStream(stream: id, outcome: stream.written ? .lost(reason) : .notSent)
         }
     }
 
@@ -256,7 +263,7 @@ struct ConnectionStateMachine: Sendable {
                     state = .open(open)
                     actions += retire(.pingUnanswered)
                     let lost = connectionLost("the connection did not answer PING")
-                    for (id, outcome) in lost { actions.append(.cancel(stream: id, outcome)) }
+                    for ended in lost { actions.append(.cancel(stream: ended.stream, ended.outcome)) }
                     actions.append(.close)
                     return actions
                 }

@@ -87,14 +87,30 @@ struct PoolStateMachine: Sendable {
         var goaway = false
     }
 
+    /// A request's final result, for its completion (called outside the lock).
+    struct Delivery: Sendable {
+        var request: PendingRequest
+        var result: Result<HTTP2Response, HTTP2ClientError>
+
+        /// Tells the request's sender.
+        func complete() { request.completion(result) }
+    }
+
+    /// A connection the pool has made room for: its thread must be started, and must not connect
+    /// before `notBefore` (pacing after GOAWAY).
+    struct NewConnection: Sendable, Equatable {
+        var id: Int
+        var notBefore: Instant?
+    }
+
     /// What the caller must do after `finish`.
     struct Effects: Sendable {
         /// Completions to call, outside the lock.
-        var deliveries: [(request: PendingRequest, result: Result<HTTP2Response, HTTP2ClientError>)] = []
+        var deliveries: [Delivery] = []
         /// Connections whose threads need a wake-up (a request was put in their inbox).
         var wake: [Int] = []
-        /// New connections whose threads must be started, not connecting before `notBefore`.
-        var start: [(id: Int, notBefore: Instant?)] = []
+        /// New connections whose threads must be started.
+        var start: [NewConnection] = []
         /// The reporting connection is retired and empty: it was removed and its thread ends.
         var exit = false
     }
@@ -177,8 +193,8 @@ struct PoolStateMachine: Sendable {
             return .slot(id: slots[i].id, wake: wake)
         }
         if liveCount < maxConnections {
-            let (id, notBefore) = startConnection(with: request, now: now)
-            return .newConnection(id: id, notBefore: notBefore)
+            let started = startConnection(with: request, now: now)
+            return .newConnection(id: started.id, notBefore: started.notBefore)
         }
         return nil
     }
@@ -191,7 +207,7 @@ struct PoolStateMachine: Sendable {
         }
     }
 
-    private mutating func startConnection(with request: PendingRequest?, now: Instant) -> (Int, Instant?) {
+    private mutating func startConnection(with request: PendingRequest?, now: Instant) -> NewConnection {
         nextID += 1
         counters.connectionsOpened += 1
         var slot = Slot(id: nextID)
@@ -203,7 +219,7 @@ struct PoolStateMachine: Sendable {
         slot.wakeRequested = true
         slot.afterGoaway = goawayStreak > 0
         slots.append(slot)
-        return (nextID, pacedUntil.flatMap { $0 > now ? $0 : nil })
+        return NewConnection(id: nextID, notBefore: pacedUntil.flatMap { $0 > now ? $0 : nil })
     }
 
     /// Hands a connection's thread the requests given to it since its last call.
@@ -249,7 +265,7 @@ struct PoolStateMachine: Sendable {
         var connectFailure: HTTP2ClientError?
         for ended in report.results {
             if let response = ended.response, case .answered = ended.outcome {
-                effects.deliveries.append((ended.request, .success(response)))
+                effects.deliveries.append(Delivery(request: ended.request, result: .success(response)))
                 continue
             }
             if case .connectFailed(let error) = ended.outcome, !slots[i].established { connectFailure = error }
@@ -259,7 +275,8 @@ struct PoolStateMachine: Sendable {
                 retries.append((retry, order))
                 counters.retries += 1
             } else {
-                effects.deliveries.append((ended.request, .failure(finalError(ended.request, ended.outcome))))
+                effects.deliveries.append(
+                    Delivery(request: ended.request, result: .failure(finalError(ended.request, ended.outcome))))
             }
         }
 
@@ -269,7 +286,7 @@ struct PoolStateMachine: Sendable {
             for request in queue.removeAll() + suspects.removeAll() {
                 let error = HTTP2ClientError(
                     failure.code, "no connection to the origin: \(failure.reason)", mayHaveBeenProcessed: false)
-                effects.deliveries.append((request, .failure(error)))
+                effects.deliveries.append(Delivery(request: request, result: .failure(error)))
             }
         }
 
@@ -279,7 +296,8 @@ struct PoolStateMachine: Sendable {
         for request in ordered {
             switch placeOnConnection(request, excluding: id, now: now) {
             case .slot(let target, let wake)?: if wake { effects.wake.append(target) }
-            case .newConnection(let target, let notBefore)?: effects.start.append((target, notBefore))
+            case .newConnection(let target, let notBefore)?:
+                effects.start.append(NewConnection(id: target, notBefore: notBefore))
             case .queued?, .rejected?, nil: waiting.append(request)
             }
         }
@@ -296,14 +314,12 @@ struct PoolStateMachine: Sendable {
         }
         // Replace retired connections while requests wait, suspects first.
         while liveCount < maxConnections, let next = suspects.popFirst() ?? queue.popFirst() {
-            let (target, notBefore) = startConnection(with: next, now: now)
-            effects.start.append((target, notBefore))
+            effects.start.append(startConnection(with: next, now: now))
             replace = false
         }
         // A connection that was up and is gone is replaced before a push needs it.
         if replace && effects.start.isEmpty && !isShutDown && liveCount < maxConnections {
-            let (target, notBefore) = startConnection(with: nil, now: now)
-            effects.start.append((target, notBefore))
+            effects.start.append(startConnection(with: nil, now: now))
         }
         counters.requestsInFlight -= effects.deliveries.count
 

@@ -1,10 +1,12 @@
+import HTTP2Wire
+
 /// One request handed to nghttp2, from `nghttp2_submit_request` until its stream closes: what
 /// the connection has sent of it and what it has received.
 final class RequestStream {
     let pending: PendingRequest
     let id: Int32
-    /// Bytes of the body handed to nghttp2 so far.
-    var bodyOffset = 0
+    /// The request's body, handed to nghttp2 a part at a time.
+    var outgoing: OutgoingBody
     /// Its HEADERS frame went out: from now on the server may process it.
     var sent = false
     /// The final `:status` (informational 1xx answers are skipped).
@@ -19,6 +21,7 @@ final class RequestStream {
     init(pending: PendingRequest, id: Int32) {
         self.pending = pending
         self.id = id
+        outgoing = OutgoingBody(pending.request.body)
     }
 
     var request: HTTP2Request { pending.request }

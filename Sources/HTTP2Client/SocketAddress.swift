@@ -14,7 +14,7 @@ struct SocketAddress: Sendable {
 
     /// The host's addresses for TCP, in the resolver's order of preference, or the reason
     /// (the resolver's own text) there are none.
-    static func resolve(host: String, port: UInt16) -> (addresses: [SocketAddress], problem: String?) {
+    static func resolve(host: String, port: UInt16) -> Resolution.Answer {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -22,7 +22,8 @@ struct SocketAddress: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0 else {
-            return ([], resolveFailurePrefix + String(cString: gai_strerror(status)))
+            return Resolution.Answer(
+                addresses: [], problem: resolveFailurePrefix + String(cString: gai_strerror(status)))
         }
         defer { freeaddrinfo(list) }
         var addresses: [SocketAddress] = []
@@ -42,7 +43,7 @@ struct SocketAddress: Sendable {
             }
             entry = current.pointee.ai_next
         }
-        return (addresses, addresses.isEmpty ? "the host has no address" : nil)
+        return Resolution.Answer(addresses: addresses, problem: addresses.isEmpty ? "the host has no address" : nil)
     }
 
     static let resolveFailurePrefix = "cannot resolve the host: "
@@ -80,7 +81,11 @@ extension Int32 {
 /// A `getaddrinfo` running on a thread of its own, so that a connection can give up on it at
 /// its connect deadline (a resolver that gets no answer from its servers may wait far longer).
 final class Resolution: Sendable {
-    typealias Answer = (addresses: [SocketAddress], problem: String?)
+    /// The host's addresses, or the reason (the resolver's own text) there are none.
+    struct Answer: Sendable {
+        var addresses: [SocketAddress]
+        var problem: String?
+    }
     private let state = Mutex<(answer: Answer?, waiters: [@Sendable () -> Void])>((nil, []))
 
     /// Starts resolving.

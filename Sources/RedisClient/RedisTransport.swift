@@ -1,6 +1,7 @@
 import COpenSSL
 import ClientTLS
 import Glibc
+import OpenSSLSupport
 
 /// One connection's byte stream: a non-blocking TCP socket, with OpenSSL on it for `rediss://`.
 ///
@@ -116,20 +117,14 @@ final class RedisTransport {
         }
         self.ssl = ssl
         while true {
-            ERR_clear_error()
-            let result = SSL_do_handshake(ssl)
-            if result == 1 { return nil }
             let wantsWrite: Bool
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ: wantsWrite = false
-            case SSL_ERROR_WANT_WRITE: wantsWrite = true
-            default:
-                let verification = SSL_get_verify_result(ssl)
-                ERR_clear_error()
-                if verification != X509_V_OK {
-                    let text = X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown"
-                    return RedisClientError(.tls, "the server's certificate was not accepted: \(text)")
-                }
+            switch TLSHandshake.step(ssl) {
+            case .done: return nil
+            case .wantsReadable: wantsWrite = false
+            case .wantsWritable: wantsWrite = true
+            case .certificateRejected(let text):
+                return RedisClientError(.tls, "the server's certificate was not accepted: \(text)")
+            case .failed:
                 return RedisClientError(.tls, "the TLS handshake failed")
             }
             guard Self.wait(socket, events: Int16(wantsWrite ? POLLOUT : POLLIN), deadline: deadline) else {

@@ -9,6 +9,18 @@ extension AES {
     public enum GCM {
         /// The nonce size this API accepts: 12 bytes.
         public static let nonceByteCount = 12
+        /// What `seal` produces: the ciphertext (as long as the plaintext) and its 16-byte tag.
+        /// The nonce is the caller's (it chose it); where the three are stored is the caller's format.
+        public struct Sealed: Sendable, Equatable {
+            public var ciphertext: [UInt8]
+            public var tag: [UInt8]
+
+            public init(ciphertext: [UInt8], tag: [UInt8]) {
+                self.ciphertext = ciphertext
+                self.tag = tag
+            }
+        }
+
         /// The tag size this API produces and accepts: 16 bytes.
         public static let tagByteCount = 16
 
@@ -20,7 +32,7 @@ extension AES {
         public static func seal(
             _ plaintext: some ContiguousBytes, using key: SymmetricKey, nonce: some ContiguousBytes,
             authenticating aad: some ContiguousBytes
-        ) throws(CryptoError) -> (ciphertext: [UInt8], tag: [UInt8]) {
+        ) throws(CryptoError) -> Sealed {
             let result = key.withUnsafeBytes { keyBytes in
                 nonce.withUnsafeBytes { nonceBytes in
                     aad.withUnsafeBytes { aadBytes in
@@ -66,7 +78,7 @@ extension AES {
         private static func seal(
             _ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
             aad: UnsafeRawBufferPointer
-        ) throws(CryptoError) -> (ciphertext: [UInt8], tag: [UInt8]) {
+        ) throws(CryptoError) -> Sealed {
             guard nonce.count == nonceByteCount else {
                 throw CryptoError(.invalidNonce, "an AES-GCM nonce must be \(nonceByteCount) bytes")
             }
@@ -107,7 +119,7 @@ extension AES {
             guard tag.count == tagByteCount else {
                 throw OpenSSLErrorQueue.error(.internalError, "AES-GCM tag could not be read")
             }
-            return (ciphertext, tag)
+            return Sealed(ciphertext: ciphertext, tag: tag)
         }
 
         private static func open(

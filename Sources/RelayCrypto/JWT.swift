@@ -15,15 +15,22 @@ public enum JWT {
         return signingInput + "." + Base64.urlEncode(signature)
     }
 
-    /// Splits a compact token without verifying it.
-    ///
-    /// Returns the decoded header and claims bytes, the signing input (the ASCII text up to
-    /// the second dot) and the decoded signature bytes; nil unless the token has exactly
-    /// three parts, each canonical base64url without padding, with a non-empty header and
-    /// claims. The signature may be of any length here.
-    public static func decode(
-        _ token: some StringProtocol
-    ) -> (header: [UInt8], claims: [UInt8], signingInput: [UInt8], signature: [UInt8])? {
+    /// A compact token split into its parts, not verified.
+    public struct Parts: Sendable, Equatable {
+        /// The decoded header (JSON bytes).
+        public var header: [UInt8]
+        /// The decoded claims (JSON bytes).
+        public var claims: [UInt8]
+        /// What the signature signs: the ASCII text up to the second dot.
+        public var signingInput: [UInt8]
+        /// The decoded signature, of any length.
+        public var signature: [UInt8]
+    }
+
+    /// Splits a compact token without verifying it: nil unless the token has exactly three
+    /// parts, each canonical base64url without padding, with a non-empty header and claims.
+    /// The signature may be of any length here.
+    public static func decode(_ token: some StringProtocol) -> Parts? {
         let bytes = Array(token.utf8)
         guard let firstDot = bytes.firstIndex(of: dot),
             let secondDot = bytes[(firstDot + 1)...].firstIndex(of: dot),
@@ -34,7 +41,7 @@ public enum JWT {
             let claims = Base64.urlDecode(bytes[(firstDot + 1)..<secondDot]),
             let signature = Base64.urlDecode(bytes[(secondDot + 1)...])
         else { return nil }
-        return (header, claims, Array(bytes[..<secondDot]), signature)
+        return Parts(header: header, claims: claims, signingInput: Array(bytes[..<secondDot]), signature: signature)
     }
 
     /// True only if the token is well formed, its header is a JSON object whose `alg` is

@@ -30,7 +30,7 @@ public enum GrantCodec {
         }
         plaintext.append(contentsOf: grant.token)
         let header: [UInt8] = [version, keyID]
-        let sealed: (ciphertext: [UInt8], tag: [UInt8])
+        let sealed: AES.GCM.Sealed
         do {
             sealed = try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: header)
         } catch {
@@ -58,10 +58,21 @@ public enum GrantCodec {
         try openNamingKey(text, keys: keys, now: now, lifetime: lifetime).grant
     }
 
+    /// A grant opened, and the id of the key it was sealed under.
+    public struct Opened: Sendable, Equatable {
+        public var grant: Grant
+        public var keyID: UInt8
+
+        public init(grant: Grant, keyID: UInt8) {
+            self.grant = grant
+            self.keyID = keyID
+        }
+    }
+
     /// `open`, also naming the key the grant was sealed under (for counting which keys are in use).
     public static func openNamingKey(
         _ text: some StringProtocol, keys: RelayKeys, now: UInt64, lifetime: UInt64
-    ) throws(GrantError) -> (grant: Grant, keyID: UInt8) {
+    ) throws(GrantError) -> Opened {
         guard let bytes = Base64.urlDecode(text),
             bytes.count >= headerSize + nonceSize + fixedPlaintextSize + tagSize,
             bytes.count <= maximumSealedBytes
@@ -85,7 +96,7 @@ public enum GrantCodec {
         guard !token.isEmpty else { throw GrantError(.malformed) }
         let (expiry, overflow) = issuedAt.addingReportingOverflow(lifetime)
         if !overflow && now >= expiry { throw GrantError(.expired) }
-        return (Grant(environment: environment, issuedAt: issuedAt, token: token), bytes[1])
+        return Opened(grant: Grant(environment: environment, issuedAt: issuedAt, token: token), keyID: bytes[1])
     }
 }
 

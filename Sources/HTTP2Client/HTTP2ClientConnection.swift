@@ -17,7 +17,7 @@ import Synchronization
 /// The thread takes requests from its inbox in ``ClientCore``, submits them to nghttp2, writes
 /// what nghttp2 serialized with one `SSL_write` per round, reads answers, reports what ended,
 /// and sleeps in `poll` until the socket is ready, a deadline or PING is due, or `wake()` is called.
-final class Connection: @unchecked Sendable {
+final class HTTP2ClientConnection: @unchecked Sendable {
     // Safe to share: `id`, `core`, `settings`, `notBefore` and `wakeDescriptor` are immutable;
     // every other property is touched by the connection's own thread only; other threads call
     // `wake()` alone, through a reference taken while the core held this connection registered.
@@ -90,6 +90,7 @@ final class Connection: @unchecked Sendable {
     }
 
     deinit {
+        if let session { nghttp2_session_del(session) }  // the rule in `HTTP2Session`; normally gone already
         if wakeDescriptor >= 0 { _ = Glibc.close(wakeDescriptor) }
         readBuffer.deallocate()
     }
@@ -148,7 +149,7 @@ final class Connection: @unchecked Sendable {
             let step = core.exchange(connection: self, report: report, now: .now)
             report = PoolStateMachine.Report()
             tellEvents()
-            for (request, result) in step.deliveries { request.completion(result) }
+            for delivery in step.deliveries { delivery.complete() }
             if step.exit {
                 closeGracefully()
                 break
@@ -291,31 +292,14 @@ final class Connection: @unchecked Sendable {
         }
         wantWritable = false
         setSocketOptions()
-        guard let ssl = SSL_new(settings.tls.context) else {
-            fail(connecting: .tls, .tlsFailed, "SSL_new failed")
-            return
-        }
-        self.ssl = ssl
         // The peer must prove the configured name (or address): without that check any certificate
         // the roots trust would do, so a failure to set it up fails the connection.
-        let checked: Bool
-        if settings.hostIsAddress {
-            checked = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), settings.host) == 1
-        } else {
-            // SSL_set_tlsext_host_name (server name indication) is an SSL_ctrl macro.
-            let named = settings.host.withCString {
-                SSL_ctrl(
-                    ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
-                    UnsafeMutableRawPointer(mutating: $0))
-            }
-            checked = named == 1 && SSL_set1_host(ssl, settings.host) == 1
-        }
-        guard SSL_set_fd(ssl, socket) == 1, checked else {
-            ERR_clear_error()
+        guard let ssl = settings.tls.session(socket: socket, host: settings.host, hostIsAddress: settings.hostIsAddress)
+        else {
             fail(connecting: .tls, .tlsFailed, "cannot set up the TLS connection's name check")
             return
         }
-        SSL_set_connect_state(ssl)
+        self.ssl = ssl
         connectStep = .handshaking
     }
 
@@ -333,38 +317,30 @@ final class Connection: @unchecked Sendable {
 
     private func continueHandshake() {
         guard let ssl else { return }
-        ERR_clear_error()
-        let result = SSL_do_handshake(ssl)
-        guard result == 1 else {
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ: wantWritable = false
-            case SSL_ERROR_WANT_WRITE: wantWritable = true
-            default:
-                let verification = SSL_get_verify_result(ssl)
-                if verification != X509_V_OK {
-                    let text = X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown"
-                    fail(
-                        connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)",
-                        detail: text)
-                } else {
-                    let error = Self.openSSLError()
-                    fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(error)", detail: error)
-                }
-            }
+        switch TLSHandshake.step(ssl) {
+        case .done:
+            break
+        case .wantsReadable:
+            wantWritable = false
+            return
+        case .wantsWritable:
+            wantWritable = true
+            return
+        case .certificateRejected(let text):
+            fail(
+                connecting: .tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)",
+                detail: text)
+            return
+        case .failed(let error):
+            fail(connecting: .tls, .tlsFailed, "the TLS handshake failed: \(error)", detail: error)
             return
         }
-        var name: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &name, &length)
-        guard length == 2, let name, name[0] == UInt8(ascii: "h"), name[1] == UInt8(ascii: "2") else {
+        guard ALPN.agreed(on: ALPN.http2, ssl) else {
             fail(connecting: .tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)", detail: "")
             return
         }
-        var created: OpaquePointer?
-        guard
-            nghttp2_session_client_new(&created, ClientCallbacks.table, Unmanaged.passUnretained(self).toOpaque()) == 0,
-            let created
-        else {
+        // Deleted in `closeSocket()`, which `run()` calls before the thread (and this object) goes.
+        guard let created = HTTP2Session.make(.client, callbacks: ClientCallbacks.table, owner: self) else {
             fail(connecting: .protocolError, .tlsFailed, "nghttp2_session_client_new failed")
             return
         }
@@ -391,12 +367,6 @@ final class Connection: @unchecked Sendable {
         events.append(HTTP2ClientEvent(kind, detail ?? reason))
         closeSocket()
         failWaiting()
-    }
-
-    /// The first entry of OpenSSL's queue (the reason the handshake failed), the rest dropped with it.
-    private static func openSSLError() -> String {
-        let reason = OpenSSLErrorQueue.drain(keeping: 1)
-        return reason.isEmpty ? "the connection closed" : reason
     }
 
     // MARK: Requests
@@ -605,9 +575,9 @@ final class Connection: @unchecked Sendable {
     /// said otherwise), and so does every request not yet sent.
     private func lose(_ reason: String) {
         noteWrittenHeaders()
-        for (id, outcome) in machine.connectionLost(reason) {
-            guard let stream = streams.removeValue(forKey: id) else { continue }
-            end(stream.pending, outcome)
+        for lost in machine.connectionLost(reason) {
+            guard let stream = streams.removeValue(forKey: lost.stream) else { continue }
+            end(stream.pending, lost.outcome)
         }
         for stream in streams.values.sorted(by: { $0.id < $1.id }) { end(stream.pending, .notSent) }
         streams = [:]
@@ -648,34 +618,34 @@ final class Connection: @unchecked Sendable {
     /// Fails everything with `.shutdown` and leaves.
     private func shutDown(inbox: [PendingRequest]) {
         noteWrittenHeaders()
-        var ended: [(PendingRequest, HTTP2ClientError)] = []
-        let notSent = StreamOutcome.shutdown(written: false).error!
-        for request in inbox { ended.append((request, notSent)) }
+        var ended: [PoolStateMachine.Delivery] = []
+        let notSent = Result<HTTP2Response, HTTP2ClientError>.failure(StreamOutcome.shutdown(written: false).error!)
+        for request in inbox { ended.append(PoolStateMachine.Delivery(request: request, result: notSent)) }
         if waitingHead < waiting.count {
-            for request in waiting[waitingHead...] { ended.append((request, notSent)) }
+            for request in waiting[waitingHead...] {
+                ended.append(PoolStateMachine.Delivery(request: request, result: notSent))
+            }
         }
         waiting = []
         waitingHead = 0
         let writtenStreams = Set(machine.writtenStreams)
         for stream in streams.values.sorted(by: { $0.id < $1.id }) {
-            ended.append((stream.pending, StreamOutcome.shutdown(written: writtenStreams.contains(stream.id)).error!))
+            let error = StreamOutcome.shutdown(written: writtenStreams.contains(stream.id)).error!
+            ended.append(PoolStateMachine.Delivery(request: stream.pending, result: .failure(error)))
         }
         streams = [:]
         closeGracefully()
         core.departed(connection: self, completed: ended.count)
-        for (request, error) in ended { request.completion(.failure(error)) }
+        for delivery in ended { delivery.complete() }
     }
 
     // MARK: nghttp2 callbacks (own thread, inside nghttp2_session_mem_recv / mem_send)
 
-    func readRequestBody(stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
-        guard let open = streams[stream] else { return (0, true) }
-        return open.request.body.withUnsafeBufferPointer { body in
-            let count = min(length, body.count - open.bodyOffset)
-            if count > 0 { buffer.update(from: body.baseAddress! + open.bodyOffset, count: count) }
-            open.bodyOffset += count
-            return (count, open.bodyOffset == body.count)
-        }
+    func readRequestBody(
+        stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        streams[stream]?.outgoing.copyNext(into: buffer, length: length, flags: flags)
+            ?? OutgoingBody.nothingMore(flags: flags)
     }
 
     func headerReceived(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {

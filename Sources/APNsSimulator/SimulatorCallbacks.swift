@@ -1,8 +1,9 @@
 import CNGHTTP2
+import HTTP2Wire
 
-/// The nghttp2 callbacks: non-capturing functions that find their ``Connection`` through the
-/// session's user data (an `Unmanaged` pointer retained by the connection while its session lives).
-enum HTTP2Callbacks {
+/// The nghttp2 callbacks: non-capturing functions that find their ``SimulatorConnection`` through the
+/// session's user data (``HTTP2Session``, which states who owns what).
+enum SimulatorCallbacks {
     static func install(in table: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(table, onBeginHeaders)
         nghttp2_session_callbacks_set_on_header_callback(table, onHeader)
@@ -13,14 +14,10 @@ enum HTTP2Callbacks {
 
     static let readResponseBody: nghttp2_data_source_read_callback = { _, stream, buffer, length, flags, _, user in
         guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        let (count, finished) = connection(user).readResponseBody(stream: stream, into: buffer, length: length)
-        if finished { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-        return count
+        return connection(user).readResponseBody(stream: stream, into: buffer, length: length, flags: flags)
     }
 
-    private static func connection(_ user: UnsafeMutableRawPointer) -> Connection {
-        Unmanaged<Connection>.fromOpaque(user).takeUnretainedValue()
-    }
+    private static func connection(_ user: UnsafeMutableRawPointer) -> SimulatorConnection { HTTP2Session.owner(user) }
 
     private static func isRequestHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Bool {
         frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)

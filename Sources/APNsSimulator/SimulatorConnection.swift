@@ -2,6 +2,7 @@ import CNGHTTP2
 import COpenSSL
 import Foundation
 import HTTP2Wire
+import OpenSSLSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -9,10 +10,10 @@ import HTTP2Wire
 
 /// One client connection: a non-blocking socket, its OpenSSL object and its nghttp2 server session.
 ///
-/// Owned by its event loop and used only on that loop's thread. The nghttp2 session holds a
-/// retained context pointer to this object, released exactly once in `close` after the session
-/// is deleted.
-final class Connection {
+/// Owned by its event loop and used only on that loop's thread. The nghttp2 session's context
+/// pointer names this object unretained (``HTTP2Session``'s rule): `close` deletes the session,
+/// and `deinit` does if `close` never ran.
+final class SimulatorConnection {
     let id: Int
     let fd: Int32
     let ssl: OpaquePointer
@@ -20,7 +21,6 @@ final class Connection {
     private var core: SimulatorCore { loop.core }
 
     private var session: OpaquePointer?
-    private var context: UnsafeMutableRawPointer?
     /// Requests by stream id, from their first HEADERS until nghttp2 closes the stream.
     var streams: [Int32: NotificationRequest] = [:]
     /// Streams whose request ended (END_STREAM), in arrival order, not yet answered.
@@ -59,32 +59,27 @@ final class Connection {
     }
 
     private func handshake() {
-        ERR_clear_error()
-        let result = SSL_do_handshake(ssl)
-        if result != 1 {
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ: setWatchingWritable(false)
-            case SSL_ERROR_WANT_WRITE: setWatchingWritable(true)
-            default: close(graceful: false)
-            }
+        switch TLSHandshake.step(ssl) {
+        case .done:
+            break
+        case .wantsReadable:
+            setWatchingWritable(false)
             return
-        }
-        var protocolName: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &protocolName, &length)
-        guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2")
-        else {
+        case .wantsWritable:
+            setWatchingWritable(true)
+            return
+        case .certificateRejected, .failed:
             close(graceful: false)
             return
         }
-        var created: OpaquePointer?
-        let context = Unmanaged.passRetained(self).toOpaque()
-        guard nghttp2_session_server_new(&created, loop.callbacks, context) == 0, let created else {
-            Unmanaged<Connection>.fromOpaque(context).release()
+        guard ALPN.agreed(on: ALPN.http2, ssl) else {
             close(graceful: false)
             return
         }
-        self.context = context
+        guard let created = HTTP2Session.make(.server, callbacks: loop.callbacks, owner: self) else {
+            close(graceful: false)
+            return
+        }
         session = created
         submitSettings(maxConcurrentStreams: core.configuration.initialMaxConcurrentStreams)
         // Let many requests' bodies arrive without waiting for connection-level WINDOW_UPDATEs.
@@ -141,15 +136,11 @@ final class Connection {
     }
 
     /// Copies the next part of a stream's answer body into nghttp2's buffer.
-    func readResponseBody(stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
-        guard let request = streams[stream] else { return (0, true) }
-        let remaining = request.responseBody.count - request.responseOffset
-        let count = min(remaining, length)
-        request.responseBody.withUnsafeBufferPointer { body in
-            buffer.update(from: body.baseAddress! + request.responseOffset, count: count)
-        }
-        request.responseOffset += count
-        return (count, request.responseOffset == request.responseBody.count)
+    func readResponseBody(
+        stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        streams[stream]?.response.copyNext(into: buffer, length: length, flags: flags)
+            ?? OutgoingBody.nothingMore(flags: flags)
     }
 
     // MARK: requests
@@ -265,8 +256,7 @@ final class Connection {
 
     private func submitResponse(stream: Int32, status: Int, apnsID: String, body: [UInt8]) {
         guard let session, let request = streams[stream] else { return }
-        request.responseBody = body
-        request.responseOffset = 0
+        request.response = OutgoingBody(body)
         var fields: [(String, String)] = [(":status", String(status)), ("apns-id", apnsID)]
         if !body.isEmpty {
             fields.append(("content-type", "application/json"))
@@ -277,7 +267,7 @@ final class Connection {
                 _ = nghttp2_submit_response(session, stream, pairs, count, nil)
             } else {
                 var provider = nghttp2_data_provider(
-                    source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Callbacks.readResponseBody)
+                    source: nghttp2_data_source(ptr: nil), read_callback: SimulatorCallbacks.readResponseBody)
                 _ = nghttp2_submit_response(session, stream, pairs, count, &provider)
             }
         }
@@ -333,9 +323,14 @@ final class Connection {
         }
         streams.removeAll()
         completedStreams.removeAll()
-        if let context {
-            self.context = nil
-            Unmanaged<Connection>.fromOpaque(context).release()
+    }
+
+    deinit {
+        // Only a connection its loop never closed still has these (`HTTP2Session`'s rule).
+        if !isClosed {
+            if let session { nghttp2_session_del(session) }
+            SSL_free(ssl)
+            _ = Glibc.close(fd)
         }
     }
 }

@@ -1,0 +1,44 @@
+import COpenSSL
+
+/// One step of a TLS handshake on a non-blocking socket, read the same way by every TLS user: the
+/// APNs client and the Redis client (client side) and the simulator (server side). The callers
+/// differ only in how they wait (their own poll loop) and what they call a failure.
+public enum TLSHandshake {
+    /// Where a step left the handshake.
+    public enum Step: Equatable, Sendable {
+        /// The handshake is complete: the connection may carry data.
+        case done
+        /// The socket must become readable before the next step.
+        case wantsReadable
+        /// The socket must become writable before the next step.
+        case wantsWritable
+        /// The peer's certificate did not verify; OpenSSL's words for why (no key material).
+        case certificateRejected(String)
+        /// Any other failure (the peer closed, a protocol error, no common ALPN protocol): the first
+        /// entry of OpenSSL's error queue, or "the connection closed" when the queue was empty.
+        case failed(String)
+    }
+
+    /// Runs `SSL_do_handshake` once on `ssl` (set up for the connect or accept side). A failure
+    /// empties the thread's error queue, so nothing stale is read by the next OpenSSL call.
+    public static func step(_ ssl: OpaquePointer) -> Step {
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 { return .done }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ:
+            return .wantsReadable
+        case SSL_ERROR_WANT_WRITE:
+            return .wantsWritable
+        default:
+            // The first queued entry is the reason; the rest only repeat where it surfaced.
+            let reason = OpenSSLErrorQueue.drain(keeping: 1)
+            let verification = SSL_get_verify_result(ssl)
+            if verification != X509_V_OK {
+                return .certificateRejected(
+                    X509_verify_cert_error_string(verification).map { String(cString: $0) } ?? "unknown")
+            }
+            return .failed(reason.isEmpty ? "the connection closed" : reason)
+        }
+    }
+}
