@@ -81,27 +81,35 @@ let package = Package(
             dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator"],
             swiftSettings: strict),
 
-        .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI.
+        .target(name: "RelayTestSupport", dependencies: ["APNsSimulator"], swiftSettings: strict),
+        .testTarget(
+            name: "RelayCryptoTests", dependencies: ["RelayCrypto", "RelayTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
+            swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
         .testTarget(
             name: "RelayServerTests", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "HTTPServer"],
             swiftSettings: strict),
-        .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
+        .testTarget(
+            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "RelayTestSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
-            name: "RedisClientTests", dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "APNsSimulator"],
+            name: "RedisClientTests",
+            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem"],
+            name: "APNsSimulatorTests",
+            dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem", "RelayCore", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
-                "RelayServer", "HTTP2Client",
+                "RelayServer", "HTTP2Client", "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", swiftSettings: strict),

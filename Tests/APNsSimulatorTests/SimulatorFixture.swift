@@ -1,6 +1,8 @@
 import APNsSimulator
 import Foundation
+import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// A running simulator with throwaway PKI and provider key, plus helpers to drive it with the
@@ -16,27 +18,27 @@ final class SimulatorFixture: Sendable {
     let signingKey: P256.Signing.PrivateKey
     let directory: URL
     let caFile: String
-    let clock: TestClock
+    /// The simulator's clock for `iat` checks, from now on.
+    let clock: ManualClock
 
     init(
         maxConcurrentStreams: UInt32 = 1000, initialMaxConcurrentStreams: UInt32 = 1, recordFile: Bool = false,
         onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000,
         tokenFaults: [TokenFault] = [], host: String = "127.0.0.1", goawayReason: String? = nil
     ) throws {
-        let pki = try SimulatorPKI.generate()
         signingKey = P256.Signing.PrivateKey()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        caFile = directory.appendingPathComponent("ca.pem").path
-        try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        let clock = TestClock()
+        let pki = TestPKI.shared
+        caFile = pki.caFile
+        let clock = ManualClock(unixSeconds: UInt64(Date().timeIntervalSince1970))
         self.clock = clock
         var configuration = SimulatorConfiguration(
-            certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM, teamID: Self.teamID,
+            certificatePEM: pki.pem.certificatePEM, privateKeyPEM: pki.pem.privateKeyPEM, teamID: Self.teamID,
             keys: [Self.keyID: signingKey.publicKey], topics: [Self.topic])
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.initialMaxConcurrentStreams = initialMaxConcurrentStreams
-        configuration.now = { clock.now }
+        configuration.now = { Date(timeIntervalSince1970: TimeInterval(clock.unixSeconds)) }
         configuration.onDeliver = onDeliver
         configuration.retainedDeliveries = retainedDeliveries
         configuration.tokenFaults = tokenFaults
@@ -62,7 +64,7 @@ final class SimulatorFixture: Sendable {
         issuedAt: Int64? = nil, keyID: String = SimulatorFixture.keyID, claims: String? = nil,
         key: P256.Signing.PrivateKey? = nil
     ) throws -> String {
-        let iat = issuedAt ?? Int64(clock.now.timeIntervalSince1970)
+        let iat = issuedAt ?? Int64(clock.unixSeconds)
         let claimsJSON = claims ?? #"{"iss":"\#(Self.teamID)","iat":\#(iat)}"#
         return try JWT.signES256(
             header: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claims: claimsJSON, using: key ?? signingKey)

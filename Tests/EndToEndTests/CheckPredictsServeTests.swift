@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RelayTestSupport
 import Testing
 
 /// `check` refuses whatever `serve` would refuse at start, and both say which configuration key is at fault, in

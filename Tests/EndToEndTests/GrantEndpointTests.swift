@@ -1,5 +1,6 @@
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// `POST /v1/grant` and the HTTP surface, through the real binary on loopback.
@@ -48,15 +49,7 @@ import Testing
         #expect(expiresAt.hasSuffix("Z") && expiresAt.count == 20)
     }
 
-    static var tokenBytes: [UInt8] {
-        var bytes: [UInt8] = []
-        var chars = Array(token.utf8)
-        while !chars.isEmpty {
-            bytes.append(UInt8(String(decoding: chars.prefix(2), as: UTF8.self), radix: 16)!)
-            chars.removeFirst(2)
-        }
-        return bytes
-    }
+    static var tokenBytes: [UInt8] { TestHex.bytes(token) }
 
     @Test func badInputGetsItsAnswerAndTheServerKeepsServing() throws {
         let relay = try relay()

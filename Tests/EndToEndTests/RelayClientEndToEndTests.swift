@@ -3,6 +3,7 @@ import DuoRelayClient
 import Foundation
 import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// `DuoRelayClient` against the real relay and the simulator: every outcome reached.
@@ -101,10 +102,7 @@ import Testing
         // stalled push is in flight once the simulator has counted it.
         let before = fixture.simulator.statistics.requests
         let first = Task { await client.push(Self.randomPush(), grant: stalled) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while fixture.simulator.statistics.requests == before && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        await Poll.suspendUntil(within: .seconds(20)) { fixture.simulator.statistics.requests != before }
         #expect(fixture.simulator.statistics.requests == before + 1)
         let shed = await client.push(Self.randomPush(), grant: fine)
         #expect(shed == .retry(after: .seconds(1), reason: .overloaded))

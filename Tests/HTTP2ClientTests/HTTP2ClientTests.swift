@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Synchronization
 import Testing
 
@@ -136,9 +137,17 @@ struct HTTP2ClientTests {
     }
 
     @Test func aCertificateForAnotherNameFailsWithTLSNotProcessed() async throws {
-        let server = try NGHTTPDServer(certificate: pki.elsewhereCertificate)
+        // The chain verifies against the CAs the client trusts here: only the name can fail.
+        let verify = Process()
+        verify.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        verify.arguments = ["verify", "-CAfile", pki.bothCAsFile, pki.elsewhereCertificate]
+        verify.standardOutput = FileHandle.nullDevice
+        try verify.run()
+        verify.waitUntilExit()
+        #expect(verify.terminationStatus == 0)
+        let server = try NGHTTPDServer(key: pki.elsewhereKey, certificate: pki.elsewhereCertificate)
         for origin in [server.origin, "https://localhost:\(server.port)"] {
-            let client = try client(origin)
+            let client = try client(origin, caFile: pki.bothCAsFile)
             defer { client.shutdown() }
             let error = try #require(await client.send(HTTP2Request(path: "/x", body: [1])).failure)
             #expect(error.code == .tls, "\(origin): \(error)")

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 /// One run of the `duo-relay` binary to its end (`check`, `--help`, `keygen`, `push`), with its exit
 /// status and both outputs, collected through files.
@@ -35,8 +36,7 @@ struct CommandRun {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
+        Poll.until(within: .seconds(timeoutSeconds), every: .milliseconds(10)) { !process.isRunning }
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
