@@ -226,7 +226,7 @@ import Testing
         let oldGrant = try fixture.grant(token: PushFixture.randomToken())
         let load = LoadLoop(fixture: fixture, grant: oldGrant)
         load.start()
-        usleep(300_000)
+        try Poll.wait(for: "the load under way", within: .seconds(10)) { load.completed >= 10 }
         // Add key 2 and seal with it: one reload.
         secrets.relayKeys[2] = SecureRandom.bytes(count: 32)
         try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
@@ -350,6 +350,13 @@ final class LoadLoop: @unchecked Sendable {
     init(fixture: PushFixture, grant: String) {
         self.fixture = fixture
         self.grant = grant
+    }
+
+    /// How many pushes have been answered so far.
+    var completed: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return statuses.count
     }
 
     private var isRunning: Bool {

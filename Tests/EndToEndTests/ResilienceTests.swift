@@ -74,13 +74,16 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.delay(.milliseconds(500)))
-        // Forty pushes are sent, then SIGTERM arrives while they wait for APNs.
+        // Forty pushes are sent, then SIGTERM arrives while they wait for APNs (the simulator has them).
+        let before = fixture.simulator.statistics.requests
         let connections = try (0..<40).map { _ in try fixture.relay.connect() }
         for connection in connections {
             try connection.send(
                 RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
         }
-        usleep(300_000)
+        try Poll.wait(for: "forty pushes at APNs", within: .seconds(10)) {
+            fixture.simulator.statistics.requests >= before + 40
+        }
         fixture.relay.signal(SIGTERM)
         let results = concurrently(40) { index -> Int in try connections[index].readResponse().status }
         let statuses = results.compactMap { try? $0.get() }
@@ -98,10 +101,13 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.stall)
+        let before = fixture.simulator.statistics.requests
         let connection = try fixture.relay.connect()
         try connection.send(
             RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
-        usleep(300_000)
+        try Poll.wait(for: "the push stalled at APNs", within: .seconds(10)) {
+            fixture.simulator.statistics.requests > before
+        }
         fixture.relay.signal(SIGINT)
         let response = try connection.readResponse()
         #expect(response.status == 503)
@@ -163,9 +169,9 @@ import Testing
             #expect(try fixture.push(grant: grant, on: good).status == 200)
             #expect(Date().timeIntervalSince(start) < 1)
         }
-        // Once they fall silent, the trickling connections are closed by the connection timeout.
-        usleep(5_000_000)
-        #expect(hostile.prefix(20).allSatisfy { $0.isClosedByPeer() })
+        // Once they fall silent, the trickling connections are closed by the connection timeout (2 s after
+        // their last byte, which the trickling thread sends within 3 s).
+        #expect(hostile.prefix(20).allSatisfy { $0.isClosedByPeer(within: 10) })
         // A connection beyond the per-address cap is refused or closed at once.
         let crowd = try (0..<50).map { _ in try RawHTTPClient(port: port, source: "127.0.0.99", timeoutSeconds: 3) }
         let extra = try RawHTTPClient(port: port, source: "127.0.0.99", timeoutSeconds: 3)
