@@ -112,7 +112,7 @@ let package = Package(
                 "RelayServer", "HTTP2Client", "RelayTestSupport",
             ],
             swiftSettings: strict),
-        .testTarget(name: "DeploymentTests", swiftSettings: strict),
+        .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
     ]
 )

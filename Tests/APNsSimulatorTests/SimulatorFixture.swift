@@ -131,32 +131,10 @@ final class SimulatorFixture: Sendable {
         let stderr: String
     }
 
-    /// Runs a tool to completion without blocking a concurrency thread; output goes through files
-    /// so a verbose tool cannot fill a pipe and stall.
+    /// Runs a tool to completion without blocking a concurrency thread.
     func run(_ executable: String, _ arguments: [String]) async throws -> ProcessResult {
-        let id = UUID().uuidString
-        let outPath = directory.appendingPathComponent("out-\(id)").path
-        let errPath = directory.appendingPathComponent("err-\(id)").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = out
-        process.standardError = err
-        let exitCode: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        return ProcessResult(
-            exitCode: exitCode, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        let result = try await Tool.run(executable, arguments)
+        return ProcessResult(exitCode: result.status, stdout: result.output, stderr: result.errors)
     }
 
     /// Several requests on one connection with curl's `--next`; returns each status.
