@@ -6,7 +6,8 @@ import PackageDescription
 // (no I/O, no C import); OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
 // modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
-// (for channels), LoadGenerator (the benchmark), RedisTestSupport (tests) and RelayVersion.
+// (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport (the
+// tests' helpers) and RelayVersion.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -87,31 +88,39 @@ let package = Package(
             dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator"],
             swiftSettings: strict),
 
-        .testTarget(name: "RelayCryptoTests", dependencies: ["RelayCrypto"], swiftSettings: strict),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI.
+        .target(name: "RelayTestSupport", dependencies: ["APNsSimulator"], swiftSettings: strict),
+        .testTarget(
+            name: "RelayCryptoTests", dependencies: ["RelayCrypto", "RelayTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
+            swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
         .testTarget(
             name: "RelayServerTests", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "HTTPServer"],
             swiftSettings: strict),
-        .testTarget(name: "HTTP2ClientTests", dependencies: ["HTTP2Client"], swiftSettings: strict),
+        .testTarget(
+            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
-            name: "RedisClientTests", dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "APNsSimulator"],
+            name: "RedisClientTests",
+            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem"],
+            name: "APNsSimulatorTests",
+            dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem", "RelayCore", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
-                "RelayServer", "HTTP2Client",
+                "RelayServer", "HTTP2Client", "RelayTestSupport",
             ],
             swiftSettings: strict),
-        .testTarget(name: "DeploymentTests", swiftSettings: strict),
+        .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
     ]
 )

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Synchronization
 
 /// The relay's HTTP/2 client set up as the relay sets it up (one stream until an answer other
@@ -23,7 +24,7 @@ struct APNsClientFixture: Sendable {
     }
 
     static func randomToken() -> String {
-        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        TestHex.random()
     }
 
     /// A valid push to `token`, its `apns-collapse-id` set to `id` (to find it among deliveries).

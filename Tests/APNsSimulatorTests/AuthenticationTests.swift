@@ -23,21 +23,21 @@ struct AuthenticationTests {
             "bearer " + (try $0.providerToken(keyID: "OTHER12345"))
         },
         Case(name: "wrong iss", status: 403, reason: "InvalidProviderToken") {
-            let iat = Int64($0.clock.now.timeIntervalSince1970)
+            let iat = Int64($0.clock.unixSeconds)
             return "bearer " + (try $0.providerToken(claims: #"{"iss":"OTHERTEAM1","iat":\#(iat)}"#))
         },
         Case(name: "iat as a string", status: 403, reason: "InvalidProviderToken") {
-            let iat = Int64($0.clock.now.timeIntervalSince1970)
+            let iat = Int64($0.clock.unixSeconds)
             return "bearer " + (try $0.providerToken(claims: #"{"iss":"TEAM123456","iat":"\#(iat)"}"#))
         },
         Case(name: "iat missing", status: 403, reason: "InvalidProviderToken") {
             "bearer " + (try $0.providerToken(claims: #"{"iss":"TEAM123456"}"#))
         },
         Case(name: "iat two hours old", status: 403, reason: "ExpiredProviderToken") {
-            "bearer " + (try $0.providerToken(issuedAt: Int64($0.clock.now.timeIntervalSince1970) - 7200))
+            "bearer " + (try $0.providerToken(issuedAt: Int64($0.clock.unixSeconds) - 7200))
         },
         Case(name: "iat one hour ahead", status: 403, reason: "InvalidProviderToken") {
-            "bearer " + (try $0.providerToken(issuedAt: Int64($0.clock.now.timeIntervalSince1970) + 3600))
+            "bearer " + (try $0.providerToken(issuedAt: Int64($0.clock.unixSeconds) + 3600))
         },
         Case(name: "not a JWT", status: 403, reason: "InvalidProviderToken") { _ in "bearer not.a.jwt" },
         Case(name: "alg HS256", status: 403, reason: "InvalidProviderToken") { fixture in
@@ -70,9 +70,9 @@ struct AuthenticationTests {
         let fixture = try SimulatorFixture()
         let token = try fixture.providerToken()
         #expect(try await fixture.curl(headers: fixture.headers(token: token)).status == 200)
-        fixture.clock.advance(by: 3599)
+        fixture.clock.advance(seconds: 3599)
         #expect(try await fixture.curl(headers: fixture.headers(token: token)).status == 200)
-        fixture.clock.advance(by: 2)
+        fixture.clock.advance(seconds: 2)
         let expired = try await fixture.curl(headers: fixture.headers(token: token))
         #expect(expired.status == 403)
         #expect(try reason(of: expired.body) == "ExpiredProviderToken")
@@ -82,7 +82,7 @@ struct AuthenticationTests {
     @Test("a connection may change its token only 20 minutes (by iat) after the previous one")
     func tokenUpdates() async throws {
         let fixture = try SimulatorFixture()
-        let now = Int64(fixture.clock.now.timeIntervalSince1970)
+        let now = Int64(fixture.clock.unixSeconds)
         let first = try fixture.providerToken(issuedAt: now - 1500)
         let tooSoon = try fixture.providerToken(issuedAt: now - 1400)
         let later = try fixture.providerToken(issuedAt: now - 300)
@@ -104,7 +104,7 @@ struct AuthenticationTests {
     @Test("after 403 ExpiredProviderToken the connection accepts a fresh token at once")
     func refreshAfterExpired() async throws {
         let fixture = try SimulatorFixture()
-        let now = Int64(fixture.clock.now.timeIntervalSince1970)
+        let now = Int64(fixture.clock.unixSeconds)
         let first = try fixture.providerToken(issuedAt: now - 120)
         let refreshed = try fixture.providerToken(issuedAt: now)
         fixture.simulator.inject(.status(403, reason: "ExpiredProviderToken"), count: 2)
@@ -122,7 +122,7 @@ struct AuthenticationTests {
     @Test("separate connections may use different tokens")
     func tokensPerConnection() async throws {
         let fixture = try SimulatorFixture()
-        let now = Int64(fixture.clock.now.timeIntervalSince1970)
+        let now = Int64(fixture.clock.unixSeconds)
         let first = try await fixture.curl(
             headers: fixture.headers(token: try fixture.providerToken(issuedAt: now - 10)))
         let second = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken(issuedAt: now)))

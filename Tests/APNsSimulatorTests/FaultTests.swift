@@ -25,13 +25,15 @@ struct FaultTests {
     @Test("410 Unregistered carries a timestamp in milliseconds from the simulator's clock")
     func unregistered() async throws {
         let fixture = try SimulatorFixture()
+        // Away from the real time, so that only the simulator's own clock gives this timestamp.
+        fixture.clock.advance(seconds: 1_234)
         fixture.simulator.inject(.status(410, reason: "Unregistered"))
         let result = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken()))
         #expect(result.status == 410)
         let body = try #require(try JSONSerialization.jsonObject(with: Data(result.body.utf8)) as? [String: Any])
         #expect(body["reason"] as? String == "Unregistered")
         let timestamp = try #require(body["timestamp"] as? Int64)
-        #expect(timestamp == Int64((fixture.clock.now.timeIntervalSince1970 * 1000).rounded(.down)))
+        #expect(timestamp == Int64(fixture.clock.unixSeconds) * 1000)
         #expect(fixture.simulator.delivered.isEmpty)
     }
 

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Testing
 
 /// A push whose token makes the server answer GOAWAY on every connection costs the pushes beside
@@ -28,8 +29,7 @@ import Testing
             #expect(failures.isEmpty, "run \(run): \(failures.count) failed: \(Set(failures))")
             #expect((try? results[poisonous].result.get()) == nil, "run \(run): the poisonous push")
             delivered += 149
-            let deadline = Date().addingTimeInterval(5)
-            while simulator.simulator.statistics.delivered < delivered && Date() < deadline { usleep(10_000) }
+            await Poll.suspendUntil(within: .seconds(5)) { simulator.simulator.statistics.delivered >= delivered }
             let ids = simulator.simulator.delivered.suffix(149).compactMap(\.collapseID)
             #expect(simulator.simulator.statistics.delivered == delivered, "run \(run)")
             #expect(Set(ids).count == 149, "run \(run): each delivered once")

@@ -1,6 +1,8 @@
 import APNsSimulator
 import Foundation
+import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// A running simulator with throwaway PKI and provider key, plus helpers to drive it with the
@@ -16,27 +18,27 @@ final class SimulatorFixture: Sendable {
     let signingKey: P256.Signing.PrivateKey
     let directory: URL
     let caFile: String
-    let clock: TestClock
+    /// The simulator's clock for `iat` checks, from now on.
+    let clock: ManualClock
 
     init(
         maxConcurrentStreams: UInt32 = 1000, initialMaxConcurrentStreams: UInt32 = 1, recordFile: Bool = false,
         onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000,
         tokenFaults: [TokenFault] = [], host: String = "127.0.0.1", goawayReason: String? = nil
     ) throws {
-        let pki = try SimulatorPKI.generate()
         signingKey = P256.Signing.PrivateKey()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        caFile = directory.appendingPathComponent("ca.pem").path
-        try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        let clock = TestClock()
+        let pki = TestPKI.shared
+        caFile = pki.caFile
+        let clock = ManualClock(unixSeconds: UInt64(Date().timeIntervalSince1970))
         self.clock = clock
         var configuration = SimulatorConfiguration(
-            certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM, teamID: Self.teamID,
+            certificatePEM: pki.pem.certificatePEM, privateKeyPEM: pki.pem.privateKeyPEM, teamID: Self.teamID,
             keys: [Self.keyID: signingKey.publicKey], topics: [Self.topic])
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.initialMaxConcurrentStreams = initialMaxConcurrentStreams
-        configuration.now = { clock.now }
+        configuration.now = { Date(timeIntervalSince1970: TimeInterval(clock.unixSeconds)) }
         configuration.onDeliver = onDeliver
         configuration.retainedDeliveries = retainedDeliveries
         configuration.tokenFaults = tokenFaults
@@ -62,7 +64,7 @@ final class SimulatorFixture: Sendable {
         issuedAt: Int64? = nil, keyID: String = SimulatorFixture.keyID, claims: String? = nil,
         key: P256.Signing.PrivateKey? = nil
     ) throws -> String {
-        let iat = issuedAt ?? Int64(clock.now.timeIntervalSince1970)
+        let iat = issuedAt ?? Int64(clock.unixSeconds)
         let claimsJSON = claims ?? #"{"iss":"\#(Self.teamID)","iat":\#(iat)}"#
         return try JWT.signES256(
             header: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claims: claimsJSON, using: key ?? signingKey)
@@ -129,32 +131,10 @@ final class SimulatorFixture: Sendable {
         let stderr: String
     }
 
-    /// Runs a tool to completion without blocking a concurrency thread; output goes through files
-    /// so a verbose tool cannot fill a pipe and stall.
+    /// Runs a tool to completion without blocking a concurrency thread.
     func run(_ executable: String, _ arguments: [String]) async throws -> ProcessResult {
-        let id = UUID().uuidString
-        let outPath = directory.appendingPathComponent("out-\(id)").path
-        let errPath = directory.appendingPathComponent("err-\(id)").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = out
-        process.standardError = err
-        let exitCode: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        return ProcessResult(
-            exitCode: exitCode, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        let result = try await Tool.run(executable, arguments)
+        return ProcessResult(exitCode: result.status, stdout: result.output, stderr: result.errors)
     }
 
     /// Several requests on one connection with curl's `--next`; returns each status.

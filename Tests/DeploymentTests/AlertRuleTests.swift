@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// deploy/prometheus: the alerting rules, checked and unit-tested by Prometheus' own `promtool`
@@ -9,9 +10,9 @@ import Testing
     static let rules = "deploy/prometheus/alerts.rules.yml"
     static let tests = "deploy/prometheus/alerts.test.yml"
 
-    @Test("promtool check rules accepts every rule", .enabled(if: Command.isAvailable(promtool)))
+    @Test("promtool check rules accepts every rule", .enabled(if: Tool.isAvailable(promtool)))
     func rulesCheck() throws {
-        let result = try Command.run(Self.promtool, ["check", "rules", Repository.url(Self.rules).path])
+        let result = try Tool.run(Self.promtool, ["check", "rules", Repository.url(Self.rules).path])
         #expect(result.status == 0, "\(result.output) \(result.errors)")
         let alerts = try Self.alertNames()
         #expect(alerts.count >= 9, "alerts found: \(alerts)")
@@ -20,9 +21,9 @@ import Testing
 
     @Test(
         "promtool test rules: each alert fires on the series that mean trouble",
-        .enabled(if: Command.isAvailable(promtool)))
+        .enabled(if: Tool.isAvailable(promtool)))
     func rulesUnitTests() throws {
-        let result = try Command.run(
+        let result = try Tool.run(
             Self.promtool, ["test", "rules", "alerts.test.yml"], in: Repository.url(Self.folder))
         #expect(result.status == 0, "\(result.output) \(result.errors)")
         #expect(result.output.contains("SUCCESS"), "\(result.output)")
@@ -30,7 +31,7 @@ import Testing
 
     @Test(
         "promtool test rules fails when a rule's threshold moves, so the test above can fail",
-        .enabled(if: Command.isAvailable(promtool)))
+        .enabled(if: Tool.isAvailable(promtool)))
     func rulesUnitTestsCanFail() throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
@@ -38,7 +39,7 @@ import Testing
         #expect(rules.contains("> 0.05"))
         _ = try scratch.write(rules.replacingOccurrences(of: "> 0.05", with: "> 0.5"), to: "alerts.rules.yml")
         _ = try scratch.write(try Repository.text(Self.tests), to: "alerts.test.yml")
-        let result = try Command.run(Self.promtool, ["test", "rules", "alerts.test.yml"], in: scratch.url)
+        let result = try Tool.run(Self.promtool, ["test", "rules", "alerts.test.yml"], in: scratch.url)
         #expect(result.status != 0)
         #expect((result.output + result.errors).contains("DuoRelayPushFailingAtAPNs"))
     }

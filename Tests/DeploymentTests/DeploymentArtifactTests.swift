@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// The deployment artifacts in `deploy/`, checked against the relay as README.md documents it and,
@@ -25,7 +26,7 @@ import Testing
 
     @Test(
         "systemd-analyze verify accepts the unit without a single warning",
-        .enabled(if: Command.isAvailable(systemdAnalyze)))
+        .enabled(if: Tool.isAvailable(systemdAnalyze)))
     func unitVerifies() throws {
         let result = try Self.verifyUnit(try Repository.text(Self.unitPath))
         #expect(result.status == 0, "\(result.errors)")
@@ -35,7 +36,7 @@ import Testing
 
     @Test(
         "systemd-analyze verify reports a misspelt directive, so the check above can fail",
-        .enabled(if: Command.isAvailable(systemdAnalyze)))
+        .enabled(if: Tool.isAvailable(systemdAnalyze)))
     func verifyReportsMisspeltDirectives() throws {
         let unit = try Repository.text(Self.unitPath)
             .replacingOccurrences(of: "[Service]\n", with: "[Service]\nProtectSystm=strict\n")
@@ -45,9 +46,9 @@ import Testing
 
     @Test(
         "systemd-analyze security rates the unit's exposure 2.0 or lower (OK)",
-        .enabled(if: Command.isAvailable(systemdAnalyze)))
+        .enabled(if: Tool.isAvailable(systemdAnalyze)))
     func unitExposureIsLow() throws {
-        let result = try Command.run(
+        let result = try Tool.run(
             Self.systemdAnalyze,
             ["security", "--offline=true", "--threshold=20", "--no-pager", Repository.url(Self.unitPath).path])
         let summary = result.output.split(separator: "\n").first { $0.contains("Overall exposure level") }
@@ -420,13 +421,13 @@ import Testing
     }
 
     @Test(
-        "nginx -t accepts the example", .enabled(if: Command.isAvailable(nginxBinary) && Command.isAvailable(openssl)))
+        "nginx -t accepts the example", .enabled(if: Tool.isAvailable(nginxBinary) && Tool.isAvailable(openssl)))
     func nginxAcceptsTheExample() throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
         let key = scratch.url.appendingPathComponent("privkey.pem").path
         let certificate = scratch.url.appendingPathComponent("fullchain.pem").path
-        let made = try Command.run(
+        let made = try Tool.run(
             Self.openssl,
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
@@ -441,19 +442,19 @@ import Testing
         let main = try scratch.write(
             "pid \(scratch.url.path)/nginx.pid; error_log stderr; events {}\nhttp { \(temporary) include \(sitePath); }\n",
             to: "nginx.conf")
-        let result = try Command.run(Self.nginxBinary, ["-t", "-p", scratch.url.path, "-c", main.path, "-e", "stderr"])
+        let result = try Tool.run(Self.nginxBinary, ["-t", "-p", scratch.url.path, "-c", main.path, "-e", "stderr"])
         #expect(result.status == 0, "\(result.errors)")
         #expect(!result.errors.contains("[warn]"), "\(result.errors)")
     }
 
     @Test(
         "caddy adapts the Caddyfile without a warning; it proxies to the relay as the relay expects",
-        .enabled(if: Command.isAvailable(caddyBinary)))
+        .enabled(if: Tool.isAvailable(caddyBinary)))
     func caddyAdaptsTheExample() throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
         let home = scratch.url.path
-        let result = try Command.run(
+        let result = try Tool.run(
             Self.caddyBinary, ["adapt", "--config", Repository.url(Self.caddyfile).path, "--adapter", "caddyfile"],
             environment: ["HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home])
         try #require(result.status == 0, "\(result.errors)")
@@ -503,13 +504,13 @@ import Testing
 
     /// Runs `systemd-analyze verify` on `unit`, its binary swapped for a stand-in that exists
     /// (verify checks that ExecStart's program does).
-    static func verifyUnit(_ unit: String) throws -> CommandResult {
+    static func verifyUnit(_ unit: String) throws -> ToolResult {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
         let stub = try scratch.write("#!/bin/sh\nexit 0\n", to: "duo-relay", mode: 0o755)
         let file = try scratch.write(
             unit.replacingOccurrences(of: binary, with: stub.path), to: "duo-relay.service")
-        return try Command.run(systemdAnalyze, ["verify", "--man=no", file.path], in: scratch.url)
+        return try Tool.run(systemdAnalyze, ["verify", "--man=no", file.path], in: scratch.url)
     }
 
     /// `NAME=value` lines of an environment file, comments skipped.

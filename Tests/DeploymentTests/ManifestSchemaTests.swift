@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// deploy/kubernetes validated against the Kubernetes API's JSON schemas by kubernetes-validate
@@ -11,11 +12,11 @@ import Testing
 
     @Test(
         "every manifest validates strictly against the Kubernetes schemas",
-        .enabled(if: Command.isAvailable(validator)), arguments: versions)
+        .enabled(if: Tool.isAvailable(validator)), arguments: versions)
     func manifestsValidate(version: String) throws {
         let files = try Repository.files(in: "deploy/kubernetes", endingWith: ".yaml")
         #expect(files.count >= 5)
-        let result = try Command.run(
+        let result = try Tool.run(
             Self.validator, ["--strict", "-k", version] + files.map { Repository.url($0).path })
         #expect(result.status == 0, "\(result.output) \(result.errors)")
         for file in files {
@@ -26,7 +27,7 @@ import Testing
 
     @Test(
         "a misspelt field or a wrong type fails validation, so the check above can fail",
-        .enabled(if: Command.isAvailable(validator)))
+        .enabled(if: Tool.isAvailable(validator)))
     func validatorRejectsMistakes() throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
@@ -37,7 +38,7 @@ import Testing
             #expect(deployment.contains(original))
             let file = try scratch.write(
                 deployment.replacingOccurrences(of: original, with: mistake), to: "deployment.yaml")
-            let result = try Command.run(Self.validator, ["--strict", file.path])
+            let result = try Tool.run(Self.validator, ["--strict", file.path])
             #expect(result.status != 0, "\(mistake) passed: \(result.output)")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 /// Kubernetes manifests parsed by Debian's python3-yaml (a real YAML parser, not a guess) and handed
 /// over as JSON.
@@ -20,7 +21,7 @@ enum Manifests {
     /// Every document of every `.yaml` file in `deploy/kubernetes`, with the file it came from.
     static func load() throws -> [(file: String, document: JSONNode)] {
         let files = try Repository.files(in: "deploy/kubernetes", endingWith: ".yaml")
-        let result = try Command.run(python, ["-c", script] + files.map { Repository.url($0).path })
+        let result = try Tool.run(python, ["-c", script] + files.map { Repository.url($0).path })
         guard result.status == 0 else {
             throw DocumentationError(reason: "python3-yaml could not parse the manifests: " + result.errors)
         }

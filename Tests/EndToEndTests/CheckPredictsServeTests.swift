@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import Glibc
+import RelayTestSupport
 import Testing
 
 /// `check` refuses whatever `serve` would refuse at start, and both say which configuration key is at fault, in

@@ -1,25 +1,18 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// `duo-relay dev`, the README's run command: what it prints works.
 @Suite struct DevCommandTests {
     @Test func printedStepsDeliverANotificationTheSimulatorShows() throws {
         let dev = try RelayProcess(arguments: ["dev", "--port", "0"], environment: [:])
-        let deadline = Date().addingTimeInterval(30)
-        var port: UInt16?
-        while port == nil && Date() < deadline {
-            if let range = dev.standardOutput.range(of: "relay on http://127.0.0.1:") {
-                port = UInt16(dev.standardOutput[range.upperBound...].prefix { $0.isNumber })
-            }
-            usleep(20_000)
-        }
-        let relayPort = try #require(port)
+        let relayPort = try #require(dev.printedPort(after: "relay on http://127.0.0.1:"))
         let output = dev.standardOutput
         #expect(output.contains("curl -s http://127.0.0.1:\(relayPort)/v1/grant"))
         #expect(output.contains("/v1/push"))
 
         // Follow the printed steps (with this test's own HTTP client instead of curl).
-        let connection = try TestConnection(port: relayPort)
+        let connection = try RawHTTPClient(port: relayPort)
         let token = String(repeating: "ab", count: 32)
         let grantResponse = try connection.request(
             "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8))
@@ -27,7 +20,7 @@ import Testing
         let push = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
         #expect(push.status == 200)
         let apnsID = try #require(push.json?["apns_id"] as? String)
-        while !dev.standardOutput.contains("delivered \(apnsID)") && Date() < deadline { usleep(20_000) }
+        Poll.until(within: .seconds(30)) { dev.standardOutput.contains("delivered \(apnsID)") }
         #expect(dev.standardOutput.contains("apns-sim: delivered \(apnsID) to device abababab"))
         dev.signal(SIGINT)
         #expect(try dev.waitForExit() == 0)
@@ -37,11 +30,6 @@ import Testing
     }
 
     /// The number after `marker` in `text`, if it is there.
-    static func port(after marker: String, in text: String) -> UInt16? {
-        guard let range = text.range(of: marker) else { return nil }
-        return UInt16(text[range.upperBound...].prefix { $0.isNumber })
-    }
-
     @Test func aPlaygroundWithRelaxedLimitsMetricsAndFaultsThatLeavesNothing() throws {
         let dev = try RelayProcess(
             arguments: [
@@ -49,11 +37,10 @@ import Testing
                 "--fault", "5100=stall",
             ],
             environment: [:])
-        let deadline = Date().addingTimeInterval(30)
-        while !dev.standardOutput.contains("Ctrl-C stops") && Date() < deadline { usleep(20_000) }
+        Poll.until(within: .seconds(30)) { dev.standardOutput.contains("Ctrl-C stops") }
         let output = dev.standardOutput
-        let relayPort = try #require(Self.port(after: "relay on http://127.0.0.1:", in: output))
-        let metricsPort = try #require(Self.port(after: "metrics: http://127.0.0.1:", in: output))
+        let relayPort = try #require(RelayProcess.port(after: "relay on http://127.0.0.1:", in: output))
+        let metricsPort = try #require(RelayProcess.port(after: "metrics: http://127.0.0.1:", in: output))
         #expect(output.contains("limits, relaxed for trying by hand: 600 pushes per phone per 60 s"))
         #expect(output.contains("tokens starting with 410: unregistered"))
         #expect(output.contains("tokens starting with 429: too-many-requests"))
@@ -65,7 +52,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: folder))
 
         // More requests from one address than the production default (10 per 10 s) allows.
-        let connection = try TestConnection(port: relayPort)
+        let connection = try RawHTTPClient(port: relayPort)
         func grant(_ token: String) throws -> String {
             let response = try connection.request(
                 "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8))
@@ -84,7 +71,7 @@ import Testing
         #expect(busy.status == 429)
         #expect(busy.json?["limit"] as? String == "apns")
 
-        let metrics = try TestConnection(port: metricsPort).request("GET", "/metrics")
+        let metrics = try RawHTTPClient(port: metricsPort).request("GET", "/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.text.contains("duo_relay_"))
 

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// The relay's front door on the edges of HTTP (issue 14): forwarded addresses on several lines, huge declared
@@ -15,9 +16,9 @@ import Testing
 
     /// Sends raw request bytes on a new connection and reads one answer.
     static func exchange(_ relay: RelayProcess, _ text: String, timeoutSeconds: Int = 10) throws
-        -> TestConnection.Response
+        -> RawHTTPClient.Response
     {
-        let connection = try TestConnection(port: relay.port, timeoutSeconds: timeoutSeconds)
+        let connection = try RawHTTPClient(port: relay.port, timeoutSeconds: timeoutSeconds)
         try connection.send(Array(text.utf8))
         return try connection.readResponse()
     }
@@ -64,7 +65,7 @@ import Testing
             #expect(response.headers["content-type"] == "application/json")
         }
         // Where the relay answers from the head alone (a 404), it closes rather than read and drop the body.
-        let connection = try TestConnection(port: relay.port, timeoutSeconds: 5)
+        let connection = try RawHTTPClient(port: relay.port, timeoutSeconds: 5)
         try connection.send(Array(Self.request("/v1/x", method: "POST", headers: ["Content-Length: \(length)"]).utf8))
         let answer = try connection.readResponse()
         #expect(answer.status == 404)
@@ -101,7 +102,7 @@ import Testing
     ])
     func invalidFramingIsAnsweredInJSON(_ headerLines: [String]) throws {
         let relay = try Self.relay(requests: 2)
-        let connection = try TestConnection(port: relay.port, timeoutSeconds: 5)
+        let connection = try RawHTTPClient(port: relay.port, timeoutSeconds: 5)
         try connection.send(Array(Self.request(method: "POST", headers: headerLines).utf8))
         let response = try connection.readResponse()
         #expect(response.status == 400)

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// The whole `/metrics` exposition, as Prometheus reads it (issue 14): valid for `promtool check metrics`, each
@@ -17,7 +18,7 @@ import Testing
         #expect(try fixture.push(grant: "garbage").status == 401)
         let line = try #require(fixture.relay.standardError.split(separator: "\n").first { $0.contains("metrics on") })
         let port = try #require(line.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
-        let response = try TestConnection(port: port).request("GET", "/metrics")
+        let response = try RawHTTPClient(port: port).request("GET", "/metrics")
         #expect(response.status == 200)
         return (response.text, fixture)
     }

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// What an operator relies on: commands, metrics, readiness, secrets from files, rotation on
@@ -130,7 +131,7 @@ import Testing
             fixture.relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
                 .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
         func scrape() throws -> String {
-            let response = try TestConnection(port: metricsPort).request("GET", "/metrics")
+            let response = try RawHTTPClient(port: metricsPort).request("GET", "/metrics")
             #expect(response.status == 200)
             #expect(response.headers["content-type"]?.hasPrefix("text/plain") == true)
             return response.text
@@ -207,7 +208,9 @@ import Testing
         // APNs comes back; with no push at all, the relay notices by itself.
         let revived = try APNsSimulator(configuration: fixture.simulatorConfiguration)
         defer { revived.stop() }
-        try waitFor(timeoutSeconds: 15) { (try? connection.request("GET", "/readyz").status) == 200 }
+        try Poll.wait(for: "the relay ready", within: .seconds(15)) {
+            (try? connection.request("GET", "/readyz").status) == 200
+        }
         #expect(revived.delivered.isEmpty)
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
     }
@@ -223,7 +226,7 @@ import Testing
         let oldGrant = try fixture.grant(token: PushFixture.randomToken())
         let load = LoadLoop(fixture: fixture, grant: oldGrant)
         load.start()
-        usleep(300_000)
+        try Poll.wait(for: "the load under way", within: .seconds(10)) { load.completed >= 10 }
         // Add key 2 and seal with it: one reload.
         secrets.relayKeys[2] = SecureRandom.bytes(count: 32)
         try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
@@ -232,7 +235,9 @@ import Testing
         config = config.replacingOccurrences(of: #""listen""#, with: #""grant_key_id":2,"listen""#)
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         fixture.relay.signal(SIGHUP)
-        try waitFor { fixture.relay.standardError.contains("reloaded") }
+        try Poll.wait(for: "\"reloaded\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reloaded")
+        }
         let newGrant = try fixture.grant(token: PushFixture.randomToken())
         #expect(Base64.urlDecode(newGrant)?[1] == 2)
         #expect(try fixture.push(grant: oldGrant).status == 200)
@@ -240,14 +245,18 @@ import Testing
         // A broken reload keeps the running keys and says why in one line.
         try "{broken".write(toFile: keysFile, atomically: true, encoding: .utf8)
         fixture.relay.signal(SIGHUP)
-        try waitFor { fixture.relay.standardError.contains("reload refused") }
+        try Poll.wait(for: "\"reload refused\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reload refused")
+        }
         #expect(try fixture.push(grant: newGrant).status == 200)
         // Remove key 1: its grants stop opening.
         secrets.relayKeys[1] = nil
         try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
         let results = load.stop()
         fixture.relay.signal(SIGHUP)
-        try waitFor { fixture.relay.standardError.components(separatedBy: "reloaded").count == 3 }
+        try Poll.wait(for: "two reloaded lines", within: .seconds(10)) {
+            fixture.relay.standardError.components(separatedBy: "reloaded").count == 3
+        }
         #expect(try fixture.push(grant: oldGrant).error == "grant_invalid")
         #expect(try fixture.push(grant: newGrant).status == 200)
         #expect(results.count > 10)
@@ -275,7 +284,9 @@ import Testing
         try newKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         try "NEWKEY0002".write(toFile: idFile, atomically: true, encoding: .utf8)
         fixture.relay.signal(SIGHUP)
-        try waitFor { fixture.relay.standardError.contains("reloaded") }
+        try Poll.wait(for: "\"reloaded\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reloaded")
+        }
         #expect(try fixture.push(grant: grant).status == 200)
         let keyIDs = fixture.waitForDeliveries(2).map(\.keyID)
         #expect(keyIDs == ["TESTKEY001", "NEWKEY0002"])
@@ -324,14 +335,6 @@ import Testing
         #expect(output.contains("stopped"))
         for secret in seen { #expect(!output.contains(secret), "printed: \(secret.prefix(12))…") }
     }
-
-    func waitFor(timeoutSeconds: Double = 10, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while !condition() {
-            guard Date() < deadline else { throw TestFailure("condition not met in time") }
-            usleep(20_000)
-        }
-    }
 }
 
 /// Pushes in a loop on four threads until stopped; collects every status.
@@ -347,6 +350,13 @@ final class LoadLoop: @unchecked Sendable {
     init(fixture: PushFixture, grant: String) {
         self.fixture = fixture
         self.grant = grant
+    }
+
+    /// How many pushes have been answered so far.
+    var completed: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return statuses.count
     }
 
     private var isRunning: Bool {

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// `POST /v1/push` end to end: the real relay binary and an APNs simulator on loopback.
@@ -137,8 +138,7 @@ import Testing
             #expect(response.error == "apns")
         }
         // The line is written before the first 502; the pipe reader may not have collected it yet.
-        let deadline = Date().addingTimeInterval(10)
-        while !fixture.relay.standardError.contains("InvalidProviderToken") && Date() < deadline { usleep(20_000) }
+        Poll.until(within: .seconds(10)) { fixture.relay.standardError.contains("InvalidProviderToken") }
         let lines = fixture.relay.standardError.split(separator: "\n").filter { $0.contains("InvalidProviderToken") }
         #expect(lines.count == 1)
         #expect(lines.first?.contains("APNS_KEY_SANDBOX") == true)

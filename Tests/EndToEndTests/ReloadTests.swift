@@ -1,15 +1,9 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// SIGHUP says, in its `reloaded: …` line, which changed settings it did not apply (issue 14).
 @Suite struct ReloadTests {
-    func waitFor(timeoutSeconds: Double = 15, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while !condition() {
-            guard Date() < deadline else { throw TestFailure("condition not met in time") }
-            usleep(20_000)
-        }
-    }
 
     func reloadedLines(_ relay: RelayProcess) -> [Substring] {
         relay.standardError.split(separator: "\n").filter { $0.hasPrefix("duo-relay: reloaded: ") }
@@ -23,7 +17,7 @@ import Testing
         try RelayProcess.config(extra: #""grant_lifetime_s":200"#).write(
             toFile: path, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
-        try waitFor { reloadedLines(relay).count == 1 }
+        try Poll.wait(for: "one reloaded line", within: .seconds(15)) { reloadedLines(relay).count == 1 }
         #expect(!reloadedLines(relay)[0].contains("restart"), "\(reloadedLines(relay)[0])")
         // listen, the address limit and the server settings changed: named in the same line.
         let changed = RelayProcess.config(
@@ -31,7 +25,7 @@ import Testing
         ).replacingOccurrences(of: "127.0.0.1:0", with: "127.0.0.1:1")
         try changed.write(toFile: path, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
-        try waitFor { reloadedLines(relay).count == 2 }
+        try Poll.wait(for: "two reloaded lines", within: .seconds(15)) { reloadedLines(relay).count == 2 }
         let line = reloadedLines(relay)[1]
         #expect(line.contains("not applied until a restart: listen, ip_limit, server"), "\(line)")
         // The relay still listens where it started.
@@ -63,7 +57,7 @@ import Testing
         secrets.relayKeys[2] = [UInt8](repeating: 7, count: 32)
         try secrets.relayKeysJSON.write(toFile: keysFile, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
-        try waitFor { reloadedLines(relay).count == 1 }
+        try Poll.wait(for: "one reloaded line", within: .seconds(15)) { reloadedLines(relay).count == 1 }
         #expect(reloadedLines(relay)[0].contains("relay keys 1, 2;"), "\(reloadedLines(relay)[0])")
     }
 }

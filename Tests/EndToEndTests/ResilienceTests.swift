@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// Load, hostile clients, stops and APNs faults, through the real binary and the simulator.
@@ -30,7 +31,7 @@ import Testing
                 var statuses: [Int] = []
                 for _ in 0..<3 {
                     // The clock covers the relay's answer, not this client building its request.
-                    let request = TestConnection.encode(
+                    let request = RawHTTPClient.encode(
                         "POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:])
                     let start = Date()
                     try connection.send(request)
@@ -73,13 +74,16 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.delay(.milliseconds(500)))
-        // Forty pushes are sent, then SIGTERM arrives while they wait for APNs.
+        // Forty pushes are sent, then SIGTERM arrives while they wait for APNs (the simulator has them).
+        let before = fixture.simulator.statistics.requests
         let connections = try (0..<40).map { _ in try fixture.relay.connect() }
         for connection in connections {
             try connection.send(
-                TestConnection.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
+                RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
         }
-        usleep(300_000)
+        try Poll.wait(for: "forty pushes at APNs", within: .seconds(10)) {
+            fixture.simulator.statistics.requests >= before + 40
+        }
         fixture.relay.signal(SIGTERM)
         let results = concurrently(40) { index -> Int in try connections[index].readResponse().status }
         let statuses = results.compactMap { try? $0.get() }
@@ -97,10 +101,13 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.stall)
+        let before = fixture.simulator.statistics.requests
         let connection = try fixture.relay.connect()
         try connection.send(
-            TestConnection.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
-        usleep(300_000)
+            RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
+        try Poll.wait(for: "the push stalled at APNs", within: .seconds(10)) {
+            fixture.simulator.statistics.requests > before
+        }
         fixture.relay.signal(SIGINT)
         let response = try connection.readResponse()
         #expect(response.status == 503)
@@ -116,14 +123,14 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
 
         // 200 trickling connections from other loopback addresses, and 50 idle ones.
-        var hostile: [TestConnection] = []
+        var hostile: [RawHTTPClient] = []
         for index in 0..<200 {
-            let connection = try TestConnection(port: port, source: "127.0.0.\(2 + index % 40)", timeoutSeconds: 5)
+            let connection = try RawHTTPClient(port: port, source: "127.0.0.\(2 + index % 40)", timeoutSeconds: 5)
             try connection.send(Array("POST /v1/push HTTP/1.1\r\nHost: x\r\n".utf8))
             hostile.append(connection)
         }
         for index in 0..<50 {
-            hostile.append(try TestConnection(port: port, source: "127.0.0.\(50 + index % 10)", timeoutSeconds: 5))
+            hostile.append(try RawHTTPClient(port: port, source: "127.0.0.\(50 + index % 10)", timeoutSeconds: 5))
         }
         // The first 200 keep trickling: one header byte each, every second, for three seconds.
         let tricklers = hostile.prefix(200)
@@ -135,21 +142,21 @@ import Testing
         }
         trickling.start()
         // Oversized headers, and bodies announced or sent larger than the limit.
-        let big = try TestConnection(port: port, source: "127.0.0.90")
+        let big = try RawHTTPClient(port: port, source: "127.0.0.90")
         let headerResponse = try big.request(
             "GET", "/healthz", headers: ["X-Padding": String(repeating: "a", count: 6 * 1024)])
         #expect(headerResponse.status == 431)
         #expect(headerResponse.error == "too_large")
         // Far beyond the limit libmicrohttpd answers by itself: the status is still right.
-        let huge = try TestConnection(port: port, source: "127.0.0.93")
+        let huge = try RawHTTPClient(port: port, source: "127.0.0.93")
         #expect(
             try huge.request("GET", "/healthz", headers: ["X-Padding": String(repeating: "a", count: 200 * 1024)])
                 .status == 431)
-        let longURL = try TestConnection(port: port, source: "127.0.0.91")
+        let longURL = try RawHTTPClient(port: port, source: "127.0.0.91")
         let urlResponse = try longURL.request("GET", "/v1/" + String(repeating: "a", count: 6 * 1024))
         #expect(urlResponse.status == 414)
         #expect(urlResponse.error == "too_large")
-        let chunked = try TestConnection(port: port, source: "127.0.0.92")
+        let chunked = try RawHTTPClient(port: port, source: "127.0.0.92")
         try chunked.send(
             Array("POST /v1/grant HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
                 + Array("1000\r\n".utf8) + [UInt8](repeating: 0x41, count: 4096) + Array("\r\n".utf8))
@@ -162,12 +169,12 @@ import Testing
             #expect(try fixture.push(grant: grant, on: good).status == 200)
             #expect(Date().timeIntervalSince(start) < 1)
         }
-        // Once they fall silent, the trickling connections are closed by the connection timeout.
-        usleep(5_000_000)
-        #expect(hostile.prefix(20).allSatisfy { $0.isClosedByPeer() })
+        // Once they fall silent, the trickling connections are closed by the connection timeout (2 s after
+        // their last byte, which the trickling thread sends within 3 s).
+        #expect(hostile.prefix(20).allSatisfy { $0.isClosedByPeer(within: 10) })
         // A connection beyond the per-address cap is refused or closed at once.
-        let crowd = try (0..<50).map { _ in try TestConnection(port: port, source: "127.0.0.99", timeoutSeconds: 3) }
-        let extra = try TestConnection(port: port, source: "127.0.0.99", timeoutSeconds: 3)
+        let crowd = try (0..<50).map { _ in try RawHTTPClient(port: port, source: "127.0.0.99", timeoutSeconds: 3) }
+        let extra = try RawHTTPClient(port: port, source: "127.0.0.99", timeoutSeconds: 3)
         #expect(throws: (any Error).self) { _ = try extra.request("GET", "/healthz") }
         #expect(try crowd[0].request("GET", "/healthz").status == 200)
         // The good client's own idle connection timed out too; a new one is served at once.

@@ -1,5 +1,6 @@
 import Foundation
 import RedisTestSupport
+import RelayTestSupport
 import Testing
 
 /// Two relay processes sharing one redis-server (DESIGN.md, "Several instances"): together they admit
@@ -41,7 +42,7 @@ struct SharedLimitsTests {
         let port = try #require(
             relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
                 .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
-        return try TestConnection(port: port).request("GET", "/metrics").text
+        return try RawHTTPClient(port: port).request("GET", "/metrics").text
     }
 
     /// The value of one sample line (`name{labels}`) in a scrape.
@@ -51,16 +52,8 @@ struct SharedLimitsTests {
         }
     }
 
-    func waitFor(timeoutSeconds: Double = 15, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while !condition() {
-            if Date() > deadline { throw TestFailure("timed out") }
-            usleep(20_000)
-        }
-    }
-
     /// Pushes `count` times for one phone, alternating instances and grants (one minted by each).
-    func pushAlternating(_ cluster: Cluster, token: String, count: Int) throws -> [TestConnection.Response] {
+    func pushAlternating(_ cluster: Cluster, token: String, count: Int) throws -> [RawHTTPClient.Response] {
         let grants = [
             try cluster.fixture.grant(token: token, on: try cluster.fixture.relay.connect()),
             try cluster.fixture.grant(token: token, on: try cluster.other.connect()),
@@ -134,7 +127,7 @@ struct SharedLimitsTests {
         #expect(Set(outcomes).isSubset(of: [200, 429]))
         #expect(outcomes.filter { $0 == 200 }.count <= 20)
         for relay in cluster.relays {
-            try waitFor { (try? limits(relay)) == "200 local" }
+            try Poll.wait(for: "limits \"200 local\"", within: .seconds(15)) { (try? limits(relay)) == "200 local" }
         }
         let during = try metrics(cluster.fixture.relay)
         #expect(sample(during, "duo_relay_limits_store_up") == 0)
@@ -147,7 +140,7 @@ struct SharedLimitsTests {
 
         try cluster.redis.restart()
         for relay in cluster.relays {
-            try waitFor { (try? limits(relay)) == "200 shared" }
+            try Poll.wait(for: "limits \"200 shared\"", within: .seconds(15)) { (try? limits(relay)) == "200 shared" }
         }
         // A fresh phone is counted across both again: exactly 20.
         let answers = try pushAlternating(cluster, token: PushFixture.randomToken(), count: 24)
@@ -172,9 +165,13 @@ struct SharedLimitsTests {
         #expect(answer.status == 503)
         #expect(answer.error == "overloaded")
         #expect(answer.headers["retry-after"] != nil)
-        try waitFor { (try? limits(cluster.fixture.relay)) == "503 unavailable" }
+        try Poll.wait(for: "limits \"503 unavailable\"", within: .seconds(15)) {
+            (try? limits(cluster.fixture.relay)) == "503 unavailable"
+        }
         try cluster.redis.restart()
-        try waitFor { (try? limits(cluster.fixture.relay)) == "200 shared" }
+        try Poll.wait(for: "limits \"200 shared\"", within: .seconds(15)) {
+            (try? limits(cluster.fixture.relay)) == "200 shared"
+        }
         #expect(try cluster.fixture.push(grant: grant).status == 200)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// `duo-relay apns-sim`, the simulator alone, with a relay pointed at it: both real binaries.
@@ -16,15 +17,7 @@ import Testing
                 "--public-key", publicKey, "--ca-out", caFile,
             ] + extra,
             environment: [:], directory: directory)
-        let deadline = Date().addingTimeInterval(30)
-        var port: UInt16?
-        while port == nil && Date() < deadline {
-            if let range = simulator.standardError.range(of: "listening on https://127.0.0.1:") {
-                port = UInt16(simulator.standardError[range.upperBound...].prefix { $0.isNumber })
-            }
-            usleep(20_000)
-        }
-        return (simulator, try #require(port))
+        return (simulator, try #require(simulator.printedPort(after: "listening on https://127.0.0.1:")))
     }
 
     @Test func aRelayDeliversThroughTheStandaloneSimulator() throws {
@@ -34,7 +27,6 @@ import Testing
         let record = directory.appendingPathComponent("delivered.jsonl").path
         let (simulator, simulatorPort) = try Self.startSimulator(
             secrets: secrets, directory: directory, caFile: caFile, extra: ["--record", record])
-        let deadline = Date().addingTimeInterval(30)
         #expect(FileManager.default.fileExists(atPath: caFile))
 
         let relay = try RelayProcess(
@@ -50,7 +42,7 @@ import Testing
         let push = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
         #expect(push.status == 200)
         let apnsID = try #require(push.json?["apns_id"] as? String)
-        while !simulator.standardOutput.contains(apnsID) && Date() < deadline { usleep(20_000) }
+        Poll.until(within: .seconds(30)) { simulator.standardOutput.contains(apnsID) }
         #expect(simulator.standardOutput.contains("apns-sim: delivered \(apnsID)"))
         let recorded = try String(contentsOfFile: record, encoding: .utf8)
         #expect(recorded.contains(apnsID))
@@ -77,7 +69,7 @@ import Testing
                 apns: #""sandbox_origin":"https://127.0.0.1:\#(simulatorPort)","ca_file":"\#(caFile)""#),
             secrets: secrets)
         let connection = try relay.connect()
-        func push(token: String) throws -> TestConnection.Response {
+        func push(token: String) throws -> RawHTTPClient.Response {
             let grant = try #require(
                 try connection.request(
                     "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)

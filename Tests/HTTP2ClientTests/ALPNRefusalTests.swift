@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Synchronization
 
 /// A misbehaving HTTP/2 server (Python, Debian's python3-h2) on 127.0.0.1 for fault tests.
@@ -76,12 +77,12 @@ final class FaultyServer: Sendable {
     /// How often the server logged `event` for `path`, once its log has caught up (its lines
     /// are read on another thread: wait up to 2 s for at least `atLeast` of them).
     func count(_ event: String, _ path: String, atLeast: Int = 1) async -> Int {
-        let deadline = ContinuousClock.now + .seconds(2)
-        while true {
-            let found = log.filter { $0.hasPrefix(event + " ") && $0.hasSuffix(" " + path) }.count
-            if found >= atLeast || ContinuousClock.now >= deadline { return found }
-            try? await Task.sleep(for: .milliseconds(10))
+        var found = 0
+        await Poll.suspendUntil(within: .seconds(2)) {
+            found = log.filter { $0.hasPrefix(event + " ") && $0.hasSuffix(" " + path) }.count
+            return found >= atLeast
         }
+        return found
     }
 
     private static let script = #"""

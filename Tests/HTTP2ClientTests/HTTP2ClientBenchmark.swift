@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Synchronization
 import Testing
 

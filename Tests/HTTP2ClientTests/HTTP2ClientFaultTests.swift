@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Testing
 
 /// GOAWAY, refused streams, resets and silence, against `FaultyServer`: a request the server

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 /// `nghttpd` (Debian's nghttp2-server) on 127.0.0.1 with the test certificate. It echoes POST
 /// bodies (`--echo-upload`) and serves files from a temporary document root.
@@ -13,9 +14,8 @@ final class NGHTTPDServer: Sendable {
 
     init(
         maxConcurrentStreams: Int? = nil, files: [String: String] = [:], echo: Bool = true,
-        certificate: String = TestPKI.shared.serverCertificate
+        key: String = TestPKI.shared.serverKey, certificate: String = TestPKI.shared.serverCertificate
     ) throws {
-        let pki = TestPKI.shared
         documentRoot = NSTemporaryDirectory() + "http2client-docs-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: documentRoot, withIntermediateDirectories: true)
         for (name, content) in files {
@@ -29,7 +29,7 @@ final class NGHTTPDServer: Sendable {
             var arguments = ["-a", "127.0.0.1", "-d", documentRoot]
             if echo { arguments.append("--echo-upload") }
             if let maxConcurrentStreams { arguments += ["-m", String(maxConcurrentStreams)] }
-            arguments += [String(port), pki.serverKey, certificate]
+            arguments += [String(port), key, certificate]
             process.arguments = arguments
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
@@ -108,12 +108,9 @@ private func listeningSocket(listen shouldListen: Bool = true) throws -> (Int32,
 }
 
 private func waitUntilListening(port: Int, process: Process) -> Bool {
-    let deadline = Date().addingTimeInterval(10)
-    while Date() < deadline && process.isRunning {
-        if establishedConnectionCount(toLocalPort: port, state: "0A") > 0 { return true }
-        usleep(20_000)
+    Poll.until(within: .seconds(10), every: .milliseconds(20)) {
+        process.isRunning && establishedConnectionCount(toLocalPort: port, state: "0A") > 0
     }
-    return false
 }
 
 /// Sockets in /proc/net/tcp whose local port is `port`, in `state` ("01" established, "0A" listening).

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import RelayTestSupport
 import Testing
 
 @testable import HTTPServer
@@ -18,7 +19,7 @@ struct HTTPServerTests {
     @Test func getAnsweredFromHead() throws {
         let server = try makeServer()
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 200)
@@ -30,7 +31,7 @@ struct HTTPServerTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
         let server = try makeServer()
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try client.readResponse().status == 200)
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde")
@@ -46,7 +47,7 @@ struct HTTPServerTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         let head = try client.readResponse(expectBody: false)
         #expect(head.status == 200)
@@ -61,14 +62,14 @@ struct HTTPServerTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let slow = try RawClient(port: server.port)
+        let slow = try RawHTTPClient(port: server.port)
         try slow.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: a\r\nContent-Length: 3\r\n\r\nabc")
         let responder = try handler.responder("a")
         #expect(server.pendingResponses == 1)
 
         // Other connections are served while the first waits.
         for _ in 0..<3 {
-            let other = try RawClient(port: server.port)
+            let other = try RawHTTPClient(port: server.port)
             try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try other.readResponse().status == 200)
         }
@@ -90,20 +91,20 @@ struct HTTPServerTests {
     @Test func declaredLengthOverTheLimitIsRefusedBeforeTheBody() throws {
         let server = try makeServer(TestHandler(limit: 64))
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         // Only the headers are sent: the answer must not wait for the body.
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
         #expect(response.text == #"{"error":"too_large"}"#)
         #expect(response.header("connection")?.lowercased() == "close")
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
     }
 
     @Test func answerFromHeadDropsASmallBodyAndKeepsTheConnection() throws {
         let server = try makeServer()
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /missing HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
         try client.send("hello")
         #expect(try client.readResponse().status == 404)
@@ -114,17 +115,17 @@ struct HTTPServerTests {
     @Test func expectContinueOverTheLimitGetsTheRefusalInsteadOfContinue() throws {
         let server = try makeServer(TestHandler(limit: 64))
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
     }
 
     @Test func bodyAtTheLimitIsAccepted() throws {
         let server = try makeServer(TestHandler(limit: 8))
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n12345678")
         #expect(try client.readResponse().text == "12345678")
         try client.send(
@@ -135,7 +136,7 @@ struct HTTPServerTests {
     @Test func chunkedBodyGrowingPastTheLimitIsRefused() throws {
         let server = try makeServer(TestHandler(limit: 64))
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
         let chunk = String(repeating: "z", count: 40)
         // 80 bytes, over the limit of 64; the end of the body is never sent.
@@ -143,13 +144,13 @@ struct HTTPServerTests {
         let response = try client.readResponse()
         #expect(response.status == 413)
         #expect(response.text == #"{"error":"too_large"}"#)
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
     }
 
     @Test func oversizedHeadersGet431() throws {
         let server = try makeServer { $0.maxHeaderBytes = 4096 }
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         let filler = String(repeating: "a", count: 6000)
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Filler: \(filler)\r\n\r\n")
         let response = try client.readResponse()
@@ -161,7 +162,7 @@ struct HTTPServerTests {
     @Test func hugeHeadersStillGet431() throws {
         let server = try makeServer { $0.maxHeaderBytes = 4096 }
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         let filler = String(repeating: "a", count: 200_000)
         // The server may answer and close before reading everything; a failed send is fine.
         try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Filler: \(filler)\r\n\r\n")
@@ -171,7 +172,7 @@ struct HTTPServerTests {
     @Test func longURLGets414() throws {
         let server = try makeServer { $0.maxURLBytes = 1024 }
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         let path = "/" + String(repeating: "p", count: 2000)
         try client.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
         let response = try client.readResponse()
@@ -183,11 +184,11 @@ struct HTTPServerTests {
     @Test func idleConnectionIsClosedAfterTheTimeout() throws {
         let server = try makeServer { $0.connectionTimeoutSeconds = 1 }
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try client.readResponse().status == 200)
         let start = ContinuousClock.now
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
         let waited = ContinuousClock.now - start
         #expect(waited >= .milliseconds(500))
         #expect(waited < .seconds(8))
@@ -196,19 +197,19 @@ struct HTTPServerTests {
     @Test func perAddressConnectionLimitIsEnforced() throws {
         let server = try makeServer { $0.perAddressConnectionLimit = 2 }
         defer { server.stop() }
-        let first = try RawClient(port: server.port)
-        let second = try RawClient(port: server.port)
+        let first = try RawHTTPClient(port: server.port)
+        let second = try RawHTTPClient(port: server.port)
         for client in [first, second] {
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().status == 200)
         }
-        let third = try RawClient(port: server.port)
+        let third = try RawHTTPClient(port: server.port)
         try? third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try third.isClosedByServer())
+        #expect(third.isClosedByPeer())
         // Once one closes, a new connection is accepted again.
         _ = consume first
-        try waitUntil {
-            guard let fourth = try? RawClient(port: server.port),
+        try Poll.wait(for: "a new connection served", within: .seconds(10)) {
+            guard let fourth = try? RawHTTPClient(port: server.port),
                 (try? fourth.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")) != nil
             else { return false }
             return (try? fourth.readResponse().status) == 200
@@ -220,16 +221,18 @@ struct HTTPServerTests {
         let server = try makeServer(handler)
         defer { server.stop() }
         do {
-            let client = try RawClient(port: server.port)
+            let client = try RawHTTPClient(port: server.port)
             try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: gone\r\nContent-Length: 1\r\n\r\nx")
             _ = try handler.responder("gone")
         }  // the client closes here
         let responder = try handler.responder("gone")
         responder.respond(.json(200, "{}"))
         responder.respond(.json(200, "{}"))
-        try waitUntil { server.openRequestContexts == 0 && server.pendingResponses == 0 }
+        try Poll.wait(for: "every context released", within: .seconds(10)) {
+            server.openRequestContexts == 0 && server.pendingResponses == 0
+        }
 
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try client.readResponse().status == 200)
     }
@@ -238,13 +241,13 @@ struct HTTPServerTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: q\r\nContent-Length: 1\r\n\r\nx")
         let responder = try handler.responder("q")
 
         server.quiesce()
-        #expect(throws: RawClient.Failure.self) {
-            let late = try RawClient(port: server.port)
+        #expect(throws: RawHTTPClient.Failure.self) {
+            let late = try RawHTTPClient(port: server.port)
             try late.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = try late.readResponse()
         }
@@ -260,11 +263,11 @@ struct HTTPServerTests {
     @Test func stopWithASuspendedRequestIsHarmless() throws {
         let handler = TestHandler()
         let server = try makeServer(handler)
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: s\r\nContent-Length: 1\r\n\r\nx")
         let responder = try handler.responder("s")
         server.stop()
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
         responder.respond(.json(200, "{}"))
         #expect(server.openRequestContexts == 0)
         #expect(server.pendingResponses == 0)
@@ -275,7 +278,7 @@ struct HTTPServerTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         let clients = try (0..<40).map { index in
-            let client = try RawClient(port: server.port)
+            let client = try RawHTTPClient(port: server.port)
             try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: r\(index)\r\nContent-Length: 1\r\n\r\nx")
             return client
         }
@@ -312,7 +315,7 @@ struct HTTPServerTests {
         let rounds = 12
         for round in 0..<rounds {
             // Answered from the head, inline from request(), and from the head with a small body dropped.
-            let client = try RawClient(port: server.port)
+            let client = try RawHTTPClient(port: server.port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().status == 200)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
@@ -334,7 +337,7 @@ struct HTTPServerTests {
                 "GET /hello HTTP/1.1\r\nHost: x\r\nX-Filler: \(String(repeating: "f", count: 2000))\r\n\r\n",
             ]
             for (index, request) in refusals.enumerated() {
-                let refused = try RawClient(port: server.port)
+                let refused = try RawHTTPClient(port: server.port)
                 try refused.send(request)
                 #expect(try [413, 414, 431].contains(refused.readResponse().status), "refusal \(index)")
             }
@@ -342,33 +345,33 @@ struct HTTPServerTests {
             // The client leaves: in the middle of the headers, in the middle of the body, while its request
             // waits for an answer (answered after it left).
             do {
-                let leaving = try RawClient(port: server.port)
+                let leaving = try RawHTTPClient(port: server.port)
                 try leaving.send("GET /hello HTTP/1.1\r\nHost: x\r\n")
             }
             do {
-                let leaving = try RawClient(port: server.port)
+                let leaving = try RawHTTPClient(port: server.port)
                 try leaving.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
             }
             do {
-                let leaving = try RawClient(port: server.port)
+                let leaving = try RawHTTPClient(port: server.port)
                 try leaving.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: g\(round)\r\nContent-Length: 1\r\n\r\nx")
                 _ = try handler.responder("g\(round)")
             }
             try handler.responder("g\(round)").respond(.json(200, "{}"))
         }
-        try? waitUntil { server.openRequestContexts == 0 && server.pendingResponses == 0 }
+        Poll.until(within: .seconds(10)) { server.openRequestContexts == 0 && server.pendingResponses == 0 }
         #expect(server.openRequestContexts == 0)
         #expect(server.pendingResponses == 0)
         // Until the handler lets go, the responders it keeps keep their contexts.
         #expect(server.liveRequestContexts == 2 * rounds)
         handler.parked.withLock { $0.removeAll() }
-        try? waitUntil { server.liveRequestContexts == 0 }
+        Poll.until(within: .seconds(10)) { server.liveRequestContexts == 0 }
         #expect(server.liveRequestContexts == 0)
 
         // Requests still waiting when the server stops, from clients that left and from clients still there.
-        var waiting: [RawClient] = []
+        var waiting: [RawHTTPClient] = []
         for index in 0..<rounds {
-            let client = try RawClient(port: server.port)
+            let client = try RawHTTPClient(port: server.port)
             try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: s\(index)\r\nContent-Length: 1\r\n\r\nx")
             _ = try handler.responder("s\(index)")
             if index % 2 == 0 { waiting.append(client) }
@@ -394,7 +397,7 @@ struct HTTPServerTests {
             let server = try makeServer(handler)
             weakCore = server.core
             counters = server.core.counters
-            let client = try RawClient(port: server.port)
+            let client = try RawHTTPClient(port: server.port)
             try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: k\r\nContent-Length: 1\r\n\r\nx")
             kept = try handler.responder("k")
             server.stop()
@@ -411,7 +414,7 @@ struct HTTPServerTests {
     @Test func peerIsIPv4LoopbackOnAnIPv4Listener() throws {
         let server = try makeServer(host: "127.0.0.1")
         defer { server.stop() }
-        let client = try RawClient(host: "127.0.0.1", port: server.port)
+        let client = try RawHTTPClient(port: server.port, host: "127.0.0.1")
         try client.send("GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try client.readResponse().text == "ipv4 127.0.0.1")
     }
@@ -419,7 +422,7 @@ struct HTTPServerTests {
     @Test func peerIsIPv6LoopbackOnAnIPv6Listener() throws {
         let server = try makeServer(host: "::1")
         defer { server.stop() }
-        let client = try RawClient(host: "::1", port: server.port)
+        let client = try RawHTTPClient(port: server.port, host: "::1")
         try client.send("GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(
             try client.readResponse().text == "ipv6 "

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import RelayTestSupport
 import Testing
 
 @testable import HTTPServer
@@ -16,13 +17,13 @@ struct LaterHeadDecisionTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: a\r\nContent-Length: 3\r\n\r\nabc")
         let pending = try handler.pendingDecision("a")
 
         // Nothing is answered, and other connections are served, while the decision is out.
         for _ in 0..<3 {
-            let other = try RawClient(port: server.port)
+            let other = try RawHTTPClient(port: server.port)
             try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try other.readResponse().status == 200)
         }
@@ -42,7 +43,7 @@ struct LaterHeadDecisionTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: r\r\nContent-Length: 2\r\n\r\nok")
         try handler.pendingDecision("r").decide(.readBody(limit: 64))
         let answer = try client.readResponse()
@@ -58,7 +59,7 @@ struct LaterHeadDecisionTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: b\r\nContent-Length: 5\r\n\r\nhello")
         let pending = try handler.pendingDecision("b")
         pending.decide(.respond(.json(429, #"{"error":"rate_limited"}"#, headers: [("retry-after", "7")])))
@@ -74,7 +75,7 @@ struct LaterHeadDecisionTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         for round in 0..<3 {
             try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-decide: now\r\nContent-Length: 2\r\n\r\nr\(round)")
             let answer = try client.readResponse()
@@ -87,12 +88,12 @@ struct LaterHeadDecisionTests {
         let handler = TestHandler()
         let server = try makeServer(handler)
         defer { server.stop() }
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: c\r\nContent-Length: 100\r\n\r\n")
         try handler.pendingDecision("c").decide(.readBody(limit: 10))
         let answer = try client.readResponse()
         #expect(answer.status == 413)
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
     }
 
     @Test func manyDecisionsFromOtherThreadsAreEachAnsweredOnce() throws {
@@ -101,7 +102,7 @@ struct LaterHeadDecisionTests {
         defer { server.stop() }
         let count = 60
         let clients = try (0..<count).map { index in
-            let client = try RawClient(port: server.port)
+            let client = try RawHTTPClient(port: server.port)
             try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: m\(index)\r\nContent-Length: 1\r\n\r\nx")
             return client
         }
@@ -117,14 +118,14 @@ struct LaterHeadDecisionTests {
     @Test func stopWhileWaitingForADecisionIsHarmless() throws {
         let handler = TestHandler()
         let server = try makeServer(handler)
-        let client = try RawClient(port: server.port)
+        let client = try RawHTTPClient(port: server.port)
         try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: s\r\nContent-Length: 1\r\n\r\nx")
         let pending = try handler.pendingDecision("s")
         server.stop()
-        #expect(try client.isClosedByServer())
+        #expect(client.isClosedByPeer())
         pending.decide(.readBody(limit: 8))
         #expect(server.openRequestContexts == 0)
         handler.parkedDecisions.withLock { $0 = [:] }
-        try waitUntil { server.liveRequestContexts == 0 }
+        try Poll.wait(for: "every context freed", within: .seconds(10)) { server.liveRequestContexts == 0 }
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import RelayTestSupport
 import Synchronization
 
 @testable import HTTPServer
@@ -68,24 +69,15 @@ final class TestHandler: HTTPHandler {
 
     /// Waits until the head decision of the request with this `x-id` is parked, and returns it.
     func pendingDecision(_ id: String) throws -> PendingHeadDecision {
-        try waitUntil { self.parkedDecisions.withLock { $0[id] } != nil }
+        try Poll.wait(for: "head decision \(id) parked", within: .seconds(10)) {
+            self.parkedDecisions.withLock { $0[id] } != nil
+        }
         return parkedDecisions.withLock { $0[id]! }
     }
 
     /// Waits until the request with this `x-id` is parked, and returns its responder.
     func responder(_ id: String) throws -> HTTPResponder {
-        try waitUntil { self.parked.withLock { $0[id] } != nil }
+        try Poll.wait(for: "request \(id) parked", within: .seconds(10)) { self.parked.withLock { $0[id] } != nil }
         return parked.withLock { $0[id]! }
-    }
-}
-
-struct TimedOut: Error {}
-
-/// Polls `condition` every 5 ms until it holds; throws after `seconds`.
-func waitUntil(seconds: Double = 10, _ condition: () -> Bool) throws {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while !condition() {
-        if ContinuousClock.now > deadline { throw TimedOut() }
-        usleep(5000)
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RedisClient
 import RedisTestSupport
+import RelayTestSupport
 import Synchronization
 
 /// Collects a pipeline's events, for waiting on them.
@@ -13,12 +14,7 @@ final class EventLog: Sendable {
     var all: [RedisPipeline.Event] { events.withLock { $0 } }
 
     func wait(seconds: Double = 10, until condition: ([RedisPipeline.Event]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition(all) { return true }
-            usleep(5_000)
-        }
-        return condition(all)
+        Poll.until(within: .seconds(seconds), every: .milliseconds(5)) { condition(all) }
     }
 }
 

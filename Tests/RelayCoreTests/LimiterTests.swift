@@ -1,5 +1,6 @@
 import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 @Suite struct LimiterTests {
@@ -79,7 +80,7 @@ import Testing
     @Test func storeKeysAreThePrefixTheKindAndTheDigestInHex() {
         let key = LimiterKey.phone(token: [0xAB, 0xCD])
         let name = String(decoding: key.storeKey(prefix: "duo-relay:", kind: "p"), as: UTF8.self)
-        let digest = SHA256.hash([0xAB, 0xCD]).map { String(format: "%02x", $0) }.joined()
+        let digest = TestHex.string(SHA256.hash([0xAB, 0xCD]))
         #expect(name == "duo-relay:p:" + digest)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayTestSupport
 import Testing
 
 /// The request parser is hand-written (JSONDecoder was the relay's top cost per push): these tests
@@ -23,22 +24,9 @@ import Testing
 
     static func expected(_ body: [UInt8]) -> GrantRequest? {
         guard let wire = reference(body), wire.token.utf8.count >= 2, wire.token.utf8.count <= 1024,
-            let token = hexDecode(wire.token), let environment = APNsEnvironment(name: wire.environment)
+            let token = TestHex.decode(wire.token), let environment = APNsEnvironment(name: wire.environment)
         else { return nil }
         return GrantRequest(token: token, environment: environment)
-    }
-
-    static func hexDecode(_ text: String) -> [UInt8]? {
-        let bytes = Array(text.utf8)
-        guard bytes.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        for index in stride(from: 0, to: bytes.count, by: 2) {
-            guard let byte = UInt8(String(decoding: bytes[index..<index + 2], as: UTF8.self), radix: 16) else {
-                return nil
-            }
-            out.append(byte)
-        }
-        return out
     }
 
     static let bodies: [String] = [

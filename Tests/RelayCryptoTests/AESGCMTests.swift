@@ -1,5 +1,6 @@
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 @Suite("AES-256-GCM")
@@ -44,20 +45,22 @@ struct AESGCMTests {
 
     @Test("seal matches the published vector", arguments: vectors)
     func sealMatchesVector(_ vector: Vector) throws {
-        let key = try SymmetricKey(bytes: hex(vector.key))
+        let key = try SymmetricKey(bytes: TestHex.bytes(vector.key))
         let sealed = try AES.GCM.seal(
-            hex(vector.plaintext), using: key, nonce: hex(vector.nonce), authenticating: hex(vector.aad))
-        #expect(hexString(sealed.ciphertext) == vector.ciphertext)
-        #expect(hexString(sealed.tag) == vector.tag)
+            TestHex.bytes(vector.plaintext), using: key, nonce: TestHex.bytes(vector.nonce),
+            authenticating: TestHex.bytes(vector.aad))
+        #expect(TestHex.string(sealed.ciphertext) == vector.ciphertext)
+        #expect(TestHex.string(sealed.tag) == vector.tag)
     }
 
     @Test("open recovers the published plaintext", arguments: vectors)
     func openMatchesVector(_ vector: Vector) throws {
-        let key = try SymmetricKey(bytes: hex(vector.key))
+        let key = try SymmetricKey(bytes: TestHex.bytes(vector.key))
         let plaintext = try AES.GCM.open(
-            ciphertext: hex(vector.ciphertext), tag: hex(vector.tag), nonce: hex(vector.nonce), using: key,
-            authenticating: hex(vector.aad))
-        #expect(hexString(plaintext) == vector.plaintext)
+            ciphertext: TestHex.bytes(vector.ciphertext), tag: TestHex.bytes(vector.tag),
+            nonce: TestHex.bytes(vector.nonce), using: key,
+            authenticating: TestHex.bytes(vector.aad))
+        #expect(TestHex.string(plaintext) == vector.plaintext)
     }
 
     /// Test case 16 with one bit flipped in one of its inputs.
@@ -68,11 +71,11 @@ struct AESGCMTests {
     @Test("a flipped bit anywhere fails authentication", arguments: Tampered.allCases, [0, 7, 63])
     func tamperedInputFails(_ part: Tampered, bit: Int) throws {
         let vector = Self.vectors[3]
-        var key = hex(vector.key)
-        var nonce = hex(vector.nonce)
-        var aad = hex(vector.aad)
-        var ciphertext = hex(vector.ciphertext)
-        var tag = hex(vector.tag)
+        var key = TestHex.bytes(vector.key)
+        var nonce = TestHex.bytes(vector.nonce)
+        var aad = TestHex.bytes(vector.aad)
+        var ciphertext = TestHex.bytes(vector.ciphertext)
+        var tag = TestHex.bytes(vector.tag)
         func flip(_ bytes: inout [UInt8]) { bytes[(bit / 8) % bytes.count] ^= 1 << (bit % 8) }
         switch part {
         case .ciphertext: flip(&ciphertext)

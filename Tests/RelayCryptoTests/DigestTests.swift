@@ -1,5 +1,6 @@
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 @Suite("SHA-256 and HMAC-SHA256")
@@ -7,19 +8,21 @@ struct DigestTests {
     @Test("FIPS 180 SHA-256 examples")
     func sha256KnownAnswers() {
         #expect(
-            hexString(SHA256.hash(Array("abc".utf8)))
+            TestHex.string(SHA256.hash(Array("abc".utf8)))
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(
-            hexString(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+            TestHex.string(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        )
         #expect(
-            hexString(SHA256.hash(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
+            TestHex.string(SHA256.hash(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     }
 
     @Test("SHA-256 of one million 'a'")
     func sha256MillionA() {
         let input = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
-        #expect(hexString(SHA256.hash(input)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        #expect(
+            TestHex.string(SHA256.hash(input)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     struct HMACVector: Sendable, CustomStringConvertible {
@@ -57,15 +60,16 @@ struct DigestTests {
 
     @Test("RFC 4231 HMAC-SHA256", arguments: rfc4231)
     func hmacKnownAnswers(_ vector: HMACVector) {
-        #expect(hexString(HMACSHA256.authenticationCode(for: vector.data, using: vector.key)) == vector.mac)
-        #expect(hexString(HMACSHA256.authenticationCode(for: Data(vector.data), using: vector.key[...])) == vector.mac)
+        #expect(TestHex.string(HMACSHA256.authenticationCode(for: vector.data, using: vector.key)) == vector.mac)
+        #expect(
+            TestHex.string(HMACSHA256.authenticationCode(for: Data(vector.data), using: vector.key[...])) == vector.mac)
     }
 
     @Test("HMAC with an empty key and empty data")
     func hmacEmpty() {
         // Computed independently: `printf '' | openssl dgst -sha256 -mac HMAC -macopt hexkey:`
         #expect(
-            hexString(HMACSHA256.authenticationCode(for: [UInt8](), using: [UInt8]()))
+            TestHex.string(HMACSHA256.authenticationCode(for: [UInt8](), using: [UInt8]()))
                 == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 }

@@ -49,30 +49,29 @@ struct JWTTests {
         #expect(!JWT.verifyES256(" " + text, using: key.publicKey))
     }
 
-    @Test("a token signed by the openssl command verifies")
-    func openSSLSignedToken() throws {
+    /// The JWT signing input for `header` and `claims`, signed by the openssl command with a fresh key: the
+    /// input, openssl's DER signature, and the key's public half.
+    static func openSSLSignature() throws -> (signingInput: String, der: [UInt8], publicKey: P256.Signing.PublicKey) {
         let tool = try OpenSSLTool()
         try tool.succeed(P256SigningTests.p256Arguments)
         try tool.succeed(["pkey", "-in", "key.pem", "-pubout", "-out", "pub.pem"])
         let signingInput = Base64.urlEncode(Array(Self.header.utf8)) + "." + Base64.urlEncode(Array(Self.claims.utf8))
         try tool.write("input", signingInput)
         try tool.succeed(["dgst", "-sha256", "-sign", "key.pem", "-out", "sig.der", "input"])
-        let raw = try #require(DERSignature.decodeToRaw(try tool.read("sig.der")))
-        let token = signingInput + "." + Base64.urlEncode(raw)
         let publicKey = try P256.Signing.PublicKey(pemRepresentation: try tool.readText("pub.pem"))
-        #expect(JWT.verifyES256(token, using: publicKey))
+        return (signingInput, try tool.read("sig.der"), publicKey)
+    }
+
+    @Test("a token signed by the openssl command verifies")
+    func openSSLSignedToken() throws {
+        let (signingInput, der, publicKey) = try Self.openSSLSignature()
+        let raw = try #require(DERSignature.decodeToRaw(der))
+        #expect(JWT.verifyES256(signingInput + "." + Base64.urlEncode(raw), using: publicKey))
     }
 
     @Test("a DER-encoded signature is not accepted in place of raw r||s")
     func derSignatureRejected() throws {
-        let tool = try OpenSSLTool()
-        try tool.succeed(P256SigningTests.p256Arguments)
-        try tool.succeed(["pkey", "-in", "key.pem", "-pubout", "-out", "pub.pem"])
-        let signingInput = Base64.urlEncode(Array(Self.header.utf8)) + "." + Base64.urlEncode(Array(Self.claims.utf8))
-        try tool.write("input", signingInput)
-        try tool.succeed(["dgst", "-sha256", "-sign", "key.pem", "-out", "sig.der", "input"])
-        let der = try tool.read("sig.der")
-        let publicKey = try P256.Signing.PublicKey(pemRepresentation: try tool.readText("pub.pem"))
+        let (signingInput, der, publicKey) = try Self.openSSLSignature()
         #expect(!JWT.verifyES256(signingInput + "." + Base64.urlEncode(der), using: publicKey))
         #expect(!publicKey.isValidSignature(der, for: Array(signingInput.utf8)))
         let raw = try #require(DERSignature.decodeToRaw(der))

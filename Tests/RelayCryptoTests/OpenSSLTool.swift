@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 /// Test helper: runs the independent `openssl` command in a private temporary directory.
 final class OpenSSLTool {
@@ -25,30 +26,16 @@ final class OpenSSLTool {
     /// Runs `/usr/bin/openssl arguments` in the directory; returns the exit status and output.
     @discardableResult
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try Tool.run("/usr/bin/openssl", arguments, in: directory)
+        return (result.status, result.output + result.errors)
     }
 
     /// Runs and requires exit status 0.
     func succeed(_ arguments: [String]) throws {
         let result = try run(arguments)
         guard result.status == 0 else {
-            throw ToolError(message: "openssl \(arguments.joined(separator: " ")) failed: \(result.output)")
+            throw TestFailure("openssl \(arguments.joined(separator: " ")) failed: \(result.output)")
         }
-    }
-
-    struct ToolError: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 /// RFC 7515 Appendix A.3: someone else's ES256 key and token, so the raw r‖s handling and the
@@ -21,15 +22,15 @@ struct RFC7515Tests {
 
     /// SubjectPublicKeyInfo for a P-256 point: fixed DER prefix (id-ecPublicKey, prime256v1).
     static func publicKeyPEM() throws -> String {
-        pem("PUBLIC KEY", hex("3059301306072a8648ce3d020106082a8648ce3d030107034200") + (try point()))
+        pem("PUBLIC KEY", TestHex.bytes("3059301306072a8648ce3d020106082a8648ce3d030107034200") + (try point()))
     }
 
     /// PKCS#8 PrivateKeyInfo wrapping an RFC 5915 ECPrivateKey with its public key.
     static func privateKeyPEM() throws -> String {
         let scalar = try #require(Base64.urlDecode(d))
         let der =
-            hex("308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b0201010420") + scalar
-            + hex("a144034200") + (try point())
+            TestHex.bytes("308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b0201010420") + scalar
+            + TestHex.bytes("a144034200") + (try point())
         return pem("PRIVATE KEY", der)
     }
 

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2Client
+import RelayTestSupport
 import Synchronization
 import Testing
 
@@ -73,8 +74,7 @@ struct NetworkFaultTests {
         #expect(results.count == total)
         let statuses = Self.statuses(results)
         #expect(statuses.allSatisfy { $0 == "200" }, "\(Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +))")
-        let deadline = Date().addingTimeInterval(5)
-        while path.simulator.simulator.statistics.delivered < total + 1 && Date() < deadline { usleep(10_000) }
+        await Poll.suspendUntil(within: .seconds(5)) { path.simulator.simulator.statistics.delivered >= total + 1 }
         let delivered = path.deliveries()
         #expect(results.allSatisfy { delivered[$0.id] == 1 }, "each push delivered exactly once")
         #expect(apns.client.statistics.connectionsOpened == 2)

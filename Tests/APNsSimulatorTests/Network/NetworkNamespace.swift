@@ -1,5 +1,6 @@
 import CSystem
 import Foundation
+import RelayTestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -96,7 +97,7 @@ final class NetworkNamespace: Sendable {
             guard descriptor >= 0, csystem_enter_network_namespace(descriptor) == 0 else {
                 let reason = String(cString: strerror(errno))
                 if descriptor >= 0 { close(descriptor) }
-                result.withLock { $0 = .failure(TestError("cannot enter \(path): \(reason)")) }
+                result.withLock { $0 = .failure(TestFailure("cannot enter \(path): \(reason)")) }
                 return
             }
             close(descriptor)
@@ -130,28 +131,12 @@ final class NetworkNamespace: Sendable {
 
     @discardableResult
     static func command(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw TestError(
+        let result = try Tool.run("/usr/bin/env", arguments, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
+        let text = result.output + result.errors
+        guard result.status == 0 else {
+            throw TestFailure(
                 "\(arguments.joined(separator: " ")): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         return text
     }
-}
-
-struct TestError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -1,11 +1,8 @@
 import Foundation
+import RelayTestSupport
 
 /// One run of the `duo-relay` binary to its end (`check`, `--help`, `keygen`, `push`), with its exit
-/// status and both outputs, collected through files.
-///
-/// `RelayProcess` reads pipes as the child writes; for a child that prints to standard output and
-/// exits at once, the end of that pipe was seen only after `RelayProcess`'s 10-second wait, so
-/// commands that finish by themselves run here instead.
+/// status and both outputs, as ``RelayProcess`` collects them.
 struct CommandRun {
     let status: Int32
     let standardOutput: String
@@ -19,36 +16,18 @@ struct CommandRun {
         _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 60,
         allowingTimeout: Bool = false
     ) throws {
-        let directory = try RelayProcess.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outPath = directory.appendingPathComponent("stdout").path
-        let errPath = directory.appendingPathComponent("stderr").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let process = Process()
-        process.executableURL = RelayProcess.binary
-        process.arguments = arguments
-        process.environment = RelayProcess.childEnvironment(environment)
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        let run = try RelayProcess(arguments: arguments, environment: environment)
+        if let status = try? run.waitForExit(timeoutSeconds: timeoutSeconds) {
+            self.status = status
+        } else {
+            run.signal(SIGTERM)
+            status = try run.waitForExit()
             if !allowingTimeout {
                 throw TestFailure("duo-relay \(arguments.first ?? "") did not finish in \(timeoutSeconds) s")
             }
         }
-        try out.close()
-        try err.close()
-        status = process.terminationStatus
-        standardOutput = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        standardError = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        standardOutput = run.standardOutput
+        standardError = run.standardError
     }
 
     static func run(

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 
 /// An APNs simulator in this process and the real relay binary pointed at it.
 final class PushFixture: Sendable {
@@ -24,9 +25,9 @@ final class PushFixture: Sendable {
         relayEnvironment: [String: String] = [:], tokenFaults: [TokenFault] = [], goawayReason: String? = nil
     ) throws {
         self.secrets = secrets
-        let pki = try SimulatorPKI.generate()
+        let pki = TestPKI.shared
         var config = SimulatorConfiguration(
-            certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM, teamID: secrets.teamID,
+            certificatePEM: pki.pem.certificatePEM, privateKeyPEM: pki.pem.privateKeyPEM, teamID: secrets.teamID,
             keys: simulatorKeys ?? [secrets.keyID: secrets.apnsKey.publicKey], topics: [topic])
         config.maxConcurrentStreams = maxConcurrentStreams
         config.tokenFaults = tokenFaults
@@ -34,9 +35,7 @@ final class PushFixture: Sendable {
         simulator = try APNsSimulator(configuration: config)
         config.port = simulator.port
         simulatorConfiguration = config
-        let directory = try RelayProcess.temporaryDirectory()
-        let caFile = directory.appendingPathComponent("ca.pem").path
-        try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        let caFile = pki.caFile
         let origin = "https://127.0.0.1:\(simulator.port)"
         let apns =
             #""sandbox_origin":"\#(origin)","production_origin":"\#(origin)","ca_file":"\#(caFile)""#
@@ -56,15 +55,15 @@ final class PushFixture: Sendable {
     }
 
     static func randomToken() -> String {
-        SecureRandom.bytes(count: 32).map { String(format: "%02x", $0) }.joined()
+        TestHex.random()
     }
 
     static func hex64() -> String {
-        SecureRandom.bytes(count: 32).map { String(format: "%02X", $0) }.joined()
+        TestHex.random(uppercase: true)
     }
 
     /// Mints a grant through the relay.
-    func grant(token: String, environment: String = "sandbox", on connection: TestConnection? = nil) throws -> String {
+    func grant(token: String, environment: String = "sandbox", on connection: RawHTTPClient? = nil) throws -> String {
         let connection = try connection ?? relay.connect()
         let response = try connection.request(
             "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"\#(environment)"}"#.utf8))
@@ -82,8 +81,8 @@ final class PushFixture: Sendable {
         Array(#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(id)","thread":"\#(thread)"}"#.utf8)
     }
 
-    func push(grant: String, id: String = hex64(), on connection: TestConnection? = nil) throws
-        -> TestConnection.Response
+    func push(grant: String, id: String = hex64(), on connection: RawHTTPClient? = nil) throws
+        -> RawHTTPClient.Response
     {
         let connection = try connection ?? relay.connect()
         return try connection.request("POST", "/v1/push", body: Self.pushBody(grant: grant, id: id))
@@ -91,8 +90,7 @@ final class PushFixture: Sendable {
 
     /// Waits (briefly) for the simulator to have recorded `count` notifications.
     func waitForDeliveries(_ count: Int, timeoutSeconds: Double = 10) -> [DeliveredNotification] {
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while simulator.delivered.count < count && Date() < deadline { usleep(10_000) }
+        Poll.until(within: .seconds(timeoutSeconds), every: .milliseconds(10)) { simulator.delivered.count >= count }
         return simulator.delivered
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCrypto
+import RelayTestSupport
 import Synchronization
 import Testing
 
@@ -84,21 +85,9 @@ final class RelayProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        out.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            output.state.withLock { state in
-                if data.isEmpty { state.stdoutClosed = true } else { state.stdout.append(contentsOf: data) }
-            }
-            if data.isEmpty { handle.readabilityHandler = nil }
-        }
-        err.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            output.state.withLock { state in
-                if data.isEmpty { state.stderrClosed = true } else { state.stderr.append(contentsOf: data) }
-            }
-            if data.isEmpty { handle.readabilityHandler = nil }
-        }
         try process.run()
+        output.collect(out.fileHandleForReading, into: \.stdout, closed: \.stdoutClosed)
+        output.collect(err.fileHandleForReading, into: \.stderr, closed: \.stderrClosed)
     }
 
     /// Starts `duo-relay serve` with `config` (JSON text, `listen` defaulting to an ephemeral
@@ -117,42 +106,52 @@ final class RelayProcess: @unchecked Sendable {
     var standardError: String { output.state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
     var allOutput: String { standardOutput + standardError }
 
+    /// The port in the relay's `listening on <address>:<port>` line (an IPv6 address has colons too).
     private func waitForPort() throws {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if let range = standardError.range(of: "listening on ") {
-                let rest = standardError[range.upperBound...].prefix { $0 != "\n" }
-                if let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]) {
-                    self.port = port
-                    return
+        let listening = try Poll.value(within: .seconds(30)) { () throws -> UInt16? in
+            let exited = !process.isRunning
+            let text = standardError
+            if let range = text.range(of: "listening on ") {
+                let line = text[range.upperBound...].prefix { $0 != "\n" }
+                if line.endIndex < text.endIndex, let colon = line.lastIndex(of: ":") {
+                    return UInt16(line[line.index(after: colon)...])
                 }
             }
-            if !process.isRunning {
-                throw TestFailure("relay exited (\(process.terminationStatus)): \(standardError)")
-            }
-            usleep(20_000)
+            if exited { throw TestFailure("relay exited (\(process.terminationStatus)): \(text)") }
+            return nil
         }
-        throw TestFailure("relay did not start: \(standardError)")
+        guard let listening else { throw TestFailure("relay did not start: \(standardError)") }
+        port = listening
     }
 
-    /// Waits for the process to exit and returns its status.
+    /// The port printed right after `marker` on either output, once it has been printed (within `timeout`).
+    func printedPort(after marker: String, within timeout: Duration = .seconds(30)) -> UInt16? {
+        Poll.value(within: timeout) { Self.port(after: marker, in: allOutput) }
+    }
+
+    /// The digits right after `marker` in `text`, as a port.
+    static func port(after marker: String, in text: String) -> UInt16? {
+        guard let range = text.range(of: marker) else { return nil }
+        return UInt16(text[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// Waits for the process to exit and returns its status, once everything it printed has been read.
     func waitForExit(timeoutSeconds: Double = 30) throws -> Int32 {
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while process.isRunning {
-            guard Date() < deadline else { throw TestFailure("process did not exit") }
-            usleep(10_000)
+        try Poll.wait(for: "duo-relay \(process.arguments?.first ?? "") exited", within: .seconds(timeoutSeconds)) {
+            !process.isRunning
         }
         waitForOutputToEnd()
         return process.terminationStatus
     }
 
+    /// Whether both pipes have reached end of file: the child, and everything it started, closed them.
+    var outputHasEnded: Bool { output.state.withLock { $0.stdoutClosed && $0.stderrClosed } }
+
     /// Waits (up to 10 s) until both pipes have reached end of file: everything the child printed, up to a
-    /// sanitizer's report at exit, has been collected.
+    /// sanitizer's report at exit, has been collected. That is at once when the child has exited (its
+    /// pipes close with it), unless something it started still holds them.
     private func waitForOutputToEnd() {
-        let deadline = Date().addingTimeInterval(10)
-        while !output.state.withLock({ $0.stdoutClosed && $0.stderrClosed }) && Date() < deadline {
-            usleep(5_000)
-        }
+        Poll.until(within: .seconds(10), every: .milliseconds(5)) { outputHasEnded }
     }
 
     /// Lines by which AddressSanitizer, LeakSanitizer and ThreadSanitizer start their reports.
@@ -173,7 +172,7 @@ final class RelayProcess: @unchecked Sendable {
         kill(process.processIdentifier, number)
     }
 
-    func connect() throws -> TestConnection { try TestConnection(port: port) }
+    func connect() throws -> RawHTTPClient { try RawHTTPClient(port: port) }
 
     /// Stops the child if it still runs, and fails the current test if the child reported a sanitizer finding
     /// (a sanitized relay reports to its standard error, where nothing else would notice it).
@@ -211,4 +210,26 @@ final class OutputBuffer: Sendable {
     }
 
     let state = Mutex(State())
+
+    /// Reads `handle` to its end on a thread of its own, appending to `text` as bytes come, then marks
+    /// `closed`. A blocking read sees end of file reliably: Foundation's `readabilityHandler` does not
+    /// call again for it when the last bytes and the end of file arrive together (a short command that
+    /// prints and exits), which left the end unseen until a 10-second wait gave up.
+    func collect(
+        _ handle: FileHandle, into text: WritableKeyPath<State, [UInt8]> & Sendable,
+        closed: WritableKeyPath<State, Bool> & Sendable
+    ) {
+        let thread = Thread { [self] in
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                state.withLock { $0[keyPath: text].append(contentsOf: chunk[..<count]) }
+            }
+            state.withLock { $0[keyPath: closed] = true }
+        }
+        thread.name = "duo-relay output"
+        thread.start()
+    }
 }
