@@ -58,7 +58,7 @@ public final class RedisPipeline: Sendable {
         var outputPending = false
         /// What a caller's write left unwritten: the connection's thread sends it before anything else.
         var carry: [UInt8] = []
-        /// The recent round trip (nanoseconds, a moving average of the replies' latencies).
+        /// The recent round trip (nanoseconds): a moving average of each batch of replies' shortest latency.
         var roundTrip: UInt64 = .max
     }
 
@@ -393,7 +393,9 @@ public final class RedisPipeline: Sendable {
         while true {
             let (stopping, firstDeadline) = shared.withLock { state -> (Bool, UInt64?) in
                 state.wakePending = false
-                if let latest = latencies.last {
+                // The batch's shortest wait: the round trip with the least queueing in it (under load the later
+                // replies of a batch also waited for the ones before them).
+                if let latest = latencies.min() {
                     state.roundTrip = state.roundTrip == .max ? latest : (state.roundTrip * 7 + latest) / 8
                     latencies.removeAll(keepingCapacity: true)
                 }
