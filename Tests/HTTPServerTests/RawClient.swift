@@ -30,7 +30,9 @@ final class RawClient {
         var v6 = in6_addr()
         let family = inet_pton(AF_INET, host, &v4) == 1 ? AF_INET : AF_INET6
         if family == AF_INET6 { _ = inet_pton(AF_INET6, host, &v6) }
-        descriptor = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        // A local until connected: once every stored property is set, a throwing init runs deinit, which
+        // would close the number a second time (by then possibly another file's).
+        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let result: Int32
@@ -60,6 +62,7 @@ final class RawClient {
             close(descriptor)
             throw Failure.connect(code)
         }
+        self.descriptor = descriptor
     }
 
     deinit {

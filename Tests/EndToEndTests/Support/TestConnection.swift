@@ -24,7 +24,9 @@ final class TestConnection: @unchecked Sendable {
     ///   machine can play several clients.
     init(port: UInt16, host: String = "127.0.0.1", source: String? = nil, timeoutSeconds: Int = 20) throws {
         let isIPv6 = host.contains(":")
-        fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // A local until connected: once every stored property is set, a throwing init runs deinit, which
+        // would close the number a second time (by then possibly another file's).
+        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -68,6 +70,7 @@ final class TestConnection: @unchecked Sendable {
             close(fd)
             throw TestFailure("connect to port \(port) failed")
         }
+        self.fd = fd
     }
 
     deinit { close(fd) }
