@@ -19,6 +19,8 @@ public final class HTTPServer: Sendable {
         var daemon: OpaquePointer?
         var listener: Int32
         var quiesced = false
+        /// MHD_quiesce_daemon gave the listening socket back: MHD_stop_daemon will not close it.
+        var listenerTaken = false
     }
 
     /// Binds, starts listening and starts the server threads.
@@ -94,6 +96,7 @@ public final class HTTPServer: Sendable {
             core.quiesced.store(true, ordering: .relaxed)
             state.quiesced = true
             if MHD_quiesce_daemon(daemon) >= 0 {
+                state.listenerTaken = true
                 // MHD no longer accepts, but the socket (ours to close after MHD_stop_daemon) still listens:
                 // shutting it down makes the kernel refuse new connections and reset queued ones right now.
                 _ = shutdown(state.listener, Int32(SHUT_RDWR))
@@ -105,15 +108,13 @@ public final class HTTPServer: Sendable {
     /// responders then do nothing). Idempotent.
     public func stop() {
         // MHD_stop_daemon waits for the server threads, so no lock is held while it runs.
-        let taken = lifecycle.withLock { state -> (daemon: OpaquePointer, listener: Int32)? in
+        let taken = lifecycle.withLock { state -> (daemon: OpaquePointer, listener: Int32, ours: Bool)? in
             guard let daemon = state.daemon else { return nil }
             state.daemon = nil
-            return (daemon, state.listener)
+            return (daemon, state.listener, state.listenerTaken)
         }
-        guard let (daemon, listener) = taken else { return }
+        guard let (daemon, listener, listenerIsOurs) = taken else { return }
         core.quiesced.store(true, ordering: .relaxed)
-        // Take the socket back from MHD (a second quiesce is harmless), so that it is closed exactly once, by us.
-        _ = MHD_quiesce_daemon(daemon)
         // MHD aborts if it stops with suspended connections; from now on none are suspended (see handOver).
         let suspended = core.suspended.withLock { registry in
             registry.stopping = true
@@ -123,8 +124,12 @@ public final class HTTPServer: Sendable {
         for context in suspended {
             context.resumeForStop()
         }
+        // The socket is closed exactly once: by us when quiesce() took it back from MHD, else by MHD_stop_daemon.
+        // Not quiesced here: MHD_quiesce_daemon (0.9.75 to 1.0.1) aborts the process ("Failed to remove listen FD
+        // from epoll set") when a worker thread that is awake at that moment takes the socket out of its epoll set
+        // first, as one does that has just seen a client leave.
         MHD_stop_daemon(daemon)
-        close(listener)
+        if listenerIsOurs { close(listener) }
     }
 
     /// Request contexts MHD holds right now (for leak checks in tests).

@@ -23,7 +23,9 @@ final class ClientConnection {
 
     /// Starts a non-blocking connect; nil if the socket cannot even be created.
     init?(to address: sockaddr_in) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        // A local until the connect has started: once every stored property is set, a failing init runs deinit,
+        // which would close the number a second time (by then possibly another file's).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -33,12 +35,12 @@ final class ClientConnection {
                 Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        if result == 0 {
-            connected = true
-        } else if errno != EINPROGRESS {
+        if result != 0 && errno != EINPROGRESS {
             close(fd)
             return nil
         }
+        self.fd = fd
+        connected = result == 0
     }
 
     deinit { close(fd) }

@@ -120,10 +120,12 @@ import Testing
                 server.isRunning && (try? RawHTTPClient(port: candidate, timeoutSeconds: 1)) != nil
             }
             if accepting { port = candidate }
-            if port == 0 { server.terminate() }
+            // SIGKILL: the child inherits the test thread's blocked signals, SIGTERM included (terminate() left
+            // s_server running after the test).
+            if port == 0 { kill(server.processIdentifier, SIGKILL) }
         }
         try #require(port != 0, "openssl s_server did not start")
-        defer { server.terminate() }
+        defer { kill(server.processIdentifier, SIGKILL) }
         _ = try oneLine(
             apns: #""sandbox_origin":"https://127.0.0.1:\#(port)","ca_file":"\#(ca)","timeout_ms":2000"#,
             containing: "does not agree to HTTP/2")

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import RelayTestSupport
+import Synchronization
 import Testing
 
 @testable import HTTPServer
@@ -272,6 +273,32 @@ struct HTTPServerTests {
         #expect(server.openRequestContexts == 0)
         #expect(server.pendingResponses == 0)
         server.stop()
+    }
+
+    /// stop() while clients come and go, many times over: worker threads are awake then, and quiescing the daemon
+    /// beside them made libmicrohttpd abort the whole process ("Failed to remove listen FD from epoll set"). The
+    /// port is closed afterwards all the same (libmicrohttpd closes it now).
+    @Test func stopWhileClientsComeAndGoIsHarmless() throws {
+        final class Flag: Sendable { let raised = Atomic<Bool>(false) }
+        for _ in 0..<100 {
+            let server = try makeServer()
+            let port = server.port
+            let stopping = Flag()
+            let clients = DispatchGroup()
+            DispatchQueue.global().async(group: clients) {
+                while !stopping.raised.load(ordering: .relaxed) {
+                    guard let client = try? RawHTTPClient(port: port) else { return }
+                    try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                    _ = try? client.readResponse()
+                }
+            }
+            usleep(2_000)
+            server.stop()
+            // The clients end at the first refused connect, or here should another server take the port at once.
+            stopping.raised.store(true, ordering: .relaxed)
+            clients.wait()
+            #expect(throws: RawHTTPClient.Failure.self) { try RawHTTPClient(port: port) }
+        }
     }
 
     @Test func stopRacingWithLateAnswersIsHarmless() throws {

@@ -26,6 +26,7 @@ final class FakeRedisServer: Sendable {
     private let digest: String
     let connections = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
+    private let acceptorDone = DispatchSemaphore(value: 0)
 
     init(behaviour: Behaviour, digest: String) throws {
         self.behaviour = behaviour
@@ -41,13 +42,18 @@ final class FakeRedisServer: Sendable {
         thread.start()
     }
 
+    /// Stops accepting; connections being served end within 50 ms. Idempotent.
     func stop() {
-        stopped.store(true, ordering: .releasing)
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // The shutdown wakes the accept thread; the number is closed only once that thread has ended, so it
+        // never calls accept on a number that another file has taken meanwhile.
         shutdown(listener, Int32(SHUT_RDWR))
+        acceptorDone.wait()
         close(listener)
     }
 
     private func acceptLoop() {
+        defer { acceptorDone.signal() }
         while !stopped.load(ordering: .acquiring) {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }

@@ -34,7 +34,10 @@ final class DelayingForwarder: Sendable {
                 bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard bound == 0, listen(listener, 128) == 0 else { throw TestFailure("forwarder: cannot listen") }
+        guard bound == 0, listen(listener, 128) == 0 else {
+            close(listener)
+            throw TestFailure("forwarder: cannot listen")
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }

@@ -11,35 +11,56 @@ import Synchronization
 final class CountingForwarder: Sendable {
     let port: UInt16
     private let listenFD: Int32
-    private let accepted = Counter()
+    private let shared = Shared()
+    private let acceptorDone = DispatchSemaphore(value: 0)
 
-    var connections: Int { accepted.value.load(ordering: .relaxed) }
+    var connections: Int { shared.accepted.load(ordering: .relaxed) }
 
-    /// Shared with the accepting thread, which must not keep the forwarder alive.
-    private final class Counter: Sendable {
-        let value = Atomic<Int>(0)
+    /// Shared with the forwarding threads, which must not keep the forwarder alive.
+    private final class Shared: Sendable {
+        let accepted = Atomic<Int>(0)
+        /// The sockets of connections being forwarded. A pair's last pump closes both under this lock, so
+        /// deinit, which shuts the listed ones down, never touches a number that is closed (or reused).
+        let open = Mutex<Set<Int32>>([])
+    }
+
+    /// One forwarded connection: its two pumps, the second of which to end closes both sockets.
+    private final class Pair: Sendable {
+        let client: Int32
+        let upstream: Int32
+        let pumpsRunning = Atomic<Int>(2)
+
+        init(client: Int32, upstream: Int32) {
+            self.client = client
+            self.upstream = upstream
+        }
     }
 
     init(to target: UInt16) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("forwarder: no socket") }
         var address = Self.loopback(port: 0)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw TestFailure("forwarder: bind failed") }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw TestFailure("forwarder: bind failed")
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         listenFD = fd
         port = UInt16(bigEndian: address.sin_port)
-        let thread = Thread { [accepted] in
+        let thread = Thread { [shared, acceptorDone] in
+            defer { acceptorDone.signal() }
             while true {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { return }
-                accepted.value.add(1, ordering: .relaxed)
+                shared.accepted.add(1, ordering: .relaxed)
                 let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
                 var relay = Self.loopback(port: target)
                 let connected = withUnsafePointer(to: &relay) {
@@ -52,16 +73,25 @@ final class CountingForwarder: Sendable {
                     close(upstream)
                     continue
                 }
-                Self.pump(from: client, to: upstream)
-                Self.pump(from: upstream, to: client)
+                let pair = Pair(client: client, upstream: upstream)
+                shared.open.withLock { $0.formUnion([client, upstream]) }
+                Self.pump(from: client, to: upstream, of: pair, shared: shared)
+                Self.pump(from: upstream, to: client, of: pair, shared: shared)
             }
         }
         thread.start()
     }
 
+    /// Stops accepting and ends the connections still forwarded (their pumps close them).
     deinit {
+        // The shutdown wakes the accept thread; the number is closed only once that thread has ended, so it
+        // never calls accept on a number that another file has taken meanwhile.
         shutdown(listenFD, Int32(SHUT_RDWR))
+        acceptorDone.wait()
         close(listenFD)
+        shared.open.withLock { open in
+            for descriptor in open { shutdown(descriptor, Int32(SHUT_RDWR)) }
+        }
     }
 
     private static func loopback(port: UInt16) -> sockaddr_in {
@@ -72,8 +102,9 @@ final class CountingForwarder: Sendable {
         return address
     }
 
-    /// Copies bytes one way until either side closes, then closes both directions.
-    private static func pump(from source: Int32, to destination: Int32) {
+    /// Copies bytes one way until either side closes, then closes both directions; the pair's second pump
+    /// to end closes both sockets.
+    private static func pump(from source: Int32, to destination: Int32, of pair: Pair, shared: Shared) {
         Thread {
             var buffer = [UInt8](repeating: 0, count: 16_384)
             while true {
@@ -82,6 +113,12 @@ final class CountingForwarder: Sendable {
             }
             shutdown(destination, Int32(SHUT_WR))
             shutdown(source, Int32(SHUT_RD))
+            guard pair.pumpsRunning.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+            shared.open.withLock { open in
+                open.subtract([pair.client, pair.upstream])
+                close(pair.client)
+                close(pair.upstream)
+            }
         }.start()
     }
 }
