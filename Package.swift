@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CSystem"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.

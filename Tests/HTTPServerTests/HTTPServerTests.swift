@@ -301,6 +301,37 @@ struct HTTPServerTests {
         }
     }
 
+    /// The relay's SIGTERM drain quiesces while clients keep coming: MHD_quiesce_daemon aborted the process then
+    /// (a worker thread awake at that moment took the socket out of its epoll set first). Requests already in are
+    /// answered, and the port refuses at once.
+    @Test func quiesceWhileClientsComeAndGoIsHarmless() throws {
+        final class Counts: Sendable {
+            let stop = Atomic<Bool>(false)
+            let answered = Atomic<Int>(0)
+        }
+        for _ in 0..<100 {
+            let server = try makeServer()
+            let port = server.port
+            let counts = Counts()
+            let clients = DispatchGroup()
+            for _ in 0..<2 {
+                DispatchQueue.global().async(group: clients) {
+                    while !counts.stop.load(ordering: .relaxed) {
+                        guard let client = try? RawHTTPClient(port: port, timeoutSeconds: 5) else { return }
+                        try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                        if (try? client.readResponse())?.status == 200 { counts.answered.add(1, ordering: .relaxed) }
+                    }
+                }
+            }
+            usleep(2_000)
+            server.quiesce()
+            #expect(throws: RawHTTPClient.Failure.self) { try RawHTTPClient(port: port) }
+            counts.stop.store(true, ordering: .relaxed)
+            clients.wait()
+            server.stop()
+        }
+    }
+
     @Test func stopRacingWithLateAnswersIsHarmless() throws {
         let handler = TestHandler()
         let server = try makeServer(handler)
