@@ -85,7 +85,7 @@ final class Acceptor: @unchecked Sendable {
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let client = withUnsafeMutablePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    CSystem.accept4(listener, $0, &length, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+                    accept(listener, $0, &length)
                 }
             }
             guard client >= 0 else {
@@ -94,6 +94,9 @@ final class Acceptor: @unchecked Sendable {
                 default: return false
                 }
             }
+            // Non-blocking, as MHD's epoll loop needs, and not inherited by child processes.
+            _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             // MHD owns the socket from here, and closes it itself if it refuses the connection (limits).
             _ = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(daemon, client, $0, length) }

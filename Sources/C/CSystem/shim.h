@@ -1,5 +1,5 @@
 // glibc interfaces that Swift's Glibc module leaves out: epoll(7) and timerfd (the load
-// generator), eventfd (HTTP2Client's wake-ups), accept4 (HTTPServer's acceptor), mallopt (the relay limits malloc's per-thread
+// generator), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits malloc's per-thread
 // arenas), and naming the calling thread (prctl is variadic, so Swift cannot call it directly).
 #include <malloc.h>
 #include <sys/epoll.h>
@@ -14,10 +14,6 @@ static inline int csystem_set_thread_name(const char *name) {
 
 // setns(2) is declared by <sched.h> only under _GNU_SOURCE, which this module does not set.
 extern int setns(int fd, int nstype);
-
-// accept4(2) likewise (HTTPServer's acceptor takes each connection non-blocking and close-on-exec at once).
-struct sockaddr;
-extern int accept4(int fd, struct sockaddr *address, unsigned int *length, int flags);
 
 /// Moves the calling thread into the network namespace open at `fd` (tests put a server there).
 static inline int csystem_enter_network_namespace(int fd) {
