@@ -66,7 +66,11 @@ final class Acceptor: @unchecked Sendable {
         while true {
             fds[0].revents = 0
             fds[1].revents = 0
-            if poll(&fds, 2, -1) < 0 && errno != EINTR { return }
+            if poll(&fds, 2, -1) < 0 {
+                // Never stop accepting on a failed poll (ENOMEM): try again shortly.
+                if errno != EINTR { usleep(10_000) }
+                continue
+            }
             if fds[1].revents != 0 { return }
             guard fds[0].revents != 0 else { continue }
             if !acceptAll() {
