@@ -4,7 +4,7 @@ import RelayCore
 /// a request's route once, when its headers are in (``RelayHTTPHandler/route(path:)``), and hands its
 /// ``number`` to every callback of the handler (head, body, refusal, oversized body) with the head.
 struct Route: Equatable, Sendable {
-    enum Endpoint: String, Sendable, CaseIterable {
+    enum Endpoint: String, Sendable {
         case grant, push, healthz, readyz, other
     }
 
@@ -22,13 +22,15 @@ struct Route: Equatable, Sendable {
         }
     }
 
+    /// The endpoints in the order ``number`` counts them (made once: every request passes through here).
+    private static let endpoints: [Endpoint] = [.grant, .push, .healthz, .readyz, .other]
+
     /// The route as ``HTTPServer/HTTPRequestHead/route`` carries it.
-    var number: Int { Endpoint.allCases.firstIndex(of: endpoint)! * 2 + (countsAgainstAddress ? 1 : 0) }
+    var number: Int { Self.endpoints.firstIndex(of: endpoint)! * 2 + (countsAgainstAddress ? 1 : 0) }
 
     /// The route whose ``number`` this is.
     init(number: Int) {
-        let cases = Endpoint.allCases
-        endpoint = cases.indices.contains(number / 2) ? cases[number / 2] : .other
+        endpoint = Self.endpoints.indices.contains(number / 2) ? Self.endpoints[number / 2] : .other
         countsAgainstAddress = number % 2 == 1
     }
 

@@ -124,23 +124,9 @@ final class Listener {
     let port: UInt16
 
     init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && listen(descriptor, 1) == 0
-                    && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            close(descriptor)
-            throw TestFailure("cannot listen on a loopback port")
-        }
-        self.descriptor = descriptor
-        port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackListener(backlog: 1)
+        descriptor = listener.descriptor
+        port = listener.port
     }
 
     deinit { close(descriptor) }

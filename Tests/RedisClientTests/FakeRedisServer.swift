@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 import Synchronization
 
 /// A tiny TCP server on loopback that plays a broken Redis: it answers SCRIPT LOAD with the given
@@ -31,7 +32,7 @@ final class FakeRedisServer: Sendable {
     init(behaviour: Behaviour, digest: String) throws {
         self.behaviour = behaviour
         self.digest = digest
-        guard let listener = LoopbackListener() else { throw RedisServerFailure("cannot listen") }
+        let listener = try LoopbackListener()
         self.listener = listener.descriptor
         port = listener.port
         start()

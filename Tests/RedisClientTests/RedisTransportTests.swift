@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RelayTestSupport
 import Testing
 
 @testable import RedisClient
@@ -8,7 +9,7 @@ import Testing
     /// `close()` then `deinit` (the pipeline closes a transport it drops) closes the socket once: the
     /// descriptor's number, free after the first close, may already be another file's.
     @Test func aTransportClosedTwiceClosesItsSocketOnce() throws {
-        let listener = try #require(LoopbackListener(backlog: 4))
+        let listener = try LoopbackListener(backlog: 4)
         defer { close(listener.descriptor) }
         let port = listener.port
 

@@ -53,30 +53,3 @@ func elapsed(since start: ContinuousClock.Instant) -> Double {
     let duration = ContinuousClock.now - start
     return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
-
-/// A TCP socket listening on 127.0.0.1 at a port the kernel chose; the caller closes `descriptor`.
-struct LoopbackListener {
-    let descriptor: Int32
-    let port: UInt16
-
-    init?(backlog: Int32 = 16) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && listen(descriptor, backlog) == 0
-                    && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        guard listening else {
-            close(descriptor)
-            return nil
-        }
-        self.descriptor = descriptor
-        port = UInt16(bigEndian: address.sin_port)
-    }
-}

@@ -22,27 +22,9 @@ final class DelayingForwarder: Sendable {
     init(to host: String, port: UInt16, delay: Duration) throws {
         target = (host, port)
         self.delay = delay
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        self.listener = listener
-        var on: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 128) == 0 else {
-            close(listener)
-            throw TestFailure("forwarder: cannot listen")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        self.port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackListener(backlog: 128)
+        self.listener = listener.descriptor
+        self.port = listener.port
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }

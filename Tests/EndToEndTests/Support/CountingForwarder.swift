@@ -37,28 +37,13 @@ final class CountingForwarder: Sendable {
     }
 
     init(to target: UInt16) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("forwarder: no socket") }
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw TestFailure("forwarder: bind failed")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listenFD = fd
-        port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackListener()
+        listenFD = listener.descriptor
+        port = listener.port
         let thread = Thread { [shared, acceptorDone] in
             defer { acceptorDone.signal() }
             while true {
-                let client = accept(fd, nil, nil)
+                let client = accept(listener.descriptor, nil, nil)
                 guard client >= 0 else { return }
                 shared.accepted.add(1, ordering: .relaxed)
                 let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
