@@ -13,8 +13,9 @@ import Glibc
 /// Ownership: the listening socket and the wake-up eventfd are this object's, closed once by ``stop()``;
 /// the thread holds the object (retained) until it ends, and `stop()` waits for it to end.
 final class Acceptor: @unchecked Sendable {
-    // @unchecked: `thread` is written by `start` and read by `stop`, both under `HTTPServer`'s lifecycle
-    // lock; the descriptors never change; the daemon outlives the thread (stop() joins it before MHD stops).
+    // @unchecked: `thread` is written once by `start`, in `HTTPServer.init`, and read by `stop`, which only
+    // the server reaches after its init (once: the acceptor is taken out of the lifecycle lock's state first);
+    // the descriptors never change; the daemon outlives the thread (`stop` joins it before MHD stops).
     private let listener: Int32
     private let wake: Int32
     private let daemon: OpaquePointer
