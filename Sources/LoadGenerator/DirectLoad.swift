@@ -43,7 +43,8 @@ struct DirectLoad {
         return report
     }
 
-    private static func text(_ seconds: Double) -> String { String(format: "%.3fs", seconds) }
+    /// h2load takes whole numbers with a unit.
+    private static func text(_ seconds: Double) -> String { "\(Int((seconds * 1000).rounded()))ms" }
 
     /// `finished in 6.00s, 51921.33 req/s, ...` and
     /// `requests: N total, N started, N done, N succeeded, F failed, E errored, T timeout`.

@@ -27,8 +27,9 @@ enum LoadCommand {
                                            answers/s, latency and each PID's CPU per answer as JSON
           direct --dir D --port N --seconds S [--warmup S] [--connections C] [--streams M] [--pid NAME=PID]...
                                            D's APNs request straight to the simulator with h2load (JSON)
-          syscalls --pid PID --target H:P --bodies FILE --rate R --seconds S [--connections C]
+          syscalls --pid PID --target H:P --bodies FILE --rate R --seconds S [--warmup S] [--connections C]
                                            count PID's system calls (strace -c -f) during an open loop
+                                           (after a warm-up at the same rate, not counted)
           forwarder --to H:P --delay-ms D --port-file FILE
                                            a TCP forwarder delaying every chunk by D ms each way, until
                                            SIGTERM; its port written to FILE
@@ -174,15 +175,18 @@ enum LoadCommand {
         // h2load counts the measured seconds only; the CPU reading spans warm-up too.
         let requests = Int(report.requestsPerSecond * (load.seconds + load.warmupSeconds))
         write(
-            #"{"rps":\#(JSONText.number(report.requestsPerSecond, digits: 0)),"failed":\#(report.failed),"#
+            #"{"seconds":\#(load.seconds),"rps":\#(JSONText.number(report.requestsPerSecond, digits: 0)),"#
+                + #""failed":\#(report.failed),"#
                 + #"\#(watched.finish(answers: requests))}"#)
     }
 
     private static func syscalls(_ options: Arguments) throws {
         let pid = Int32(try options.integer("pid", default: 0))
         guard pid > 0 else { throw LoadError(.usage, "--pid PID is required") }
-        let loop = try makeOpenLoop(options, warmup: 0)
-        let report = try SyscallCount(pid: pid, loop: loop).run()
+        var loop = try makeOpenLoop(options, warmup: 1)
+        let warmup = loop.warmupSeconds
+        loop.warmupSeconds = 0
+        let report = try SyscallCount(pid: pid, loop: loop, warmupSeconds: warmup).run()
         let calls = report.calls.sorted { $0.value > $1.value }.map { "\(JSONText.string($0.key)):\($0.value)" }
         func perAnswer(_ count: Int) -> String {
             report.answers > 0 ? JSONText.number(Double(count) / Double(report.answers), digits: 2) : "null"

@@ -4,9 +4,12 @@ import Glibc
 /// `syscalls`: counts a process's system calls (`strace -c -f`, attached to every thread) while
 /// an open loop pushes at a fixed rate, in a pass of its own, since strace slows the process it
 /// counts. Wake-ups are the returns of the calls that wait for readiness (epoll, poll, select).
+/// The same load runs for `warmupSeconds` before strace attaches, so that what is counted is the
+/// steady state (connections to APNs open), not the start-up.
 struct SyscallCount {
     var pid: Int32
     var loop: OpenLoop
+    var warmupSeconds: Double
 
     static let waits: Set<String> = [
         "epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6",
@@ -24,6 +27,12 @@ struct SyscallCount {
     }
 
     func run() throws -> Report {
+        if warmupSeconds > 0 {
+            var warmup = loop
+            warmup.seconds = warmupSeconds
+            warmup.warmupSeconds = 0
+            _ = try warmup.run()
+        }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("duo-relay-strace-\(getpid()).txt")
         defer { try? FileManager.default.removeItem(at: output) }
         let strace = Process()
