@@ -124,5 +124,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
+        // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),
     ]
 )
