@@ -145,7 +145,7 @@ struct BenchReport {
         }
         let pushRPS = median("saturation", "rps")
         let directRPS = median("direct", "rps")
-        add("push_rps", "pushes/s, closed loop (wrk's role: `closed-loop`), median of rounds", 0, pushRPS)
+        add("push_rps", "pushes/s through the relay, closed loop, median of rounds", 0, pushRPS)
         add("direct_rps", "h2load straight to the simulator, median of rounds", 0, directRPS)
         add("ratio", "push_rps / direct_rps", 3, Self.ratio(pushRPS, directRPS))
         add("push_cpu_us", "relay CPU per push at saturation", 1, median("saturation", "cpu_us", "relay"))

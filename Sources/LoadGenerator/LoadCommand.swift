@@ -27,6 +27,8 @@ enum LoadCommand {
                                            answers/s, latency and each PID's CPU per answer as JSON
           direct --dir D --port N --seconds S [--warmup S] [--connections C] [--streams M] [--pid NAME=PID]...
                                            D's APNs request straight to the simulator with h2load (JSON)
+          cpu --pid NAME=PID... --seconds S
+                                           each PID's CPU (and threads started) over S seconds, as JSON
           syscalls --pid PID --target H:P --bodies FILE --rate R --seconds S [--warmup S] [--connections C]
                                            count PID's system calls (strace -c -f) during an open loop
                                            (after a warm-up at the same rate, not counted)
@@ -66,6 +68,8 @@ enum LoadCommand {
                 try closedLoop(options)
             case "direct":
                 try direct(options)
+            case "cpu":
+                try cpu(options)
             case "syscalls":
                 try syscalls(options)
             case "forwarder":
@@ -178,6 +182,17 @@ enum LoadCommand {
             #"{"seconds":\#(load.seconds),"rps":\#(JSONText.number(report.requestsPerSecond, digits: 0)),"#
                 + #""failed":\#(report.failed),"#
                 + #"\#(watched.finish(answers: requests))}"#)
+    }
+
+    /// The processes' CPU over a stretch of time, whatever drives them (an idle relay's timers, say).
+    private static func cpu(_ options: Arguments) throws {
+        let seconds = try options.number("seconds", default: 1)
+        guard seconds > 0, seconds <= 3600 else { throw LoadError(.usage, "--seconds must be in (0, 3600]") }
+        var watched = try WatchedProcesses(options)
+        guard !watched.processes.isEmpty else { throw LoadError(.usage, "--pid NAME=PID is required") }
+        watched.start()
+        usleep(UInt32(seconds * 1e6))
+        write(#"{"seconds":\#(seconds),\#(watched.finish(answers: 0))}"#)
     }
 
     private static func syscalls(_ options: Arguments) throws {
