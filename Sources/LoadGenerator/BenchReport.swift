@@ -203,6 +203,9 @@ struct BenchReport {
         add(
             "wakeups_per_push_at_1000", "epoll_wait and poll returns per push at 1,000/s", 2,
             median("syscalls", "wakeups_per_push"))
+        add(
+            "simulator_syscalls_per_push_at_1000", "the simulator's system calls per push at 1,000/s, behind the relay",
+            2, median("syscalls-simulator", "syscalls_per_push"), json: false)
         // Threads the relay started once serving: living new threads over its first run (200/s, on a
         // fresh relay), and every clone during the strace pass; the larger of the two.
         let started = [
@@ -249,17 +252,18 @@ struct BenchReport {
             lines.append("| \(key) | \(value) | \(targetText) | \(verdict) | \(figure.label) |")
         }
         lines += ["", "Relay and nginx at fixed rates (open loop, 64 connections; CPU µs per request):", ""]
-        lines += ["| rate /s | relay µs | nginx µs | relay / nginx | relay p99 ms | nginx p99 ms |"]
-        lines += ["| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| rate /s | relay µs | nginx µs | relay / nginx | relay p99 ms | nginx p99 ms | simulator µs |"]
+        lines += ["| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for rate in Self.rates {
             let relayKey = "push_cpu_us_at_\(rate)"
             let p99Relay = Self.median(runs("rate-relay", rate: rate), ["p99_ms"])
             let p99Nginx = Self.median(runs("rate-nginx", rate: rate), ["p99_ms"])
+            let simulator = Self.median(runs("rate-relay", rate: rate), ["cpu_us", "simulator"])
             lines.append(
                 "| \(rate) | \(Self.format(values[relayKey].flatMap { $0 }, 1)) "
                     + "| \(Self.format(values["nginx_cpu_us_at_\(rate)"].flatMap { $0 }, 1)) "
                     + "| \(Self.format(values["cpu_ratio_to_nginx_at_\(rate)"].flatMap { $0 }, 2)) "
-                    + "| \(Self.format(p99Relay, 3)) | \(Self.format(p99Nginx, 3)) |")
+                    + "| \(Self.format(p99Relay, 3)) | \(Self.format(p99Nginx, 3)) | \(Self.format(simulator, 1)) |")
         }
         lines += ["", "Cost against concurrency (pushes, closed loop):", ""]
         lines += ["| connections | pushes/s | relay CPU µs/push | simulator CPU µs/push | p50 ms | p99 ms | non-200 |"]
@@ -275,12 +279,13 @@ struct BenchReport {
             ]
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }
-        if let counted = runs("syscalls").first, let calls = counted["calls"] as? [String: Any],
-            let answers = Self.number(counted, "answers"), answers > 0
-        {
+        for (step, whose) in [("syscalls", "the relay"), ("syscalls-simulator", "the simulator")] {
+            guard let counted = runs(step).first, let calls = counted["calls"] as? [String: Any],
+                let answers = Self.number(counted, "answers"), answers > 0
+            else { continue }
             let top = calls.compactMap { name, count in (count as? NSNumber).map { (name, $0.doubleValue) } }
                 .sorted { $0.1 > $1.1 }.prefix(12)
-            lines += ["", "System calls per push at 1,000/s (strace -c -f, a pass of its own):", ""]
+            lines += ["", "System calls of \(whose) per push at 1,000/s (strace -c -f, a pass of its own):", ""]
             lines.append(top.map { "\($0.0) \(Self.format($0.1 / answers, 2))" }.joined(separator: ", "))
         }
         return lines.joined(separator: "\n")
