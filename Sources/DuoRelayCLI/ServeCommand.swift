@@ -10,9 +10,11 @@ enum ServeCommand {
         Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0). SIGHUP re-reads the
         configuration file and the secrets given as NAME_FILE (variables and credentials keep their
         start-up values); listen, limits and server settings need a restart. The path is always
-        explicit: nothing is searched for. Secrets come from the environment (DESIGN.md, "Configuration"): APNS_KEY_SANDBOX,
-        APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION, APNS_TEAM_ID and RELAY_KEYS,
-        each also as NAME_FILE (a path) or as a systemd credential NAME.
+        explicit: nothing is searched for. Secrets come from the environment (README.md, "Secrets"):
+        APNS_KEY_SANDBOX, APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION,
+        APNS_TEAM_ID, RELAY_KEYS and, with a Redis limits store that requires AUTH, REDIS_PASSWORD;
+        each also as NAME_FILE (a path) or as a systemd credential NAME ($CREDENTIALS_DIRECTORY/NAME).
+        Run duo-relay check --config FILE first: it reports every problem serve would meet.
 
         Exit status: 0 stopped by a signal, 1 a configuration or start-up problem, 64 a usage error.
         """
@@ -22,7 +24,7 @@ enum ServeCommand {
         switch SetupLoader.loadOrReport(arguments, prefix: "duo-relay") {
         case .success(let setup):
             return serve(setup) {
-                (try? SetupLoader.load(arguments))
+                (try? SetupLoader.load(arguments))?.mapError(\.first)
                     ?? .failure(ConfigurationError(.invalid, "arguments", "cannot be read again"))
             }
         case .failure(let exit):

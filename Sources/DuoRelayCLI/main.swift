@@ -5,7 +5,8 @@ import RelayServer
 // duo-relay: parses the command line and hands over to one command.
 // Before anything uses OpenSSL: no exit-time cleanup racing with threads still at work (see OpenSSLLibrary).
 OpenSSLLibrary.initializeWithoutExitCleanup()
-let arguments = Array(CommandLine.arguments.dropFirst())
+// `--id=3` reads as `--id 3`, for every command.
+let arguments = Usage.splittingEquals(Array(CommandLine.arguments.dropFirst()))
 let status: Int32
 switch arguments.first {
 case "serve":
@@ -19,7 +20,7 @@ case "dev": status = DevCommand.run(Array(arguments.dropFirst()))
 case "apns-sim": status = SimulatorCommand.run(Array(arguments.dropFirst()))
 case "push": status = PushCommand.run(Array(arguments.dropFirst()))
 case "help", "--help", "-h": status = Usage.print()
-case "version", "--version": status = Usage.printVersion()
+case "version", "--version": status = Usage.version(Array(arguments.dropFirst()))
 case nil: status = Usage.failWithUsage()
 default: status = Usage.fail("unknown command" + (arguments.first.map { " '\($0)'" } ?? ""))
 }

@@ -75,12 +75,17 @@ final class RelayProcess: @unchecked Sendable {
 
     /// Starts `duo-relay <arguments>` with exactly `environment` (plus `PATH` and any sanitizer settings of the
     /// test process), without waiting for anything.
-    /// - Parameter launcher: a command that runs the binary (`setpriv … --`), given before it; none by default.
-    init(arguments: [String], environment: [String: String], directory: URL? = nil, launcher: [String] = []) throws {
+    /// - Parameters:
+    ///   - launcher: a command that runs the binary (`setpriv … --`), given before it; none by default.
+    ///   - direct: run `launcher` with `arguments` alone, without the binary (a shell running a printed command).
+    init(
+        arguments: [String], environment: [String: String], directory: URL? = nil, launcher: [String] = [],
+        direct: Bool = false
+    ) throws {
         self.directory = try directory ?? Self.temporaryDirectory()
         if let first = launcher.first {
             process.executableURL = URL(fileURLWithPath: first)
-            process.arguments = launcher.dropFirst() + [Self.binary.path] + arguments
+            process.arguments = launcher.dropFirst() + (direct ? [] : [Self.binary.path]) + arguments
         } else {
             process.executableURL = Self.binary
             process.arguments = arguments
