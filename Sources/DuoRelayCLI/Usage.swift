@@ -7,7 +7,9 @@ enum Usage {
         usage: duo-relay <command> [options]
 
           serve --config FILE     run the relay (secrets come from the environment)
-          check --config FILE     dry run before a deploy: validate configuration and secrets
+          check --config FILE [--credentials-dir DIR]
+                                  dry run before a deploy: validate configuration and secrets,
+                                  reporting every problem (DIR: systemd credentials to read)
           keygen [--id N] [--merge FILE]
                                   print a fresh relay key for RELAY_KEYS (--merge: added to FILE's keys)
           dev [--port N]          relay plus APNs simulator on loopback with throwaway keys (dev --help)

@@ -25,6 +25,23 @@ import Testing
         }
     }
 
+    @Test func everyBadKeyOfTheLimitsStoreIsFound() {
+        let text = #"""
+            {"apns":{"topic":"a.b"},"limits_store":{"kind":"redis","url":"redis://127.0.0.1:6379/0","timeout_ms":0,
+             "on_failure":"panic","key_prefix":"with space","ca_file":"/ca.pem","colour":1}}
+            """#
+        #expect(
+            RelayConfiguration.check(Array(text.utf8)).problems.map(\.subject) == [
+                "limits_store.colour", "limits_store.timeout_ms", "limits_store.on_failure", "limits_store.key_prefix",
+                "limits_store.ca_file",
+            ])
+        let noURL = #"{"apns":{"topic":"a.b"},"limits_store":{"kind":"redis","username":""}}"#
+        #expect(
+            RelayConfiguration.check(Array(noURL.utf8)).problems.map(\.subject) == [
+                "limits_store.username", "limits_store.url",
+            ])
+    }
+
     @Test func theKeysThatAreRightAreReadBesideThoseThatAreNot() {
         let text = #"{"apns":{"topic":"a.b","ca_file":"/ca.pem","timeout_ms":1},"grant_key_id":7}"#
         let (configuration, problems) = RelayConfiguration.check(Array(text.utf8))

@@ -167,7 +167,9 @@ public struct RelayConfiguration: Equatable, Sendable {
             }
         }
         problems.attempt { () throws(ConfigurationError) in
-            if let store = try root.object("limits_store") { config.limitsStore = try LimitsStore.parse(store) }
+            if let store = try root.object("limits_store") {
+                config.limitsStore = LimitsStore.parse(store, into: problems)
+            }
         }
         return (config, problems.problems)
     }
@@ -351,10 +353,6 @@ struct Reader {
     }
 
     func key(_ name: String) -> String { path.isEmpty ? name : path + "." + name }
-
-    func allow(_ names: Set<String>) throws(ConfigurationError) {
-        if let first = unknownKeys(names).first { throw first }
-    }
 
     /// One problem per key of this object that is not among `names` (those that do not look like a key, in one
     /// problem that shows none of them).
