@@ -40,6 +40,7 @@ let package = Package(
             name: "CHiredis", path: "Sources/C/CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(
             name: "CJemalloc", path: "Sources/C/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
+        .systemLibrary(name: "CUV", path: "Sources/C/CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
@@ -52,6 +53,8 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CSystem"], swiftSettings: strict),
+        // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
+        .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
