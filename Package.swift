@@ -22,6 +22,7 @@ let package = Package(
         // For the fuzz package in Fuzz/, which can depend only on products.
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
+        .library(name: "HTTP1", targets: ["HTTP1"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
         // For channels: posts pushes and mints grants, with typed outcomes (Foundation only).
         .library(name: "DuoRelayClient", targets: ["DuoRelayClient"]),
@@ -55,6 +56,9 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CSystem"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
+        // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
+        // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
+        .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
@@ -98,6 +102,7 @@ let package = Package(
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
         .testTarget(
