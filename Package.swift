@@ -32,9 +32,6 @@ let package = Package(
             name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
-            name: "CMicroHTTPD", path: "Sources/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]),
-        .systemLibrary(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
@@ -53,7 +50,7 @@ let package = Package(
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CSystem"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
@@ -80,7 +77,8 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client", "RedisClient", "RelayVersion",
+                "CSystem", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
+                "RelayVersion",
             ],
             swiftSettings: strict),
         .executableTarget(

@@ -105,6 +105,8 @@ public struct HTTP1Connection: Sendable {
     private var writing = false
     private var writeDeadline: UInt64?
     private var pendingShutdown = false
+    /// Set by ``drain(now:)``: the next answer closes the connection.
+    private var draining = false
 
     /// A connection just accepted at `now`: the idle deadline runs from here.
     public init(configuration: Configuration = Configuration(), now: UInt64) {
@@ -201,6 +203,14 @@ public struct HTTP1Connection: Sendable {
         }
     }
 
+    /// The server is shutting down: the answer to the request in progress (or the next one) carries
+    /// `connection: close` and the connection closes once it is written. An idle connection stays until it is
+    /// closed or its deadline passes, so that a request already on its way is still answered.
+    public mutating func drain(now: UInt64) -> Action {
+        draining = true
+        return action(nil, now: now)
+    }
+
     /// The bytes of the last ``Action/write`` are all written.
     public mutating func writeFinished(now: UInt64) -> Action {
         guard writing else { return action(nil, now: now) }
@@ -277,6 +287,7 @@ public struct HTTP1Connection: Sendable {
     private mutating func answer(
         _ response: HTTP1Response, _ head: HTTP1RequestHead, then after: AfterWrite, now: UInt64
     ) -> Action {
+        let after = draining && after == .nextRequest ? AfterWrite.close : after
         let closing = after != .nextRequest
         queue(
             response.serialized(

@@ -17,20 +17,30 @@ public final class TCPListener: LoopHandle {
 
     /// Binds and listens on `host` (an IPv4 or IPv6 literal, brackets allowed; `::` accepts IPv4 too) and
     /// `port` (0: any free port; bind another loop's listener to the port found here to share it).
-    public init(
+    public convenience init(
         on loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 511,
         onConnection: @escaping (TCPConnection) -> Void
     ) throws(LoopError) {
         let address = try SocketAddress(host: host, port: port)
         let endpoint = address.endpoint(port: port)
         let descriptor = try Self.openSocket(address, endpoint: endpoint)
+        try self.init(
+            on: loop, adopting: descriptor, backlog: backlog, endpoint: endpoint, onConnection: onConnection)
+    }
+
+    /// Listens on a socket made elsewhere, bound and non-blocking (for example a duplicate of one socket that
+    /// several loops accept from). The listener owns `descriptor` from here, and closes it even when this throws.
+    public init(
+        on loop: EventLoop, adopting descriptor: Int32, backlog: Int32 = 511, endpoint: String = "the socket",
+        onConnection: @escaping (TCPConnection) -> Void
+    ) throws(LoopError) {
         var bound = sockaddr_storage()
         var boundLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &bound) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &boundLength) }
         }
         self.port = withUnsafePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress.read($0)?.port ?? port }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress.read($0)?.port ?? 0 }
         }
         self.onConnection = onConnection
         super.init(loop: loop, type: UV_TCP)
