@@ -56,7 +56,8 @@ struct LineScan: Sendable {
         let end = min(bytes.count, sizeEnd)
         var i = index
         defer { index = i }
-        while i < end {
+        // The target may run past the head's limit, up to its own (see `.target`).
+        while i < end || (step == .target && i < min(bytes.count, start + targetStart + limits.maxTargetBytes + 1)) {
             let byte = bytes[i]
             switch step {
             case .method:
@@ -77,7 +78,10 @@ struct LineScan: Sendable {
                 step = .target
                 i += 1
             case .target:
-                while i < end && ASCII.isVisible(bytes[i]) {
+                // A target over its limit is 414 even where the head's limit comes first (a long target makes a
+                // long head too): the target is scanned up to its own limit, then the head's limit is checked.
+                let targetScanEnd = min(bytes.count, max(end, start + targetStart + limits.maxTargetBytes + 1))
+                while i < targetScanEnd && ASCII.isVisible(bytes[i]) {
                     if i - start - targetStart >= limits.maxTargetBytes {
                         return .failed(.targetTooLong, "the target is over its limit")
                     }
@@ -176,6 +180,10 @@ struct LineScan: Sendable {
             }
         }
         if i >= sizeEnd && bytes.count > sizeEnd {
+            // A target still within its own limit when the bytes ran out may yet prove over it (414, above).
+            if case .target = step, i == bytes.count, i - start - targetStart <= limits.maxTargetBytes {
+                return .needMoreBytes
+            }
             return .failed(.headTooLarge, isTrailer ? "trailers over the head's limit" : "the head is over its limit")
         }
         return .needMoreBytes

@@ -293,6 +293,29 @@ struct HTTP1RequestParserTests {
         #expect(head.target.utf8.count == 32)
     }
 
+    /// A target over its limit is 414 even when the head's limit is no larger (the relay's are both 4 KiB): a long
+    /// target makes a long head too, and the answer names the target.
+    @Test func targetOverItsLimitIs414WhereTheHeadLimitIsNoLarger() throws {
+        var driver = ParserDriver()
+        driver.limits = HTTP1RequestParser.Limits(maxTargetBytes: 64, maxHeadBytes: 64)
+        let events = try parse(
+            "GET /" + String(repeating: "a", count: 100) + " HTTP/1.1\r\nHost: x\r\n\r\n", driver: driver)
+        guard case .refused(let error, _) = events.last else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(error.code == .targetTooLong)
+        // A target within its limit in a head over its size is still 431.
+        let long = try parse(
+            "GET /" + String(repeating: "a", count: 40) + " HTTP/1.1\r\nHost: x\r\nX: "
+                + String(repeating: "b", count: 40) + "\r\n\r\n", driver: driver)
+        guard case .refused(let headError, _) = long.last else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(headError.code == .headTooLarge)
+    }
+
     @Test func headOverItsSizeIs431() throws {
         var driver = ParserDriver()
         driver.limits = HTTP1RequestParser.Limits(maxTargetBytes: 64, maxHeadBytes: 100)
