@@ -15,8 +15,17 @@ public final class HTTPServer: Sendable {
     public let connectionLimit: Int
 
     let core: ServerCore
-    private let workers: Mutex<[ServerWorker]>
-    private let quiesced = Atomic<Bool>(false)
+    private let lifecycle: Mutex<Lifecycle>
+
+    private struct Lifecycle {
+        var workers: [ServerWorker]
+        /// A descriptor of the listening socket kept by the server itself, to end listening for good: a process
+        /// forked at that moment (the tests start many) holds copies of every descriptor until it execs, and a
+        /// socket closed only by its workers would go on accepting through those; `shutdown` ends it whatever holds
+        /// it. -1 once closed.
+        var listening: Int32
+        var quiesced = false
+    }
 
     /// Binds, starts listening and starts the server threads.
     public init(configuration: HTTPServerConfiguration, handler: some HTTPHandler) throws(HTTPServerError) {
@@ -35,6 +44,11 @@ public final class HTTPServer: Sendable {
             caps: ConnectionCaps(total: limit, perAddress: configuration.perAddressConnectionLimit))
         let backlog = Int32(clamping: min(limit, 4096))
         let socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
+        let listening = fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
+        guard listening >= 0 else {
+            close(socket.descriptor)
+            throw HTTPServerError(.startFailed, "cannot duplicate the listening socket")
+        }
         var workers: [ServerWorker] = []
         do throws(HTTPServerError) {
             for index in 0..<configuration.threads {
@@ -56,12 +70,13 @@ public final class HTTPServer: Sendable {
             }
         } catch {
             for worker in workers { worker.stop() }
+            close(listening)
             throw error
         }
         self.port = socket.port
         self.connectionLimit = limit
         self.core = core
-        self.workers = Mutex(workers)
+        self.lifecycle = Mutex(Lifecycle(workers: workers, listening: listening))
     }
 
     deinit {
@@ -81,23 +96,37 @@ public final class HTTPServer: Sendable {
         core.caps.open
     }
 
-    /// Stops accepting connections (new attempts are refused); requests already received are still answered, and
-    /// every later answer carries `Connection: close`. Idempotent.
+    /// Stops accepting connections (new attempts are refused from when this returns); requests already received are
+    /// still answered, and every later answer carries `Connection: close`. Idempotent.
     public func quiesce() {
-        guard !quiesced.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let workers = lifecycle.withLock { state -> [ServerWorker] in
+            guard !state.quiesced else { return [] }
+            state.quiesced = true
+            return state.workers
+        }
         core.quiesced.store(true, ordering: .relaxed)
-        for worker in workers.withLock({ $0 }) { worker.quiesce() }
+        // The workers close their descriptors first, so that none of them sees the socket's end as an error.
+        for worker in workers { worker.quiesce() }
+        lifecycle.withLock { state in
+            if state.listening >= 0 { shutdown(state.listening, Int32(SHUT_RDWR)) }
+        }
     }
 
     /// Closes every connection and stops the server threads. Requests still waiting for an answer are dropped (their
     /// responders then do nothing). Idempotent.
     public func stop() {
-        let stopping = workers.withLock { workers in
-            defer { workers = [] }
-            return workers
+        let workers = lifecycle.withLock { state -> [ServerWorker] in
+            defer { state.workers = [] }
+            return state.workers
         }
         core.quiesced.store(true, ordering: .relaxed)
-        for worker in stopping { worker.stop() }
+        for worker in workers { worker.stop() }
+        lifecycle.withLock { state in
+            guard state.listening >= 0 else { return }
+            shutdown(state.listening, Int32(SHUT_RDWR))
+            close(state.listening)
+            state.listening = -1
+        }
     }
 
     /// Request contexts the connections hold right now (for leak checks in tests).
