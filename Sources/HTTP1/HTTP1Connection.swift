@@ -203,11 +203,12 @@ public struct HTTP1Connection: Sendable {
         }
     }
 
-    /// The server is shutting down: the answer to the request in progress (or the next one) carries
-    /// `connection: close` and the connection closes once it is written. An idle connection stays until it is
-    /// closed or its deadline passes, so that a request already on its way is still answered.
+    /// The server is shutting down: an idle connection (between requests, no byte of the next one read) closes now;
+    /// otherwise the answer to the request in progress carries `connection: close` and the connection closes once
+    /// it is written.
     public mutating func drain(now: UInt64) -> Action {
         draining = true
+        if case .idle = state { return close() }
         return action(nil, now: now)
     }
 

@@ -32,12 +32,15 @@ final class ConnectionCaps: Sendable {
         }
     }
 
-    /// A connection counted by ``admit(_:)`` has closed.
-    func release(_ peer: SocketPeer) {
+    /// A connection counted by ``admit(_:)`` has closed. Returns the connections still open.
+    @discardableResult
+    func release(_ peer: SocketPeer) -> Int {
         state.withLock { state in
             state.open -= 1
-            guard perAddress > 0, let count = state.byAddress[peer] else { return }
-            state.byAddress[peer] = count > 1 ? count - 1 : nil
+            if perAddress > 0, let count = state.byAddress[peer] {
+                state.byAddress[peer] = count > 1 ? count - 1 : nil
+            }
+            return state.open
         }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import HTTP1
 import Loop
@@ -96,8 +97,9 @@ public final class HTTPServer: Sendable {
         core.caps.open
     }
 
-    /// Stops accepting connections (new attempts are refused from when this returns); requests already received are
-    /// still answered, and every later answer carries `Connection: close`. Idempotent.
+    /// Stops accepting connections (new attempts are refused from when this returns); idle connections close at once,
+    /// requests already received are still answered, each answer carrying `Connection: close` and closing its
+    /// connection once written. ``waitUntilDrained(until:)`` then says when the last has closed. Idempotent.
     public func quiesce() {
         let workers = lifecycle.withLock { state -> [ServerWorker] in
             guard !state.quiesced else { return [] }
@@ -110,6 +112,17 @@ public final class HTTPServer: Sendable {
         lifecycle.withLock { state in
             if state.listening >= 0 { shutdown(state.listening, Int32(SHUT_RDWR)) }
         }
+    }
+
+    /// After ``quiesce()``: waits until every connection has closed (their last answers written), or until
+    /// `deadline`. Returns whether the server is drained. Signalled by the last connection's close, never polled.
+    public func waitUntilDrained(until deadline: DispatchTime) -> Bool {
+        while core.caps.open > 0 {
+            if core.drained.wait(timeout: deadline) == .timedOut {
+                return core.caps.open == 0
+            }
+        }
+        return true
     }
 
     /// Closes every connection and stops the server threads. Requests still waiting for an answer are dropped (their

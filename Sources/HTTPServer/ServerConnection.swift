@@ -124,7 +124,7 @@ final class ServerConnection: TCPConnectionDelegate {
         head = nil
         inputs = []
         reference.connection = nil
-        core.caps.release(peer)
+        core.connectionClosed(peer)
         worker.remove(self)
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import HTTP1
 import Synchronization
 
@@ -14,6 +15,15 @@ final class ServerCore: Sendable {
     let openContexts = Atomic<Int>(0)
     /// Set by ``HTTPServer/quiesce()``: every later answer closes its connection.
     let quiesced = Atomic<Bool>(false)
+    /// Signalled when the last connection of a quiesced server closes (``HTTPServer/waitUntilDrained(until:)``).
+    let drained = DispatchSemaphore(value: 0)
+
+    /// A connection has closed.
+    func connectionClosed(_ peer: SocketPeer) {
+        if caps.release(peer) == 0 && quiesced.load(ordering: .relaxed) {
+            drained.signal()
+        }
+    }
 
     init(handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps) {
         self.handler = handler

@@ -92,6 +92,21 @@ struct HTTP1ConnectionTests {
         #expect(after.deadline == harness.now + Self.timeout)
     }
 
+    /// A drain (the server shutting down): an idle connection closes at once; a request in progress is answered with
+    /// `connection: close`, and the connection closes once that answer is written.
+    @Test func aDrainClosesAnIdleConnectionNowAndABusyOneAfterItsAnswer() throws {
+        var idle = Harness()
+        #expect(idle.connection.drain(now: idle.now).close)
+
+        var busy = Harness()
+        busy.receive("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let drained = busy.connection.drain(now: busy.now)
+        #expect(!drained.close)
+        #expect(busy.respond().write != nil)
+        #expect(busy.takeWritten().contains("\r\nconnection: close\r\n"))
+        #expect(busy.writeFinished().close)
+    }
+
     @Test func bodyIsReadToItsLimitAndHandedUpWithTheHead() throws {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhel")
