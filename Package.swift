@@ -22,6 +22,7 @@ let package = Package(
         // For the fuzz package in Fuzz/, which can depend only on products.
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
+        .library(name: "HTTP1", targets: ["HTTP1"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
         // For channels: posts pushes and mints grants, with typed outcomes (Foundation only).
         .library(name: "DuoRelayClient", targets: ["DuoRelayClient"]),
@@ -31,15 +32,13 @@ let package = Package(
             name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
-            name: "CMicroHTTPD", path: "Sources/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]),
-        .systemLibrary(
             name: "CNGHTTP2", path: "Sources/C/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
             name: "CHiredis", path: "Sources/C/CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(
             name: "CJemalloc", path: "Sources/C/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
+        .systemLibrary(name: "CUV", path: "Sources/C/CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
@@ -51,7 +50,12 @@ let package = Package(
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CSystem"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop"], swiftSettings: strict),
+        // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
+        .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
+        // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
+        // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
+        .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
@@ -73,7 +77,8 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "CSystem", "RelayCore", "RelayCrypto", "HTTPServer", "HTTP2Client", "RedisClient", "RelayVersion",
+                "CSystem", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
+                "RelayVersion",
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -97,6 +102,7 @@ let package = Package(
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
         .testTarget(

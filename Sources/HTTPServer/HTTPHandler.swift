@@ -16,20 +16,21 @@ public protocol HTTPHandler: Sendable {
     /// The connection is then closed.
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse
 
-    /// The answer to a request the server refuses from its head before asking ``head(_:)``: a target over
-    /// ``HTTPServerConfiguration/maxURLBytes`` (414), headers over ``HTTPServerConfiguration/maxHeaderBytes``
-    /// (431), or framing it cannot trust (400: `Content-Length` values that disagree, a `Transfer-Encoding` other
-    /// than `chunked`, or both headers at once). The handler may count the request (a rate limit) and answer
-    /// otherwise. The connection is then closed.
-    func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse
+    /// The answer to a request the server refuses from its framing or size before the handler has it whole: a target
+    /// over ``HTTPServerConfiguration/maxURLBytes`` (414), a head over ``HTTPServerConfiguration/maxHeaderBytes`` or
+    /// with too many lines (431), framing it cannot trust (400), an unknown transfer coding (501), another HTTP
+    /// version (505). `head` holds what was read of the request (an empty method and path when the request line itself
+    /// was refused). The handler may count the request (a rate limit) and answer otherwise. The connection then
+    /// closes, lingering.
+    func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse
 }
 
 extension HTTPHandler {
     /// By default every path is route 0: a handler that does not route reads `head.path` itself.
     public func route(path: String) -> Int { 0 }
 
-    /// By default: `{"error":"too_large"}` for 414 and 431, `{"error":"bad_request"}` for 400.
-    public func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse {
-        status == 400 ? .json(400, #"{"error":"bad_request"}"#) : ServerCore.tooLarge(status)
+    /// By default: the refusal's plain answer (``HTTPRefusal/response``).
+    public func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
+        refusal.response
     }
 }

@@ -20,7 +20,8 @@ public struct HTTPResponder: Sendable {
         target = .closure(ClosureTarget(deliver))
     }
 
-    /// Sends `response` (or does nothing if this request was already answered or its connection is gone).
+    /// Sends `response` (or does nothing if this request was already answered or its connection is gone). From any
+    /// thread: the answer is written by the worker that owns the connection.
     public func respond(_ response: HTTPResponse) {
         switch target {
         case .request(let context):

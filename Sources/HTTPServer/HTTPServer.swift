@@ -1,9 +1,12 @@
-import CMicroHTTPD
+import Dispatch
 import Glibc
+import HTTP1
+import Loop
 import Synchronization
 
-/// An HTTP/1.1 server (keep-alive, asynchronous answers) over libmicrohttpd, knowing nothing of routes: every
-/// request goes to an ``HTTPHandler``.
+/// The relay's HTTP/1.1 server (DESIGN.md, "The HTTP front"), knowing nothing of routes: every request goes to an
+/// ``HTTPHandler``. `threads` workers, each an event loop that accepts on its own `SO_REUSEPORT` socket and owns the
+/// connections it accepted; each connection runs the strict ``HTTP1Connection`` machine.
 ///
 /// It listens from `init` until ``stop()`` (or deinit). It never writes to standard output or error.
 public final class HTTPServer: Sendable {
@@ -16,9 +19,13 @@ public final class HTTPServer: Sendable {
     private let lifecycle: Mutex<Lifecycle>
 
     private struct Lifecycle {
-        var daemon: OpaquePointer?
-        /// Accepts connections until quiesced or stopped (nil from then on).
-        var acceptor: Acceptor?
+        var workers: [ServerWorker]
+        /// A descriptor of the listening socket kept by the server itself, to end listening for good: a process
+        /// forked at that moment (the tests start many) holds copies of every descriptor until it execs, and a
+        /// socket closed only by its workers would go on accepting through those; `shutdown` ends it whatever holds
+        /// it. -1 once closed.
+        var listening: Int32
+        var quiesced = false
     }
 
     /// Binds, starts listening and starts the server threads.
@@ -26,120 +33,121 @@ public final class HTTPServer: Sendable {
         try Self.validate(configuration)
         Self.prepareProcess()
         let limit = Self.affordableConnections(configuration.connectionLimit)
-        let socket = try ListeningSocket.open(
-            host: configuration.host, port: configuration.port, backlog: Int32(clamping: min(limit, 4096)))
+        let timeout =
+            configuration.connectionTimeoutSeconds == 0
+            ? Self.noDeadline : UInt64(configuration.connectionTimeoutSeconds) * 1_000_000_000
+        let connection = HTTP1Connection.Configuration(
+            limits: HTTP1RequestParser.Limits(
+                maxTargetBytes: configuration.maxURLBytes, maxHeadBytes: configuration.maxHeaderBytes),
+            timeout: timeout)
         let core = ServerCore(
-            handler: handler, maxHeaderBytes: configuration.maxHeaderBytes, maxURLBytes: configuration.maxURLBytes)
-
-        // An epoll thread pool; TURBO reads and writes before polling (about 15% more small requests per second
-        // measured here), and every behaviour the tests check holds with it.
-        // MHD does not accept: the Acceptor hands it every connection (see there why).
-        var flags =
-            MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
-            | MHD_USE_TURBO.rawValue | MHD_USE_NO_LISTEN_SOCKET.rawValue
-        if socket.isIPv6 {
-            flags |= MHD_USE_IPv6.rawValue
-        }
-        // MHD keeps each connection's request line, headers and body chunks in a pool of this size, which it
-        // zeroes after every request, so every open connection costs all of it (10,000 idle connections: about
-        // 10,000 times this). Headers up to a few KiB over the limit still get our JSON 431/414; beyond the pool,
-        // MHD answers 431/414 by itself (its own HTML body).
-        let pool = max(8192, configuration.maxHeaderBytes + 4096)
-        let coreOpaque = Unmanaged.passUnretained(core).toOpaque()
-        // C function pointers cannot be CVarArgs; MHD reads them back through va_arg as the same pointer bits.
-        func pointer<F>(_ function: F) -> OpaquePointer {
-            unsafeBitCast(function, to: OpaquePointer.self)
-        }
-        let coreArgument = OpaquePointer(coreOpaque)
-        var options: [CVarArg] = [
-            MHD_OPTION.EXTERNAL_LOGGER.rawValue, pointer(DaemonCallbacks.discardLog), coreArgument,
-            MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: limit),
-            MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.perAddressConnectionLimit),
-            MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.connectionTimeoutSeconds),
-            MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, pool,
-            MHD_OPTION.URI_LOG_CALLBACK.rawValue, pointer(DaemonCallbacks.uriLog), coreArgument,
-            MHD_OPTION.NOTIFY_COMPLETED.rawValue, pointer(DaemonCallbacks.requestCompleted), coreArgument,
-        ]
-        if configuration.threads > 1 {
-            options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: configuration.threads)]
-        }
-        options.append(MHD_OPTION.END.rawValue)
-        let daemon = withVaList(options) { arguments in
-            MHD_start_daemon_va(flags, 0, nil, nil, DaemonCallbacks.access, coreOpaque, arguments)
-        }
-        guard let daemon else {
+            handler: handler, connection: connection,
+            caps: ConnectionCaps(total: limit, perAddress: configuration.perAddressConnectionLimit))
+        let backlog = Int32(clamping: min(limit, 4096))
+        let socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
+        let listening = fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
+        guard listening >= 0 else {
             close(socket.descriptor)
-            throw HTTPServerError(.startFailed, "libmicrohttpd could not start (threads, memory or descriptors)")
+            throw HTTPServerError(.startFailed, "cannot duplicate the listening socket")
         }
-        let acceptor: Acceptor
+        var workers: [ServerWorker] = []
         do throws(HTTPServerError) {
-            acceptor = try Acceptor(listener: socket.descriptor, daemon: daemon)
-            try acceptor.start()
+            for index in 0..<configuration.threads {
+                // The first worker takes the socket itself, every other one a duplicate (the socket closes once
+                // every worker has closed its descriptor).
+                let descriptor = index == 0 ? socket.descriptor : fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
+                guard descriptor >= 0 else {
+                    throw HTTPServerError(.startFailed, "cannot duplicate the listening socket")
+                }
+                let worker: ServerWorker
+                do throws(HTTPServerError) {
+                    worker = try ServerWorker(index: index, core: core)
+                } catch {
+                    close(descriptor)
+                    throw error
+                }
+                workers.append(worker)
+                try worker.listen(on: descriptor, backlog: backlog)
+            }
         } catch {
-            MHD_stop_daemon(daemon)
-            close(socket.descriptor)
+            for worker in workers { worker.stop() }
+            close(listening)
             throw error
         }
         self.port = socket.port
         self.connectionLimit = limit
         self.core = core
-        self.lifecycle = Mutex(Lifecycle(daemon: daemon, acceptor: acceptor))
+        self.lifecycle = Mutex(Lifecycle(workers: workers, listening: listening))
     }
 
     deinit {
         stop()
     }
 
+    /// A deadline that never comes (`connectionTimeoutSeconds` 0): about 292 years.
+    private static let noDeadline = UInt64(Int64.max)
+
     /// Requests handed to the handler and not answered yet.
     public var pendingResponses: Int {
         core.counters.pending.load(ordering: .relaxed)
     }
 
-    /// Stops accepting connections (new attempts are refused); requests already received are still answered, and
-    /// every later answer carries `Connection: close`. Idempotent.
+    /// Connections open now.
+    public var openConnections: Int {
+        core.caps.open
+    }
+
+    /// Stops accepting connections (new attempts are refused from when this returns); idle connections close at once,
+    /// requests already received are still answered, each answer carrying `Connection: close` and closing its
+    /// connection once written. ``waitUntilDrained(until:)`` then says when the last has closed. Idempotent.
     public func quiesce() {
-        lifecycle.withLock { state in
-            guard let acceptor = state.acceptor else { return }
-            core.quiesced.store(true, ordering: .relaxed)
-            state.acceptor = nil
-            // The socket is shut down and closed: the kernel refuses new connections and resets queued ones now.
-            acceptor.stop()
+        let workers = lifecycle.withLock { state -> [ServerWorker] in
+            guard !state.quiesced else { return [] }
+            state.quiesced = true
+            return state.workers
         }
+        core.quiesced.store(true, ordering: .relaxed)
+        // The workers close their descriptors first, so that none of them sees the socket's end as an error.
+        for worker in workers { worker.quiesce() }
+        lifecycle.withLock { state in
+            if state.listening >= 0 { shutdown(state.listening, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    /// After ``quiesce()``: waits until every connection has closed (their last answers written), or until
+    /// `deadline`. Returns whether the server is drained. Signalled by the last connection's close, never polled.
+    public func waitUntilDrained(until deadline: DispatchTime) -> Bool {
+        while core.caps.open > 0 {
+            if core.drained.wait(timeout: deadline) == .timedOut {
+                return core.caps.open == 0
+            }
+        }
+        return true
     }
 
     /// Closes every connection and stops the server threads. Requests still waiting for an answer are dropped (their
     /// responders then do nothing). Idempotent.
     public func stop() {
-        // MHD_stop_daemon waits for the server threads, so no lock is held while it runs.
-        let taken = lifecycle.withLock { state -> (daemon: OpaquePointer, acceptor: Acceptor?)? in
-            guard let daemon = state.daemon else { return nil }
-            state.daemon = nil
-            defer { state.acceptor = nil }
-            return (daemon, state.acceptor)
+        let workers = lifecycle.withLock { state -> [ServerWorker] in
+            defer { state.workers = [] }
+            return state.workers
         }
-        guard let (daemon, acceptor) = taken else { return }
-        // No connection is handed to MHD from now on (its thread has ended before MHD stops).
-        acceptor?.stop()
         core.quiesced.store(true, ordering: .relaxed)
-        // MHD aborts if it stops with suspended connections; from now on none are suspended (see handOver).
-        let suspended = core.suspended.withLock { registry in
-            registry.stopping = true
-            defer { registry.contexts = [:] }
-            return Array(registry.contexts.values)
+        for worker in workers { worker.stop() }
+        lifecycle.withLock { state in
+            guard state.listening >= 0 else { return }
+            shutdown(state.listening, Int32(SHUT_RDWR))
+            close(state.listening)
+            state.listening = -1
         }
-        for context in suspended {
-            context.resumeForStop()
-        }
-        MHD_stop_daemon(daemon)
     }
 
-    /// Request contexts MHD holds right now (for leak checks in tests).
+    /// Request contexts the connections hold right now (for leak checks in tests).
     var openRequestContexts: Int {
         core.openContexts.load(ordering: .relaxed)
     }
 
-    /// Request contexts alive, whoever holds them: MHD, a responder, or the suspended registry (for leak checks in
-    /// tests).
+    /// Request contexts alive, whoever holds them: a connection or a responder (for leak checks in tests).
     var liveRequestContexts: Int {
         core.counters.liveContexts.load(ordering: .relaxed)
     }

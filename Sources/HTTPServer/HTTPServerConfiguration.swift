@@ -4,7 +4,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var host: String
     /// The port; 0 picks a free one (read it back from ``HTTPServer/port``).
     public var port: UInt16
-    /// Server threads (an epoll thread pool); at least 1.
+    /// Workers: event loops on threads of their own, each accepting on its own socket; at least 1.
     public var threads: Int
     /// The most connections open at once, across all clients. Lowered at start if the process's file descriptor
     /// limit cannot hold it (see ``HTTPServer/connectionLimit``).
@@ -12,8 +12,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// The most connections open at once from one client address; 0 means no limit. Excess connections are closed
     /// as soon as they are accepted.
     public var perAddressConnectionLimit: Int
-    /// Seconds of inactivity after which a connection is closed; 0 means never. Suspended requests (waiting for an
-    /// asynchronous answer) are exempt.
+    /// `server.connection_timeout_s`: the deadline, in seconds, for each of a request head (from its first byte), a
+    /// body (from the head's end), the idle wait between requests and the writing of one answer; progress does not
+    /// extend it (DESIGN.md, "The HTTP front"). 0 means none. A request waiting for its handler is exempt.
     public var connectionTimeoutSeconds: Int
     /// The largest request line plus headers answered normally; larger: 431 `{"error":"too_large"}`.
     public var maxHeaderBytes: Int

@@ -8,7 +8,7 @@ public struct HTTPServerError: Error, Equatable, CustomStringConvertible {
         public static let invalidConfiguration = Code(name: "invalidConfiguration")
         /// The listening socket could not be opened or bound (the reason names the address and port).
         public static let bindFailed = Code(name: "bindFailed")
-        /// libmicrohttpd refused to start its daemon.
+        /// A server thread could not start.
         public static let startFailed = Code(name: "startFailed")
 
         public var description: String { name }

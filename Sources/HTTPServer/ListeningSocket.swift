@@ -1,6 +1,8 @@
 import Glibc
 
-/// Opens the listening socket the daemon is given, so that a failure can say what went wrong.
+/// Opens the server's one listening socket, so that a failure can say what went wrong. Every worker listens on a
+/// duplicate of it: a port already in use, by this user's other servers too, fails here (`SO_REUSEPORT` sockets
+/// would have joined them silently).
 enum ListeningSocket {
     struct Opened {
         let descriptor: Int32
@@ -65,7 +67,7 @@ enum ListeningSocket {
             close(descriptor)
             throw HTTPServerError(.bindFailed, "cannot listen on \(endpoint): \(text)")
         }
-        // MHD's worker threads all accept from this socket, so it must not block.
+        // Every worker accepts from this socket, so it must not block.
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
 
         var actual = sockaddr_storage()

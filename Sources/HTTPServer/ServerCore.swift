@@ -1,37 +1,33 @@
+import Dispatch
+import HTTP1
 import Synchronization
 
-/// The state shared by the daemon's callbacks, the request contexts and the ``HTTPServer`` object.
-///
-/// The daemon's callbacks reach it through an unretained pointer: ``HTTPServer`` keeps it alive and stops the
-/// daemon before letting go. Request contexts hold it unowned (see ``RequestContext/core``): a context can outlive
-/// the server in a responder the handler kept, and must not keep the server, and so the handler, alive with it.
+/// What every worker of one ``HTTPServer`` shares: the handler, the connection machine's settings, the caps and the
+/// counters. Workers and connections hold it; request contexts do not (see ``RequestContext``), so that a responder a
+/// handler keeps never keeps the server, and the handler with it, alive.
 final class ServerCore: Sendable {
     let handler: any HTTPHandler
-    let maxHeaderBytes: Int
-    let maxURLBytes: Int
+    let connection: HTTP1Connection.Configuration
+    let caps: ConnectionCaps
     /// Counters that request contexts update, retained by each of them.
     let counters = RequestCounters()
-    /// Request contexts MHD currently holds (for leak checks in tests).
+    /// Request contexts a connection holds right now (for leak checks in tests).
     let openContexts = Atomic<Int>(0)
     /// Set by ``HTTPServer/quiesce()``: every later answer closes its connection.
     let quiesced = Atomic<Bool>(false)
-    /// Suspended requests, so that ``HTTPServer/stop()`` can resume them (MHD must not stop with any suspended).
-    /// A context leaves it when its request is resumed or closed, or when the server stops.
-    let suspended = Mutex(SuspendedRequests())
+    /// Signalled when the last connection of a quiesced server closes (``HTTPServer/waitUntilDrained(until:)``).
+    let drained = DispatchSemaphore(value: 0)
 
-    struct SuspendedRequests {
-        var stopping = false
-        var contexts: [ObjectIdentifier: RequestContext] = [:]
+    /// A connection has closed.
+    func connectionClosed(_ peer: SocketPeer) {
+        if caps.release(peer) == 0 && quiesced.load(ordering: .relaxed) {
+            drained.signal()
+        }
     }
 
-    init(handler: any HTTPHandler, maxHeaderBytes: Int, maxURLBytes: Int) {
+    init(handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps) {
         self.handler = handler
-        self.maxHeaderBytes = maxHeaderBytes
-        self.maxURLBytes = maxURLBytes
-    }
-
-    /// The answer to a request whose headers or target are over the limits.
-    static func tooLarge(_ status: Int) -> HTTPResponse {
-        .json(status, #"{"error":"too_large"}"#)
+        self.connection = connection
+        self.caps = caps
     }
 }

@@ -222,27 +222,14 @@ public final class Relay: Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         maintenance.timer.cancel()
         server.quiesce()
-        // Requests still in flight, or still arriving on open connections, are served until the
-        // relay has been idle for a moment or the grace period ends.
+        // Every worker closes its idle connections at once and each other one once its answer is written; the last
+        // close wakes this thread. When the grace period ends first, what still waits for APNs is answered 503
+        // `overloaded`, and those answers are written before the connections close.
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
-        var idleSince: DispatchTime? = nil
-        while DispatchTime.now() < grace {
-            if service.pending.count > 0 || server.pendingResponses > 0 || service.headsWaitingForLimits > 0 {
-                idleSince = nil
-            } else if let since = idleSince {
-                if DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds > 250_000_000 { break }
-            } else {
-                idleSince = DispatchTime.now()
-            }
-            usleep(5_000)
+        if !server.waitUntilDrained(until: grace) {
+            service.abandonPending()
+            _ = server.waitUntilDrained(until: .now() + .seconds(1))
         }
-        let abandoned = service.pending.count
-        service.abandonPending()
-        // Let the last answers leave before the connections close: resumed connections are
-        // written by the server's threads shortly after they are answered.
-        let flush = DispatchTime.now() + .milliseconds(500)
-        while DispatchTime.now() < flush && server.pendingResponses > 0 { usleep(5_000) }
-        if abandoned > 0 { usleep(200_000) }
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }

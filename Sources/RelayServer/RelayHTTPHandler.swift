@@ -114,12 +114,8 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
     /// the client's address like every request there, and a blocked address gets its 429.
-    func refused(_ head: HTTPRequestHead, status: Int) -> HTTPResponse {
-        let error: RelayError =
-            status == 400
-            ? RelayError.badRequest.detail(
-                "framing: Content-Length given with differing values, or a Transfer-Encoding other than chunked")
-            : .tooLarge
+    func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
+        let error = RelayError.refusal(refusal.rule, status: refusal.status)
         let route = Route(number: head.route)
         let endpoint = route.endpoint
         if route.countsAgainstAddress {
@@ -136,7 +132,7 @@ final class RelayHTTPHandler: HTTPHandler {
             }
         }
         var response = answer(error, endpoint)
-        response.status = status
+        response.status = refusal.status
         return response
     }
 

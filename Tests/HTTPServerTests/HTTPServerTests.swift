@@ -261,6 +261,31 @@ struct HTTPServerTests {
         #expect(server.pendingResponses == 0)
     }
 
+    /// The drain of a SIGTERM: idle keep-alive connections close at once, a request in progress is answered and its
+    /// connection closes after the answer, and the wait for the last close is signalled (it returns as soon as that
+    /// answer is out, and times out while a request still waits).
+    @Test func quiesceClosesIdleConnectionsAndTheDrainEndsWithTheLastAnswer() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler)
+        defer { server.stop() }
+        let idle = try RawHTTPClient(port: server.port)
+        try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try idle.readResponse().status == 200)
+        let busy = try RawHTTPClient(port: server.port)
+        try busy.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: d\r\nContent-Length: 1\r\n\r\nx")
+        let responder = try handler.responder("d")
+
+        server.quiesce()
+        #expect(idle.isClosedByPeer(within: 5))
+        #expect(!server.waitUntilDrained(until: .now() + .milliseconds(200)))
+        responder.respond(.json(200, "{}"))
+        #expect(server.waitUntilDrained(until: .now() + .seconds(10)))
+        let answer = try busy.readResponse()
+        #expect(answer.status == 200)
+        #expect(answer.header("connection")?.lowercased() == "close")
+        #expect(busy.isClosedByPeer(within: 5))
+    }
+
     @Test func stopWithASuspendedRequestIsHarmless() throws {
         let handler = TestHandler()
         let server = try makeServer(handler)

@@ -20,6 +20,10 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let overloaded = Code(rawValue: "overloaded")
         public static let notFound = Code(rawValue: "not_found")
         public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
+        /// A transfer coding other than `chunked` (DESIGN.md, "The HTTP front").
+        public static let notImplemented = Code(rawValue: "not_implemented")
+        /// An HTTP version other than 1.0 and 1.1.
+        public static let versionNotSupported = Code(rawValue: "version_not_supported")
         /// A fault of the relay itself (a grant that could not be sealed): never the client's, never expected.
         public static let internalError = Code(rawValue: "internal_error")
     }
@@ -78,6 +82,8 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         case .apns: 502
         case .overloaded: 503
         case .internalError: 500
+        case .notImplemented: 501
+        case .versionNotSupported: 505
         default: 500
         }
     }

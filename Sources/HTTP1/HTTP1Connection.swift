@@ -1,0 +1,365 @@
+/// One client connection's HTTP/1.1 state machine (DESIGN.md, "The HTTP front"), pure: the shell that owns the
+/// socket feeds it inputs (bytes read, the peer's end of stream, a deadline reached, the handler's decision and
+/// answer, a write finished), each with the current instant, and carries out the ``Action`` it returns.
+///
+/// Requests are handled one at a time, in order: while the handler decides or answers, bytes of later requests are
+/// buffered (up to ``Configuration/maxBufferedBytes``, then reading stops) and nothing else is read or answered for
+/// this connection. Time is monotonic nanoseconds from any origin the shell chooses (its loop's clock).
+///
+/// Deadlines (`server.connection_timeout_s`, ``Configuration/timeout``) bound the idle wait before a request's
+/// first byte, a head from its first byte to its end, a body from its start to its last byte, and the writing of
+/// each answer; progress never extends one. The handler's own time has no deadline here.
+public struct HTTP1Connection: Sendable {
+    /// Limits and deadlines of a connection.
+    public struct Configuration: Sendable, Equatable {
+        /// The head's limits (target, head size, field lines).
+        public var limits: HTTP1RequestParser.Limits
+        /// `server.connection_timeout_s`: each deadline's length, in nanoseconds.
+        public var timeout: UInt64
+        /// How long a connection closing after a refusal keeps reading and dropping what the client still sends,
+        /// so that the client reads its answer rather than a reset (lingering close), in nanoseconds.
+        public var lingerTimeout: UInt64
+        /// The most bytes of later requests held while one request is with its handler; more stop the reading.
+        public var maxBufferedBytes: Int
+        /// The largest declared body read and dropped, keeping the connection, when the handler answers from the
+        /// head alone; a larger or chunked one gets the answer and a lingering close instead.
+        public var discardableBodyBytes: Int
+
+        /// Creates a configuration; every limit has a production default.
+        public init(
+            limits: HTTP1RequestParser.Limits = HTTP1RequestParser.Limits(), timeout: UInt64 = 30_000_000_000,
+            lingerTimeout: UInt64 = 2_000_000_000, maxBufferedBytes: Int = 64 * 1024,
+            discardableBodyBytes: Int = 64 * 1024
+        ) {
+            self.limits = limits
+            self.timeout = timeout
+            self.lingerTimeout = lingerTimeout
+            self.maxBufferedBytes = maxBufferedBytes
+            self.discardableBodyBytes = discardableBodyBytes
+        }
+    }
+
+    /// What the handler is asked for; each is answered through an input of the machine.
+    public enum HandUp: Sendable, Equatable {
+        /// A head is in: decide with ``readBody(limit:now:)`` or answer with ``respond(_:now:)``, now or later
+        /// (the request waits; nothing else is read or answered for the connection meanwhile).
+        case head(HTTP1RequestHead)
+        /// The request is complete: answer with ``respond(_:now:)``, now or later.
+        case request(HTTP1RequestHead, body: [UInt8])
+        /// The request is refused (`error.status`: 400, 413, 414, 431, 501 or 505): answer with
+        /// ``respond(_:now:)`` (the handler may count it; ``HTTP1Response/refusal(_:)`` is the plain answer). The
+        /// head holds what was read of it. The connection then closes, lingering.
+        case refused(HTTP1RequestHead, HTTP1ParseError)
+    }
+
+    /// What the shell does after an input. `deadline` and `isReading` are the connection's wishes as they stand
+    /// (level, not edge): the shell moves its one timer and its reading to match.
+    public struct Action: Sendable, Equatable {
+        /// Bytes to write, after any earlier write; ``writeFinished(now:)`` follows once they are all written.
+        /// There is never a second write before that.
+        public var write: [UInt8]?
+        /// A request for the handler.
+        public var handUp: HandUp?
+        /// The instant at which ``deadlineReached(now:)`` is due, or nil for none.
+        public var deadline: UInt64?
+        /// Whether to read from the socket.
+        public var isReading: Bool
+        /// Shut the write side (the answer before a lingering close is out; the client sees its end).
+        public var shutdownWrite: Bool
+        /// Close the socket now; the machine takes no more input.
+        public var close: Bool
+    }
+
+    /// After an answer is written.
+    enum AfterWrite: Sendable, Equatable {
+        case nextRequest
+        case close
+        case linger
+    }
+
+    enum State: Sendable {
+        /// Waiting for a request's first byte.
+        case idle(deadline: UInt64)
+        case head(deadline: UInt64)
+        /// The head is with the handler.
+        case deciding(HTTP1RequestHead)
+        /// Reading a body: kept for the handler, or dropped before `answer` is written.
+        case body(HTTP1RequestHead, deadline: UInt64, answer: HTTP1Response?)
+        /// The request is with the handler.
+        case handling(HTTP1RequestHead)
+        /// A refusal is with the handler.
+        case refusing(HTTP1RequestHead)
+        /// The answer is being written.
+        case answered(AfterWrite)
+        case lingering(deadline: UInt64)
+        case closed
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    private var parser: HTTP1RequestParser
+    private var state: State
+    private var peerClosed = false
+    /// Bytes queued and not yet handed to the shell, and whether a write is out.
+    private var output: [UInt8] = []
+    private var writing = false
+    private var writeDeadline: UInt64?
+    private var pendingShutdown = false
+    /// Set by ``drain(now:)``: the next answer closes the connection.
+    private var draining = false
+
+    /// A connection just accepted at `now`: the idle deadline runs from here.
+    public init(configuration: Configuration = Configuration(), now: UInt64) {
+        self.configuration = configuration
+        parser = HTTP1RequestParser(limits: configuration.limits)
+        state = .idle(deadline: now &+ configuration.timeout)
+    }
+
+    /// Whether the connection is closed (it takes no more input).
+    public var isClosed: Bool {
+        if case .closed = state { return true }
+        return false
+    }
+
+    /// The wishes as they stand, without an input (for example right after ``init(configuration:now:)``): the
+    /// deadline and whether to read.
+    public var current: Action {
+        Action(
+            write: nil, handUp: nil, deadline: deadline, isReading: wantsToRead, shutdownWrite: false, close: isClosed)
+    }
+
+    // MARK: - Inputs
+
+    /// Bytes read from the socket.
+    public mutating func received(_ bytes: some Collection<UInt8>, now: UInt64) -> Action {
+        switch state {
+        case .closed, .lingering: return action(nil, now: now)
+        default: break
+        }
+        parser.append(contentsOf: bytes)
+        return advance(now)
+    }
+
+    /// The peer ended its side (a read returned end of stream). Requests already in still get their answers; a
+    /// request cut short closes the connection.
+    public mutating func peerClosed(now: UInt64) -> Action {
+        peerClosed = true
+        switch state {
+        case .idle, .head, .body, .lingering:
+            return close()
+        case .deciding, .handling, .refusing, .answered, .closed:
+            return action(nil, now: now)
+        }
+    }
+
+    /// The timer set for ``Action/deadline`` fired. A deadline passed closes the connection; an early or stale
+    /// call changes nothing.
+    public mutating func deadlineReached(now: UInt64) -> Action {
+        guard let due = deadline, now >= due else { return action(nil, now: now) }
+        // A write that is not done, an idle or slow client, or the end of lingering: each ends the connection.
+        return close()
+    }
+
+    /// The handler's decision after ``HandUp/head(_:)``: read the body, up to `limit` bytes.
+    public mutating func readBody(limit: Int, now: UInt64) -> Action {
+        guard case .deciding(let head) = state else { return action(nil, now: now) }
+        if let error = parser.readBody(limit: limit) {
+            state = .refusing(head)
+            return action(.refused(head, error), now: now)
+        }
+        if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
+            queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), now: now)
+        }
+        state = .body(head, deadline: now &+ configuration.timeout, answer: nil)
+        return advance(now)
+    }
+
+    /// The handler's answer: to a head (answered from the head alone), to a request, or to a refusal. A second
+    /// answer to one request, or an answer when none is awaited, is ignored.
+    public mutating func respond(_ response: HTTP1Response, now: UInt64) -> Action {
+        switch state {
+        case .deciding(let head):
+            guard head.hasBody else {
+                // The parser passes the empty body, so that it stands at the next request.
+                parser.readBody(limit: 0, keep: false)
+                _ = parser.next()
+                return answer(response, head, then: head.keepAlive ? .nextRequest : .close, now: now)
+            }
+            let length = head.contentLength ?? 0
+            if head.isChunked || head.expectsContinue || length > configuration.discardableBodyBytes {
+                // A body not worth reading, or one the client waits to be asked for: answer and close, lingering.
+                return answer(response, head, then: .linger, now: now)
+            }
+            // A small body: dropped as it arrives, then the answer, on a connection that stays open.
+            parser.readBody(limit: length, keep: false)
+            state = .body(head, deadline: now &+ configuration.timeout, answer: response)
+            return advance(now)
+        case .handling(let head):
+            return answer(response, head, then: head.keepAlive ? .nextRequest : .close, now: now)
+        case .refusing(let head):
+            return answer(response, head, then: .linger, now: now)
+        case .idle, .head, .body, .answered, .lingering, .closed:
+            return action(nil, now: now)
+        }
+    }
+
+    /// The server is shutting down: an idle connection (between requests, no byte of the next one read) closes now;
+    /// otherwise the answer to the request in progress carries `connection: close` and the connection closes once
+    /// it is written.
+    public mutating func drain(now: UInt64) -> Action {
+        draining = true
+        if case .idle = state { return close() }
+        return action(nil, now: now)
+    }
+
+    /// The bytes of the last ``Action/write`` are all written.
+    public mutating func writeFinished(now: UInt64) -> Action {
+        guard writing else { return action(nil, now: now) }
+        writing = false
+        if !output.isEmpty {
+            return action(nil, now: now, write: takeOutput(now: now))
+        }
+        writeDeadline = nil
+        guard case .answered(let after) = state else { return action(nil, now: now) }
+        switch after {
+        case .nextRequest:
+            state = .idle(deadline: now &+ configuration.timeout)
+            return advance(now)
+        case .close:
+            return close()
+        case .linger:
+            if peerClosed { return close() }
+            state = .lingering(deadline: now &+ configuration.lingerTimeout)
+            pendingShutdown = true
+            return action(nil, now: now)
+        }
+    }
+
+    // MARK: - Steps
+
+    /// Parses what the buffer holds as far as the state allows.
+    private mutating func advance(_ now: UInt64) -> Action {
+        while true {
+            switch state {
+            case .idle:
+                guard parser.bufferedByteCount > 0 else {
+                    return peerClosed ? close() : action(nil, now: now)
+                }
+                // The head's deadline runs from its first byte, or, for a pipelined head already buffered, from
+                // the moment the connection turns to it.
+                state = .head(deadline: now &+ configuration.timeout)
+            case .head:
+                switch parser.next() {
+                case .needMoreBytes:
+                    return peerClosed ? close() : action(nil, now: now)
+                case .head(let head):
+                    state = .deciding(head)
+                    return action(.head(head), now: now)
+                case .refused(let error, let head):
+                    state = .refusing(head)
+                    return action(.refused(head, error), now: now)
+                case .body:
+                    // Not after a head scan; treated as the protocol error it would be.
+                    return close()
+                }
+            case .body(let head, _, let answer):
+                switch parser.next() {
+                case .needMoreBytes:
+                    return peerClosed ? close() : action(nil, now: now)
+                case .body(let body):
+                    if let answer {
+                        return self.answer(answer, head, then: head.keepAlive ? .nextRequest : .close, now: now)
+                    }
+                    state = .handling(head)
+                    return action(.request(head, body: body), now: now)
+                case .refused(let error, let partial):
+                    let known = partial.method.isEmpty ? head : partial
+                    state = .refusing(known)
+                    return action(.refused(known, error), now: now)
+                case .head:
+                    return close()
+                }
+            case .deciding, .handling, .refusing, .answered, .lingering, .closed:
+                return action(nil, now: now)
+            }
+        }
+    }
+
+    private mutating func answer(
+        _ response: HTTP1Response, _ head: HTTP1RequestHead, then after: AfterWrite, now: UInt64
+    ) -> Action {
+        let after = draining && after == .nextRequest ? AfterWrite.close : after
+        let closing = after != .nextRequest
+        queue(
+            response.serialized(
+                close: closing, keepAliveHTTP10: !closing && head.version == .http10, headRequest: head.method == "HEAD"
+            ),
+            now: now)
+        state = .answered(after)
+        return action(nil, now: now)
+    }
+
+    private mutating func queue(_ bytes: [UInt8], now: UInt64) {
+        if output.isEmpty {
+            output = bytes
+        } else {
+            output.append(contentsOf: bytes)
+        }
+    }
+
+    /// Hands the queued bytes to the shell; the client has `timeout` to read them (a new deadline per write: each
+    /// is one answer, or a `100 Continue`).
+    private mutating func takeOutput(now: UInt64) -> [UInt8] {
+        writing = true
+        writeDeadline = now &+ configuration.timeout
+        let bytes = output
+        output = []
+        return bytes
+    }
+
+    private mutating func close() -> Action {
+        state = .closed
+        output = []
+        writeDeadline = nil
+        return current
+    }
+
+    /// The deadline in force: the write's, or the state's, whichever comes first.
+    private var deadline: UInt64? {
+        let stateDeadline: UInt64?
+        switch state {
+        case .idle(let deadline), .head(let deadline), .body(_, let deadline, _), .lingering(let deadline):
+            stateDeadline = deadline
+        case .deciding, .handling, .refusing, .answered, .closed:
+            stateDeadline = nil
+        }
+        switch (stateDeadline, writeDeadline) {
+        case (let a?, let b?): return min(a, b)
+        case (let a?, nil): return a
+        case (nil, let b): return b
+        }
+    }
+
+    private var wantsToRead: Bool {
+        if peerClosed { return false }
+        switch state {
+        case .closed: return false
+        case .idle, .head, .body, .lingering: return true
+        case .deciding, .handling, .refusing, .answered:
+            return parser.bufferedByteCount < configuration.maxBufferedBytes
+        }
+    }
+
+    /// The action after an input: the hand-up, any write due (one at a time), and the wishes as they stand.
+    private mutating func action(_ handUp: HandUp?, now: UInt64, write: [UInt8]? = nil) -> Action {
+        var write = write
+        if write == nil && !writing && !output.isEmpty, !isClosed {
+            write = takeOutput(now: now)
+        }
+        let shutdown = pendingShutdown
+        pendingShutdown = false
+        return Action(
+            write: write, handUp: handUp, deadline: deadline, isReading: wantsToRead, shutdownWrite: shutdown,
+            close: isClosed)
+    }
+}

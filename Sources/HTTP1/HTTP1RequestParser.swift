@@ -1,0 +1,365 @@
+/// The relay's strict, incremental HTTP/1.1 request parser (RFC 9112 as DESIGN.md, "The HTTP front", narrows it).
+///
+/// Bytes go in with ``append(_:)`` as they arrive, in any split; ``next()`` then says what they hold: a head, a
+/// whole body, a refusal, or that more bytes are needed. The same bytes give the same events however they are split:
+/// every decision is made at a byte's position in the stream, never at the end of a read.
+///
+/// After ``Event/head(_:)`` the caller decides the body's limit (it is per route) with ``readBody(limit:keep:)``;
+/// until then the parser reads nothing more. Bytes of later requests (pipelining) stay buffered
+/// (``bufferedByteCount``) until the current request is done. A refusal is final: the connection must close.
+public struct HTTP1RequestParser: Sendable {
+    /// What a head may hold. Defaults are the relay's (DESIGN.md, "Limits").
+    public struct Limits: Sendable, Equatable {
+        /// The longest target; longer: 414.
+        public var maxTargetBytes: Int
+        /// The largest head, request line to the empty line included (and the largest trailer section); larger: 431.
+        public var maxHeadBytes: Int
+        /// The most field lines in a head (and in a trailer section); more: 431.
+        public var maxFieldLines: Int
+
+        /// Creates limits.
+        public init(maxTargetBytes: Int = 4096, maxHeadBytes: Int = 8192, maxFieldLines: Int = 100) {
+            self.maxTargetBytes = maxTargetBytes
+            self.maxHeadBytes = maxHeadBytes
+            self.maxFieldLines = maxFieldLines
+        }
+    }
+
+    /// What the bytes so far hold.
+    public enum Event: Sendable, Equatable {
+        /// Nothing more can be said until more bytes arrive (or, after ``head(_:)``, until
+        /// ``readBody(limit:keep:)``).
+        case needMoreBytes
+        /// A request's head is complete; its body is not read until ``readBody(limit:keep:)`` sets its limit.
+        case head(HTTP1RequestHead)
+        /// The request's whole body, decoded (empty without one, or when read with `keep: false`): the request is
+        /// complete, and the next event belongs to the next request.
+        case body([UInt8])
+        /// The request is refused. The head holds what was read of it (an empty method or path when the request
+        /// line was not complete; for a 414, the target's first ``Limits/maxTargetBytes`` bytes), so that a handler
+        /// can count the refusal against its route. Final: every later call returns it again.
+        case refused(HTTP1ParseError, HTTP1RequestHead)
+    }
+
+    /// The parser's limits.
+    public let limits: Limits
+
+    /// Bytes received and not yet consumed start at `position`; a head or a trailer section stays in the buffer,
+    /// from `position`, until its end is found (its fields are recorded as offsets from `position`).
+    private var buffer: [UInt8] = []
+    private var position = 0
+    /// The next byte a head or trailer scan examines.
+    private var scan = 0
+    private var state = State.head
+    var lines = LineScan()
+    /// The head whose body is being read (or that waits for its body limit).
+    private var current: HTTP1RequestHead?
+    private var body: [UInt8] = []
+    private var bodyLength = 0
+    private var bodyLimit = 0
+    private var keepBody = true
+
+    enum State: Sendable {
+        /// Scanning a head (`lines` holds where).
+        case head
+        /// The head was returned; waiting for ``readBody(limit:keep:)``.
+        case awaitingBodyLimit
+        case lengthBody(remaining: Int)
+        /// Chunk size digits so far, and the length of the size line so far.
+        case chunkSize(value: UInt64, digits: Int, lineBytes: Int)
+        /// After the size: spaces or tabs, which only an extension may follow.
+        case chunkSizeSpace(value: UInt64, lineBytes: Int)
+        case chunkExtension(value: UInt64, lineBytes: Int)
+        case chunkSizeLF(value: UInt64)
+        case chunkData(remaining: Int)
+        case chunkDataCR
+        case chunkDataLF
+        /// Scanning the trailer section (`lines` holds where).
+        case trailers
+        case failed(HTTP1ParseError, HTTP1RequestHead)
+    }
+
+    /// The longest chunk size line, extensions included: the parser ignores extensions, but bounds them.
+    static let maxChunkLineBytes = 1024
+
+    /// Creates a parser with no bytes yet.
+    public init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
+
+    /// Bytes received and not yet consumed (a head being read, or requests pipelined behind the current one).
+    public var bufferedByteCount: Int { buffer.count - position }
+
+    /// Whether the parser is between requests with no byte of the next one yet: an idle connection.
+    public var isAtRequestBoundary: Bool {
+        if case .head = state { return buffer.count == position }
+        return false
+    }
+
+    /// Whether the current request's head is complete and its body (if any) not yet wholly read.
+    public var isReadingBody: Bool {
+        switch state {
+        case .head, .failed: false
+        default: true
+        }
+    }
+
+    /// Adds bytes received.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Adds bytes received.
+    public mutating func append(contentsOf bytes: some Collection<UInt8>) {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Drops consumed bytes, so that the buffer holds only what is still to be read. Offsets into a head are kept
+    /// relative to `position`, so they survive the move.
+    private mutating func compact() {
+        guard position > 0 else { return }
+        if position == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+        } else {
+            buffer.removeSubrange(0..<position)
+        }
+        scan -= position
+        position = 0
+    }
+
+    /// Sets the limit of the body of the head just returned, and starts reading it. A declared `Content-Length`
+    /// over `limit` refuses the request at once (returned, and from ``next()``); a chunked body is refused as soon
+    /// as its decoded size would pass `limit`. With `keep: false` the body is read and dropped (an answer chosen
+    /// from the head alone, on a connection that stays open).
+    @discardableResult
+    public mutating func readBody(limit: Int, keep: Bool = true) -> HTTP1ParseError? {
+        guard case .awaitingBodyLimit = state, let head = current else { return nil }
+        bodyLimit = max(0, limit)
+        keepBody = keep
+        body = []
+        bodyLength = 0
+        if head.isChunked {
+            state = .chunkSize(value: 0, digits: 0, lineBytes: 0)
+            return nil
+        }
+        let length = head.contentLength ?? 0
+        if length > bodyLimit {
+            return fail(.bodyTooLarge, "Content-Length over the route's body limit", head)
+        }
+        if keep && length > 0 {
+            body.reserveCapacity(length)
+        }
+        state = .lengthBody(remaining: length)
+        return nil
+    }
+
+    /// What the bytes so far hold; see ``Event``.
+    public mutating func next() -> Event {
+        let bytes = buffer
+        return bytes.withUnsafeBufferPointer { step($0) }
+    }
+
+    private mutating func step(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
+        switch state {
+        case .failed(let error, let head):
+            return .refused(error, head)
+        case .awaitingBodyLimit:
+            return .needMoreBytes
+        case .head:
+            return scanHead(bytes)
+        default:
+            return readBody(bytes)
+        }
+    }
+
+    @discardableResult
+    mutating func fail(_ code: HTTP1ParseError.Code, _ reason: String, _ head: HTTP1RequestHead) -> HTTP1ParseError {
+        let error = HTTP1ParseError(code, reason)
+        state = .failed(error, head)
+        current = nil
+        body = []
+        return error
+    }
+
+    // MARK: - Head
+
+    private mutating func scanHead(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
+        if scan == position && scan < bytes.count {
+            lines = LineScan()
+        }
+        var index = scan
+        let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: false)
+        scan = index
+        switch outcome {
+        case .needMoreBytes:
+            return .needMoreBytes
+        case .failed(let code, let reason):
+            let partial = lines.partialHead(bytes, start: position, upTo: scan, limits: limits)
+            fail(code, reason, partial)
+            return step(bytes)
+        case .complete:
+            switch lines.makeHead(bytes, start: position) {
+            case .failure(let refusal):
+                fail(refusal.code, refusal.reason, refusal.head)
+                return step(bytes)
+            case .success(let head):
+                position = scan
+                current = head
+                state = .awaitingBodyLimit
+                return .head(head)
+            }
+        }
+    }
+
+    // MARK: - Body
+
+    private mutating func readBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
+        let end = bytes.count
+        while true {
+            switch state {
+            case .lengthBody(let remaining):
+                let count = min(remaining, end - position)
+                take(bytes, count)
+                if count < remaining {
+                    state = .lengthBody(remaining: remaining - count)
+                    return .needMoreBytes
+                }
+                return finish()
+            case .chunkSize(let value, let digits, let lineBytes):
+                guard position < end else { return .needMoreBytes }
+                let byte = bytes[position]
+                guard lineBytes < Self.maxChunkLineBytes else {
+                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
+                }
+                position += 1
+                if let digit = ASCII.hexValue(byte) {
+                    // Past 2^63 a size is refused, not wrapped: no reader may take it for a smaller one.
+                    guard value <= (UInt64(Int.max) >> 4) else {
+                        return refuse(.invalidChunkSize, "chunk size past 2^63", bytes)
+                    }
+                    state = .chunkSize(value: value << 4 | UInt64(digit), digits: digits + 1, lineBytes: lineBytes + 1)
+                    continue
+                }
+                guard digits > 0 else { return refuse(.invalidChunkSize, "chunk size without hex digits", bytes) }
+                switch byte {
+                case ASCII.cr: state = .chunkSizeLF(value: value)
+                case ASCII.semicolon: state = .chunkExtension(value: value, lineBytes: lineBytes + 1)
+                case ASCII.space, ASCII.tab: state = .chunkSizeSpace(value: value, lineBytes: lineBytes + 1)
+                case ASCII.lf: return refuse(.invalidLineEnding, "chunk size line ended by a bare LF", bytes)
+                default: return refuse(.invalidChunkSize, "chunk size not hex digits", bytes)
+                }
+            case .chunkSizeSpace(let value, let lineBytes):
+                guard position < end else { return .needMoreBytes }
+                guard lineBytes < Self.maxChunkLineBytes else {
+                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
+                }
+                let byte = bytes[position]
+                position += 1
+                switch byte {
+                case ASCII.space, ASCII.tab: state = .chunkSizeSpace(value: value, lineBytes: lineBytes + 1)
+                case ASCII.semicolon: state = .chunkExtension(value: value, lineBytes: lineBytes + 1)
+                default: return refuse(.invalidChunkSize, "a space after a chunk size, not before an extension", bytes)
+                }
+            case .chunkExtension(let value, var lineBytes):
+                // Ignored, but held to a field value's bytes and to the line's limit.
+                while position < end && ASCII.isFieldValue(bytes[position]) && lineBytes < Self.maxChunkLineBytes {
+                    position += 1
+                    lineBytes += 1
+                }
+                guard position < end else {
+                    state = .chunkExtension(value: value, lineBytes: lineBytes)
+                    return .needMoreBytes
+                }
+                guard lineBytes < Self.maxChunkLineBytes else {
+                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
+                }
+                let byte = bytes[position]
+                position += 1
+                switch byte {
+                case ASCII.cr: state = .chunkSizeLF(value: value)
+                case ASCII.lf: return refuse(.invalidLineEnding, "chunk size line ended by a bare LF", bytes)
+                default: return refuse(.invalidChunkSize, "a control byte in a chunk extension", bytes)
+                }
+            case .chunkSizeLF(let value):
+                guard position < end else { return .needMoreBytes }
+                guard bytes[position] == ASCII.lf else {
+                    return refuse(.invalidLineEnding, "a CR not followed by LF after a chunk size", bytes)
+                }
+                position += 1
+                if value == 0 {
+                    state = .trailers
+                    scan = position
+                    lines = LineScan(trailers: ())
+                    continue
+                }
+                guard value <= UInt64(bodyLimit - bodyLength) else {
+                    return refuse(.bodyTooLarge, "chunked body over the route's body limit", bytes)
+                }
+                state = .chunkData(remaining: Int(value))
+            case .chunkData(let remaining):
+                let count = min(remaining, end - position)
+                take(bytes, count)
+                if count < remaining {
+                    state = .chunkData(remaining: remaining - count)
+                    return .needMoreBytes
+                }
+                state = .chunkDataCR
+            case .chunkDataCR:
+                guard position < end else { return .needMoreBytes }
+                guard bytes[position] == ASCII.cr else {
+                    return refuse(.invalidChunkData, "chunk data not followed by CRLF", bytes)
+                }
+                position += 1
+                state = .chunkDataLF
+            case .chunkDataLF:
+                guard position < end else { return .needMoreBytes }
+                guard bytes[position] == ASCII.lf else {
+                    return refuse(.invalidChunkData, "chunk data not followed by CRLF", bytes)
+                }
+                position += 1
+                state = .chunkSize(value: 0, digits: 0, lineBytes: 0)
+            case .trailers:
+                var index = scan
+                let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: true)
+                scan = index
+                switch outcome {
+                case .needMoreBytes: return .needMoreBytes
+                case .failed(let code, let reason): return refuse(code, reason, bytes)
+                case .complete:
+                    // Trailer fields are dropped: nothing in the relay reads them.
+                    position = scan
+                    return finish()
+                }
+            case .head, .awaitingBodyLimit, .failed:
+                return step(bytes)
+            }
+        }
+    }
+
+    private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ count: Int) {
+        if keepBody && count > 0 {
+            body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[position..<position + count]))
+        }
+        bodyLength += count
+        position += count
+    }
+
+    private mutating func finish() -> Event {
+        let whole = body
+        body = []
+        current = nil
+        state = .head
+        scan = position
+        return .body(whole)
+    }
+
+    private mutating func refuse(
+        _ code: HTTP1ParseError.Code, _ reason: String, _ bytes: UnsafeBufferPointer<UInt8>
+    ) -> Event {
+        let head = current ?? HTTP1RequestHead(method: "", target: "", path: "")
+        let error = fail(code, reason, head)
+        return .refused(error, head)
+    }
+}

@@ -1,0 +1,34 @@
+import HTTP1
+
+/// Why the server refused a request from its framing or its size, before the handler saw it whole (DESIGN.md, "The
+/// HTTP front"). The connection closes once the answer is written.
+public struct HTTPRefusal: Sendable, Equatable {
+    /// The answer's status: 400, 414, 431, 501 or 505 (a body over its limit goes to
+    /// ``HTTPHandler/bodyTooLarge(_:)`` instead).
+    public let status: Int
+    /// The relay's JSON error code for it: `bad_request`, `too_large`, `not_implemented` or `version_not_supported`.
+    public let error: String
+    /// One short English sentence naming the rule broken; it never quotes the request.
+    public let reason: String
+    /// The rule broken, for a handler that words its own answer (nil for a refusal made here from the status alone).
+    public let rule: HTTP1ParseError.Code?
+
+    /// Creates a refusal.
+    public init(status: Int, error: String, reason: String, rule: HTTP1ParseError.Code? = nil) {
+        self.status = status
+        self.error = error
+        self.reason = reason
+        self.rule = rule
+    }
+
+    init(_ parseError: HTTP1ParseError) {
+        self.init(
+            status: parseError.status, error: parseError.code.errorName, reason: parseError.reason,
+            rule: parseError.code)
+    }
+
+    /// The plain answer: `{"error":"<error>"}`.
+    public var response: HTTPResponse {
+        .json(status, #"{"error":""# + error + #""}"#)
+    }
+}

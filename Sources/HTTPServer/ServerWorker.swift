@@ -1,0 +1,89 @@
+import Glibc
+import Loop
+
+/// One worker of an ``HTTPServer``: an event loop on a thread of its own, its listening socket (`SO_REUSEPORT`: each
+/// worker accepts for itself) and the connections it accepted, which it owns for their whole life (DESIGN.md, worker
+/// model).
+// @unchecked Sendable: `listener` and `connections` are used only on `loop`'s thread (every method but `init` and
+// `stop` runs there, through `loop.execute` or `performAndWait`); `loop` and `core` never change.
+final class ServerWorker: @unchecked Sendable {
+    let loop: EventLoop
+    private let core: ServerCore
+    private var listener: TCPListener?
+    private var connections: [ObjectIdentifier: ServerConnection] = [:]
+
+    init(index: Int, core: ServerCore) throws(HTTPServerError) {
+        do {
+            loop = try EventLoop(name: "duo-http-\(index)")
+        } catch {
+            throw HTTPServerError(.startFailed, "cannot start a server thread: " + error.reason)
+        }
+        self.core = core
+    }
+
+    /// Accepts from `descriptor` (the server's listening socket or a duplicate of it), which the worker owns from
+    /// here (closed even when this throws).
+    func listen(on descriptor: Int32, backlog: Int32) throws(HTTPServerError) {
+        let failure: LoopError?
+        do {
+            failure = try loop.performAndWait { [self] in
+                do throws(LoopError) {
+                    listener = try TCPListener(on: loop, adopting: descriptor, backlog: backlog) {
+                        [unowned self] socket in accepted(socket)
+                    }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        } catch {
+            close(descriptor)
+            throw HTTPServerError(.startFailed, "the server thread has stopped")
+        }
+        if let failure {
+            throw HTTPServerError(.startFailed, "a server thread cannot listen: " + failure.reason)
+        }
+    }
+
+    private func accepted(_ socket: TCPConnection) {
+        // Over a cap (global or for this address), or an address family the caps cannot key: closed at once.
+        guard let address = socket.peerAddress, let peer = SocketPeer(bytes: address.bytes), core.caps.admit(peer)
+        else {
+            socket.close()
+            return
+        }
+        let connection = ServerConnection(core: core, worker: self, socket: socket, peer: peer)
+        connections[ObjectIdentifier(connection)] = connection
+        connection.start()
+    }
+
+    /// Called by a connection once its socket has closed.
+    func remove(_ connection: ServerConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+    }
+
+    /// Stops accepting (this worker's descriptor of the listening socket closes; the socket itself once every
+    /// worker's has) and makes every later answer close its connection. Returns once done.
+    func quiesce() {
+        let work: @Sendable () -> Void = { [self] in
+            listener?.stopAccepting()
+            listener = nil
+            for connection in connections.values { connection.drain() }
+        }
+        if loop.isCurrent {
+            work()
+        } else {
+            _ = try? loop.performAndWait(work)
+        }
+    }
+
+    /// Closes the listener and every connection, then ends the loop and its thread.
+    func stop() {
+        _ = try? loop.performAndWait { [self] in
+            listener?.close()
+            listener = nil
+            for connection in Array(connections.values) { connection.closeNow() }
+        }
+        loop.stop()
+    }
+}
