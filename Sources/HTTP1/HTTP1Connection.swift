@@ -105,6 +105,8 @@ public struct HTTP1Connection: Sendable {
     private var writing = false
     private var writeDeadline: UInt64?
     private var pendingShutdown = false
+    /// Set by ``drain(now:)``: the request in progress is the last.
+    private var draining = false
 
     /// A connection just accepted at `now`: the idle deadline runs from here.
     public init(configuration: Configuration = Configuration(), now: UInt64) {
@@ -201,6 +203,16 @@ public struct HTTP1Connection: Sendable {
         }
     }
 
+    /// The server is stopping: the request in progress (if any) still gets its answer, with `connection: close`,
+    /// and the connection then closes; an idle connection, or one in the middle of a head, closes now.
+    public mutating func drain(now: UInt64) -> Action {
+        draining = true
+        switch state {
+        case .idle, .head: return close()
+        default: return action(nil, now: now)
+        }
+    }
+
     /// The bytes of the last ``Action/write`` are all written.
     public mutating func writeFinished(now: UInt64) -> Action {
         guard writing else { return action(nil, now: now) }
@@ -214,9 +226,11 @@ public struct HTTP1Connection: Sendable {
         case .nextRequest:
             state = .idle(deadline: now &+ configuration.timeout)
             return advance(now)
-        case .close:
+        case .close where parser.bufferedByteCount == 0:
             return close()
-        case .linger:
+        case .close, .linger:
+            // Bytes the client sent that were not read would make the close a reset, which can destroy the answer
+            // before the client reads it: shut the write side and drop what comes, for a short while.
             if peerClosed { return close() }
             state = .lingering(deadline: now &+ configuration.lingerTimeout)
             pendingShutdown = true
@@ -277,6 +291,7 @@ public struct HTTP1Connection: Sendable {
     private mutating func answer(
         _ response: HTTP1Response, _ head: HTTP1RequestHead, then after: AfterWrite, now: UInt64
     ) -> Action {
+        let after = draining && after == .nextRequest ? .close : after
         let closing = after != .nextRequest
         queue(
             response.serialized(

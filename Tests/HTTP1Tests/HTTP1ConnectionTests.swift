@@ -262,6 +262,33 @@ struct HTTP1ConnectionTests {
         #expect(idle.peerClosed().close)
     }
 
+    @Test func aConnectionClosedByItsClientLingersOverBytesNotRead() {
+        var harness = Harness()
+        harness.receive("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /more HTTP/1.1\r\n")
+        harness.respond()
+        let after = harness.writeFinished()
+        #expect(after.shutdownWrite)
+        #expect(!after.close)
+        #expect(after.handUp == nil)
+    }
+
+    // MARK: Draining
+
+    @Test func drainingAnswersTheRequestInProgressThenCloses() {
+        var harness = Harness()
+        harness.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(!harness.connection.drain(now: harness.now).close)
+        harness.respond()
+        #expect(harness.takeWritten().contains("\r\nconnection: close\r\n"))
+        #expect(harness.writeFinished().close)
+
+        var idle = Harness()
+        #expect(idle.connection.drain(now: idle.now).close)
+        var partial = Harness()
+        partial.receive("GET / HT")
+        #expect(partial.connection.drain(now: partial.now).close)
+    }
+
     // MARK: Deadlines
 
     @Test func aSilentConnectionIsClosedAtTheIdleDeadline() {
