@@ -58,7 +58,8 @@ public struct HTTP1Connection: Sendable {
         /// Bytes to write, after any earlier write; ``writeFinished(now:)`` follows once they are all written.
         /// There is never a second write before that.
         public var write: [UInt8]?
-        /// A request for the handler.
+        /// A request for the handler, after ``write`` when both are set (a `100 Continue` and the request whose
+        /// body was already in).
         public var handUp: HandUp?
         /// The instant at which ``deadlineReached(now:)`` is due, or nil for none.
         public var deadline: UInt64?
@@ -167,7 +168,9 @@ public struct HTTP1Connection: Sendable {
             state = .refusing(head)
             return action(.refused(head, error), now: now)
         }
-        if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
+        // Sent even when body bytes are already in (RFC 9110, 10.1.1 allows either): what is written then depends
+        // on the bytes alone, never on how the reads split them.
+        if head.expectsContinue && head.hasBody {
             queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), now: now)
         }
         state = .body(head, deadline: now &+ configuration.timeout, answer: nil)

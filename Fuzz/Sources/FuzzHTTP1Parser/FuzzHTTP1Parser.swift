@@ -1,8 +1,9 @@
 import FuzzSupport
 import HTTP1
 
-/// The HTTP/1.1 request parser: the same bytes give the same events however they are split (whole, a byte at a
-/// time, and in pieces whose sizes come from the input's own hash), and never a crash. Whatever it accepts is
+/// The HTTP/1.1 request parser and connection machine: the same bytes give the same events, and the same bytes
+/// written back, however they are split (whole, a byte at a time, and in pieces whose sizes come from the input's
+/// own hash), and never a crash. Whatever it accepts is
 /// well formed (a token method, a path from `/`, framing by one of `Content-Length` or `chunked`, a body within its
 /// limit); whatever it refuses answers one of the documented statuses.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -42,6 +43,15 @@ enum HTTP1ParserTarget {
             start = end
         }
         invariant(events(pieces) == whole, "a split in pieces differs")
+
+        let served = HTTP1ConnectionTarget.run([input[...]])
+        invariant(served.closed, "the connection outlived its client's end of stream")
+        invariant(HTTP1ConnectionTarget.run(pieces) == served, "the connection wrote otherwise for a split")
+        if input.count <= 512 {
+            invariant(
+                HTTP1ConnectionTarget.run(input.indices.map { input[$0...$0] }) == served,
+                "the connection wrote otherwise a byte at a time")
+        }
     }
 
     static func events(_ pieces: [ArraySlice<UInt8>]) -> [HTTP1RequestParser.Event] {
@@ -97,5 +107,53 @@ enum HTTP1ParserTarget {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
         default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
         }
+    }
+}
+
+/// The connection machine over the same input, with a handler that reads every body and answers every request and
+/// refusal at once, and a socket that writes everything at once: the bytes written and whether the connection
+/// ends do not depend on how the input was split either.
+enum HTTP1ConnectionTarget {
+    struct Outcome: Equatable {
+        var written: [UInt8] = []
+        var closed = false
+    }
+
+    static func run(_ pieces: [ArraySlice<UInt8>]) -> Outcome {
+        var configuration = HTTP1Connection.Configuration(limits: HTTP1ParserTarget.limits)
+        configuration.discardableBodyBytes = 16
+        var connection = HTTP1Connection(configuration: configuration, now: 0)
+        var outcome = Outcome()
+        var requests = 0
+        func carry(_ action: HTTP1Connection.Action) {
+            if action.close { outcome.closed = true }
+            // The write first (a 100 Continue may come with the request it preceded), then the hand-up.
+            if let bytes = action.write {
+                outcome.written += bytes
+                carry(connection.writeFinished(now: 0))
+            }
+            guard let handUp = action.handUp else { return }
+            requests += 1
+            switch handUp {
+            case .head(let head):
+                // Every third request is answered from its head; the others read their body.
+                carry(
+                    requests % 3 == 0
+                        ? connection.respond(.json(404, "{}"), now: 0)
+                        : connection.readBody(limit: head.method == "PUT" ? 4 : 100, now: 0))
+            case .request(_, let body):
+                carry(connection.respond(HTTP1Response(status: 200, body: body), now: 0))
+            case .refused(_, let error):
+                carry(connection.respond(.refusal(error), now: 0))
+            }
+        }
+        for piece in pieces {
+            guard !connection.isClosed else { break }
+            carry(connection.received(piece, now: 0))
+        }
+        if !connection.isClosed {
+            carry(connection.peerClosed(now: 0))
+        }
+        return outcome
     }
 }
