@@ -124,6 +124,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
+        .testTarget(name: "LoopTests", dependencies: ["Loop"], swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
     ]
 )

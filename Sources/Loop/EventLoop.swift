@@ -15,7 +15,7 @@ import Synchronization
 /// ``stop()`` closes every handle still open on it (their owners hear `didClose`), runs the close
 /// callbacks, closes the `uv_loop_t` and joins the thread.
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked: `localWork`, `idleActive`, `openHandles` and `shuttingDown` are touched only on the loop's
+    // @unchecked: `localWork`, the spares, `idleActive`, `wakeUps`, `openHandles` and `shuttingDown` are touched only on the loop's
     // thread; the inbox is behind a Mutex, the thread identity is Atomic, and the uv pointers never change.
     /// The thread's name, as `top -H` shows it (at most 15 bytes are kept).
     public let name: String
@@ -41,6 +41,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // Loop-thread state.
     private var localWork: [() -> Void] = []
+    private var spareLocalWork: [() -> Void] = []
+    private var spareWork: [@Sendable () -> Void] = []
+    /// How many times other threads' work woke the loop (for tests of coalescing).
+    private(set) var wakeUps = 0
     private var idleActive = false
     private var shuttingDown = false
     /// Handles opened by this module's types and not yet closed (their close callback not yet run).
@@ -110,6 +114,9 @@ public final class EventLoop: @unchecked Sendable {
         uv_hrtime()
     }
 
+    /// The loop's epoll descriptor (for tests that check it is closed).
+    var backendDescriptor: Int32 { uv_backend_fd(raw) }
+
     // MARK: Work
 
     /// Runs `work` on the loop's thread, after the work handed over before it (first in, first out per
@@ -174,20 +181,29 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runInbox() {
-        let (work, stopping) = inbox.withLock { inbox in
-            defer { inbox.work.removeAll(keepingCapacity: true) }
-            return (inbox.work, inbox.stopping)
+        wakeUps += 1
+        // Swap the queue with an empty one that has capacity, so that neither side allocates per wake-up.
+        var batch = spareWork
+        spareWork = []
+        let stopping = inbox.withLock { inbox in
+            swap(&inbox.work, &batch)
+            return inbox.stopping
         }
-        for item in work { item() }
+        for item in batch { item() }
+        batch.removeAll(keepingCapacity: true)
+        spareWork = batch
         if stopping && !shuttingDown { beginShutdown() }
     }
 
     private func runLocalWork() {
         // Work added while this batch runs waits for the next turn, so a loop of re-enqueueing work cannot
         // starve I/O.
-        let work = localWork
-        localWork.removeAll(keepingCapacity: true)
-        for item in work { item() }
+        var batch = spareLocalWork
+        spareLocalWork = []
+        swap(&localWork, &batch)
+        for item in batch { item() }
+        batch.removeAll(keepingCapacity: true)
+        spareLocalWork = batch
         if localWork.isEmpty && idleActive {
             idleActive = false
             uv_idle_stop(idle)
