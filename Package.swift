@@ -55,6 +55,10 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CSystem"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
+        // The measured spike of issue 20 (docs/LOOP.md): a keep-alive server on Loop and on plain epoll, and a TLS
+        // client on memory BIOs over a TCP handle or on its socket under a poll handle.
+        .executableTarget(
+            name: "LoopSpike", dependencies: ["Loop", "CSystem", "CUV", "COpenSSL"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.

@@ -79,6 +79,24 @@ extension LoopTests {
             #expect(events.all.first == .accepted(peer: IPAddress(host), port: client.localPort))
         }
 
+        @Test func twoPartsGoOutInOneWrite() throws {
+            let loop = try EventLoop(name: "test-parts")
+            defer { loop.stop() }
+            let results = Recorder<Bool>()
+            let (_, port) = try startServer(on: loop, events: Recorder(), echo: false) { connection in
+                let head = Array("head,".utf8)
+                let body = Array("body".utf8)
+                let written = head.withUnsafeBytes { head in
+                    body.withUnsafeBytes { body in connection.write(head, body) }
+                }
+                results.record(written)
+            }
+            let client = try TestClient(port: port)
+            #expect(try client.receive(count: 9) == Array("head,body".utf8))
+            #expect(results.wait { !$0.isEmpty })
+            #expect(results.all == [true])
+        }
+
         @Test func endOfInputIsNotAnErrorAndTheAnswerStillGoesOut() throws {
             let loop = try EventLoop(name: "test-eof")
             defer { loop.stop() }
@@ -116,7 +134,14 @@ extension LoopTests {
             let payload = pattern(count: size)
             let writtenAtOnce = Recorder<Bool>()
             let (_, port) = try startServer(on: loop, events: events, echo: false) { connection in
-                writtenAtOnce.record(connection.write(payload))
+                // In two parts, so that the queue starts inside the first and carries the second whole.
+                let split = 3 * 1024 * 1024
+                let written = payload.withUnsafeBytes { bytes in
+                    connection.write(
+                        UnsafeRawBufferPointer(rebasing: bytes[..<split]),
+                        UnsafeRawBufferPointer(rebasing: bytes[split...]))
+                }
+                writtenAtOnce.record(written)
                 writtenAtOnce.record(connection.queuedByteCount > 0)
             }
             let client = try TestClient(port: port)
