@@ -115,7 +115,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// The `uv_loop_t`, for measurements that drive a libuv handle this module does not wrap (LoopSpike's
-    /// poll handle). On the loop's thread only.
+    /// poll handle). On the loop's thread only. Close such handles before ``stop()``, which takes every
+    /// open handle's `data` for one of this module's owners.
     @_spi(Raw) public var uvLoop: UnsafeMutablePointer<uv_loop_t> { raw }
 
     /// The loop's epoll descriptor (for tests that check it is closed).

@@ -113,6 +113,8 @@ public final class TCPConnection: LoopHandle {
         }
         guard status == 0 else {
             request.deallocate()
+            // The caller hears the error from this throw, not from the delegate.
+            connection.delegate = nil
             connection.close()
             throw LoopError(status: status, "cannot connect", code: .connectFailed)
         }

@@ -17,31 +17,31 @@ public final class TCPListener: LoopHandle {
 
     /// Binds and listens on `host` (an IPv4 or IPv6 literal, brackets allowed; `::` accepts IPv4 too) and
     /// `port` (0: any free port; bind another loop's listener to the port found here to share it).
-    public init(
+    public convenience init(
         on loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 511,
         onConnection: @escaping (TCPConnection) -> Void
     ) throws(LoopError) {
-        let address = try SocketAddress(host: host, port: port)
-        let endpoint = address.endpoint(port: port)
-        let descriptor = try Self.openSocket(address, endpoint: endpoint)
-        var bound = sockaddr_storage()
-        var boundLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &boundLength) }
-        }
-        self.port = withUnsafePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress.read($0)?.port ?? port }
-        }
+        let socket = try Self.bindSocket(host: host, port: port)
+        try self.init(on: loop, adopting: socket.descriptor, backlog: backlog, onConnection: onConnection)
+    }
+
+    /// Listens on a socket made by ``bindSocket(host:port:)`` (on another thread: in a network namespace,
+    /// or before privileges are dropped). The listener owns the descriptor from here, also when this throws.
+    public init(
+        on loop: EventLoop, adopting descriptor: Int32, backlog: Int32 = 511,
+        onConnection: @escaping (TCPConnection) -> Void
+    ) throws(LoopError) {
+        port = Self.boundPort(of: descriptor) ?? 0
         self.onConnection = onConnection
         super.init(loop: loop, type: UV_TCP)
         uv_tcp_init(loop.raw, tcp)
         let opened = uv_tcp_open(tcp, descriptor)
         guard opened == 0 else {
-            // The handle was never active and holds no descriptor: close it so the loop forgets it.
+            // The handle holds no descriptor: close both, and the handle so that the loop forgets it.
             Glibc.close(descriptor)
             didOpen()
             close()
-            throw LoopError(status: opened, "cannot listen on \(endpoint)", code: .listenFailed)
+            throw LoopError(status: opened, "cannot listen on port \(port)", code: .listenFailed)
         }
         didOpen()
         let listening = uv_listen(
@@ -51,7 +51,7 @@ public final class TCPListener: LoopHandle {
             })
         guard listening == 0 else {
             close()
-            throw LoopError(status: listening, "cannot listen on \(endpoint)", code: .listenFailed)
+            throw LoopError(status: listening, "cannot listen on port \(port)", code: .listenFailed)
         }
     }
 
@@ -65,7 +65,12 @@ public final class TCPListener: LoopHandle {
         close()
     }
 
-    private static func openSocket(_ address: SocketAddress, endpoint: String) throws(LoopError) -> Int32 {
+    /// Makes a socket bound to `host` and `port` with `SO_REUSEPORT` (and `SO_REUSEADDR`), non-blocking and
+    /// close-on-exec, not yet listening: for ``init(on:adopting:backlog:onConnection:)``, or to be closed.
+    /// Any thread. `port` 0 picks a free port; the port bound is returned.
+    public static func bindSocket(host: String, port: UInt16) throws(LoopError) -> (descriptor: Int32, port: UInt16) {
+        let address = try SocketAddress(host: host, port: port)
+        let endpoint = address.endpoint(port: port)
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let descriptor = socket(address.family, type, 0)
         guard descriptor >= 0 else {
@@ -90,7 +95,19 @@ public final class TCPListener: LoopHandle {
             Glibc.close(descriptor)
             throw LoopError(status: status, "cannot bind \(endpoint)", code: .listenFailed)
         }
-        return descriptor
+        return (descriptor, boundPort(of: descriptor) ?? port)
+    }
+
+    private static func boundPort(of descriptor: Int32) -> UInt16? {
+        var bound = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard status == 0 else { return nil }
+        return withUnsafePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress.read($0)?.port }
+        }
     }
 
     private func accept(status: Int32) {

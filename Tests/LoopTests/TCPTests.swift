@@ -195,6 +195,29 @@ extension LoopTests {
             #expect(try clients[0].receive(count: 1) == Array("c".utf8))
         }
 
+        @Test func listensOnSocketsMadeOnAnotherThread() throws {
+            let loop = try EventLoop(name: "test-adopt")
+            defer { loop.stop() }
+            // As a test in a network namespace does: sockets made on its own thread, then handed to the loop.
+            let first = try TCPListener.bindSocket(host: "127.0.0.1", port: 0)
+            let second = try TCPListener.bindSocket(host: "127.0.0.1", port: first.port)
+            #expect(second.port == first.port)
+            let events = Recorder<ConnectionEvent>()
+            let ports = try loop.performAndWait { () -> [UInt16] in
+                try [first.descriptor, second.descriptor].map { descriptor in
+                    try TCPListener(on: loop, adopting: descriptor) { connection in
+                        events.record(.accepted(peer: connection.peerAddress, port: connection.peerPort))
+                        connection.delegate = RecordingDelegate(events: events, echo: true)
+                        connection.startReading()
+                    }.port
+                }
+            }
+            #expect(ports == [first.port, first.port])
+            let client = try TestClient(port: first.port)
+            try client.send("adopted")
+            #expect(try client.receive(count: 7) == Array("adopted".utf8))
+        }
+
         @Test func connectsOutToAnotherLoop() throws {
             let server = try EventLoop(name: "test-server")
             let client = try EventLoop(name: "test-client")
