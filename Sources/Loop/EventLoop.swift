@@ -24,6 +24,7 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeUp: UnsafeMutablePointer<uv_async_t>
     /// Active only while `localWork` is not empty: makes the loop run that work on its next turn.
     private let idle: UnsafeMutablePointer<uv_idle_t>
+    private let onThreadExit: (@Sendable () -> Void)?
     /// The buffer every connection of this loop reads into (libuv reads one connection at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -55,8 +56,13 @@ public final class EventLoop: @unchecked Sendable {
     /// - Parameters:
     ///   - name: the thread's name.
     ///   - readBufferSize: the size of the buffer connections read into (the most one read delivers).
-    public init(name: String, readBufferSize: Int = 64 * 1024) throws(LoopError) {
+    ///   - onThreadExit: runs on the loop's thread after the loop has closed, before ``stop()`` returns (for
+    ///     example `OPENSSL_thread_stop`).
+    public init(
+        name: String, readBufferSize: Int = 64 * 1024, onThreadExit: (@Sendable () -> Void)? = nil
+    ) throws(LoopError) {
         self.name = name
+        self.onThreadExit = onThreadExit
         raw = .allocate(capacity: 1)
         wakeUp = .allocate(capacity: 1)
         idle = .allocate(capacity: 1)
@@ -265,20 +271,37 @@ public final class EventLoop: @unchecked Sendable {
             closeAllHandles()
             uv_run(raw, UV_RUN_DEFAULT)
         }
+        // Per-thread state of C libraries used on this loop (OpenSSL's) is freed now, not by a thread-exit
+        // destructor that could run after `stop()` has returned.
+        onThreadExit?()
         threadID.store(0, ordering: .relaxed)
         finished.signal()
     }
 
     /// Closes the loop: runs the work already handed over, closes every handle (their owners hear
     /// `didClose`), lets the close callbacks run, closes the `uv_loop_t` and joins its thread. Call from
-    /// any thread but the loop's own; later calls wait for the first to finish.
+    /// any thread but the loop's own (there, use ``requestStop()``); later calls wait for the first to finish.
     public func stop() {
         precondition(!isCurrent, "EventLoop.stop() on the loop's own thread would wait for itself")
+        requestStop()
+        waitUntilStopped()
+    }
+
+    /// Asks the loop to close as ``stop()`` does, without waiting: for any thread, the loop's own included
+    /// (a SIGTERM watcher, a handler that shuts the process down). The loop closes after the current
+    /// callback returns.
+    public func requestStop() {
         inbox.withLock { inbox in
             if inbox.stopping || inbox.exited { return }
             inbox.stopping = true
             uv_async_send(wakeUp)
         }
+    }
+
+    /// Waits until the loop has closed and its thread has ended (after ``requestStop()``). Never on the loop's
+    /// own thread.
+    public func waitUntilStopped() {
+        precondition(!isCurrent, "waitUntilStopped() on the loop's own thread would wait for itself")
         finished.wait()
         finished.signal()  // lets later callers through
         if let joining = thread.withLock({ value -> pthread_t? in

@@ -101,3 +101,22 @@ extension LoopTests {
         }
     }
 }
+
+extension LoopTests.EventLoopTests {
+    @Test func aLoopCanAskItselfToStop() throws {
+        let exited = Recorder<Bool>()
+        let loop = try EventLoop(name: "test-self-stop") { exited.record(true) }
+        let closed = Recorder<ConnectionEvent>()
+        let (_, port) = try startServer(on: loop, events: closed)
+        let client = try TestClient(port: port)
+        try client.send("x")
+        _ = try client.receive(count: 1)
+        // As a SIGTERM watcher would: from a callback on the loop itself.
+        loop.execute { loop.requestStop() }
+        loop.waitUntilStopped()
+        #expect(closed.all.contains(.closed))
+        #expect(exited.all == [true])
+        #expect(client.readsEndOfInput())
+        loop.stop()  // a stop after the loop has stopped returns at once
+    }
+}
