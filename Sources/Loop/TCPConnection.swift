@@ -51,6 +51,8 @@ public final class TCPConnection: LoopHandle {
     /// Reading is started (and has not met end of input or an error).
     public private(set) var isReading = false
     private var outputShutDown = false
+    /// `closeAfterWriting()` was called: the last write's completion closes.
+    private var closesWhenWritten = false
 
     /// A handle ready for `uv_accept`.
     init(acceptingOn loop: EventLoop) {
@@ -199,7 +201,7 @@ public final class TCPConnection: LoopHandle {
     @discardableResult
     public func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
         loop.preconditionCurrent()
-        guard !isClosing else { return false }
+        guard !isClosing, !closesWhenWritten else { return false }
         let total = first.count + second.count
         guard total > 0 else { return queuedWriteCount == 0 }
         var written = 0
@@ -279,7 +281,11 @@ public final class TCPConnection: LoopHandle {
         if status < 0 {
             delegate?.connection(self, didFail: LoopError(status: status, "write failed"))
         } else if queuedWriteCount == 0 {
-            delegate?.connectionDidFinishWriting(self)
+            if closesWhenWritten {
+                close()
+            } else {
+                delegate?.connectionDidFinishWriting(self)
+            }
         }
     }
 
@@ -301,6 +307,19 @@ public final class TCPConnection: LoopHandle {
             request!.deallocate()
         }
         if status != 0 { request.deallocate() }
+    }
+
+    /// Closes once every queued write is in the kernel (at once when none is queued), so that the peer gets
+    /// all of it before the FIN; meanwhile reads are still delivered and further writes refused. For an
+    /// answer that ends the connection.
+    public func closeAfterWriting() {
+        loop.preconditionCurrent()
+        guard !isClosing else { return }
+        if queuedWriteCount == 0 {
+            close()
+        } else {
+            closesWhenWritten = true
+        }
     }
 
     /// Closes at once and sends a reset (RST) instead of a FIN (`SO_LINGER` 0): queued writes are dropped.

@@ -61,6 +61,27 @@ extension LoopTests {
             #expect(released.all == [true, true])
         }
 
+        @Test func closeAfterWritingDeliversEveryQueuedByteThenTheEnd() throws {
+            let loop = try EventLoop(name: "test-close-after")
+            defer { loop.stop() }
+            let events = Recorder<ConnectionEvent>()
+            let size = 8 * 1024 * 1024
+            let payload = pattern(count: size)
+            let state = Recorder<String>()
+            let (_, port) = try startServer(on: loop, events: events, echo: false) { connection in
+                state.record("queued \(!connection.write(payload))")
+                connection.closeAfterWriting()
+                state.record("closing \(connection.isClosing), refused \(!connection.write(Array("x".utf8)))")
+            }
+            let client = try TestClient(port: port)
+            #expect(state.wait { $0.count == 2 })
+            #expect(state.all == ["queued true", "closing false, refused true"])
+            #expect(try client.receive(count: size, chunk: 16 * 1024) == payload)
+            #expect(client.readsEndOfInput())
+            #expect(events.wait { $0.contains(.closed) })
+            #expect(!events.all.contains(.finishedWriting))
+        }
+
         @Test func closingFromInsideAReadEndsTheCallbacks() throws {
             let loop = try EventLoop(name: "test-inside")
             defer { loop.stop() }
