@@ -89,6 +89,21 @@ public final class TCPConnection: LoopHandle {
         peerPort = peer?.port ?? 0
     }
 
+    /// Takes over a connected socket accepted elsewhere (another thread's accept, another loop's listener
+    /// handing connections round-robin): it becomes a connection of `loop`, with `TCP_NODELAY`, not reading
+    /// yet. The connection owns the descriptor from here, also when this throws. On `loop`'s thread.
+    public static func adopt(_ descriptor: Int32, on loop: EventLoop) throws(LoopError) -> TCPConnection {
+        let connection = TCPConnection(acceptingOn: loop)
+        let status = uv_tcp_open(connection.tcp, descriptor)
+        guard status == 0 else {
+            Glibc.close(descriptor)
+            connection.close()
+            throw LoopError(status: status, "cannot adopt a connection")
+        }
+        connection.accepted()
+        return connection
+    }
+
     // MARK: Connecting
 
     /// Connects to `host` (an IPv4 or IPv6 literal) and `port`; the delegate hears

@@ -68,7 +68,12 @@ public final class TCPListener: LoopHandle {
     /// Makes a socket bound to `host` and `port` with `SO_REUSEPORT` (and `SO_REUSEADDR`), non-blocking and
     /// close-on-exec, not yet listening: for ``init(on:adopting:backlog:onConnection:)``, or to be closed.
     /// Any thread. `port` 0 picks a free port; the port bound is returned.
-    public static func bindSocket(host: String, port: UInt16) throws(LoopError) -> (descriptor: Int32, port: UInt16) {
+    /// With `sharingPort` false, no `SO_REUSEPORT`: a port already in use is an error even when this process
+    /// holds it (for one listener whose connections are handed to other loops with
+    /// ``TCPConnection/adopt(_:on:)``).
+    public static func bindSocket(
+        host: String, port: UInt16, sharingPort: Bool = true
+    ) throws(LoopError) -> (descriptor: Int32, port: UInt16) {
         let address = try SocketAddress(host: host, port: port)
         let endpoint = address.endpoint(port: port)
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
@@ -79,7 +84,7 @@ public final class TCPListener: LoopHandle {
         var one: Int32 = 1
         let size = socklen_t(MemoryLayout<Int32>.size)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, size)
-        guard setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &one, size) == 0 else {
+        guard !sharingPort || setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &one, size) == 0 else {
             let status = -errno
             Glibc.close(descriptor)
             throw LoopError(status: status, "cannot set SO_REUSEPORT for \(endpoint)", code: .listenFailed)

@@ -218,6 +218,37 @@ extension LoopTests {
             #expect(try client.receive(count: 7) == Array("adopted".utf8))
         }
 
+        @Test func aConnectionAcceptedElsewhereIsAdopted() throws {
+            let loop = try EventLoop(name: "test-adopt-conn")
+            defer { loop.stop() }
+            // One listener without SO_REUSEPORT, accepted on this thread, the socket handed to the loop.
+            let socket = try TCPListener.bindSocket(host: "127.0.0.1", port: 0, sharingPort: false)
+            defer { close(socket.descriptor) }
+            #expect(listen(socket.descriptor, 8) == 0)
+            #expect(throws: LoopError(.listenFailed, "")) {
+                _ = try TCPListener.bindSocket(host: "127.0.0.1", port: socket.port)
+            }
+            let client = try TestClient(port: socket.port)
+            var accepted: Int32 = -1
+            for _ in 0..<1_000 {
+                accepted = accept(socket.descriptor, nil, nil)
+                if accepted >= 0 { break }
+                var ready = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
+                _ = poll(&ready, 1, 10)
+            }
+            #expect(accepted >= 0)
+            let events = Recorder<ConnectionEvent>()
+            try loop.performAndWait { [accepted] in
+                let connection = try TCPConnection.adopt(accepted, on: loop)
+                events.record(.accepted(peer: connection.peerAddress, port: connection.peerPort))
+                connection.delegate = RecordingDelegate(events: events, echo: true)
+                connection.startReading()
+            }
+            try client.send("handed over")
+            #expect(try client.receive(count: 11) == Array("handed over".utf8))
+            #expect(events.all.first == .accepted(peer: IPAddress("127.0.0.1"), port: client.localPort))
+        }
+
         @Test func connectsOutToAnotherLoop() throws {
             let server = try EventLoop(name: "test-server")
             let client = try EventLoop(name: "test-client")
