@@ -355,7 +355,7 @@ import Testing
         let runtime = try #require(file.stages.last)
         #expect(
             runtime.aptPackages == [
-                "libssl3", "libmicrohttpd12", "libnghttp2-14", "libjemalloc2", "libhiredis0.14", "libcurl4",
+                "libssl3", "libuv1", "libmicrohttpd12", "libnghttp2-14", "libjemalloc2", "libhiredis0.14", "libcurl4",
                 "ca-certificates",
             ])
     }
