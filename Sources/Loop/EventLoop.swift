@@ -35,6 +35,9 @@ public final class EventLoop: @unchecked Sendable {
         var exited = false
     }
     private let inbox = Mutex(Inbox())
+    /// `uv_loop_close` succeeded: every handle was closed, and libuv closed its own descriptors (the epoll
+    /// set, the async wake-up, the signal pipe). For tests.
+    let closedCleanly = Atomic<Bool>(false)
     /// `pthread_self()` of the loop thread while it runs, 0 otherwise.
     private let threadID = Atomic<UInt>(0)
     private let thread = Mutex<pthread_t?>(nil)
@@ -267,7 +270,10 @@ public final class EventLoop: @unchecked Sendable {
             let work = localWork
             localWork.removeAll()
             for item in work { item() }
-            if uv_loop_close(raw) == 0 { break }
+            if uv_loop_close(raw) == 0 {
+                closedCleanly.store(true, ordering: .relaxed)
+                break
+            }
             closeAllHandles()
             uv_run(raw, UV_RUN_DEFAULT)
         }

@@ -5,8 +5,8 @@ import Testing
 
 @testable import Loop
 
-/// Every suite of this target runs one test at a time: the descriptor counts of /proc/self/fd must see only
-/// the test that counts them.
+/// Every suite of this target runs one test at a time, so that a test's loops and sockets are the only ones
+/// of this target when it looks at /proc/self/fd.
 @Suite(.serialized) enum LoopTests {}
 
 /// Events recorded on any thread and waited for with a deadline (never a sleep).
@@ -141,7 +141,7 @@ func openDescriptors() -> [String] {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
-        guard name.first?.isNumber == true else { continue }
+        guard Int32(name) != nil else { continue }
         var target = [CChar](repeating: 0, count: 256)
         let length = readlink("/proc/self/fd/\(name)", &target, 255)
         if length > 0 {
@@ -149,6 +149,18 @@ func openDescriptors() -> [String] {
         }
     }
     return targets
+}
+
+/// What /proc/self/fdinfo says of a descriptor (for an epoll set: the descriptors it watches), or "".
+func descriptorInfo(_ number: Int32) -> String {
+    guard let file = fopen("/proc/self/fdinfo/\(number)", "r") else { return "" }
+    defer { fclose(file) }
+    var text = ""
+    var line = [CChar](repeating: 0, count: 512)
+    while fgets(&line, 512, file) != nil {
+        text += String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    return text
 }
 
 /// The inode of a descriptor's socket, as /proc/self/fd names it (`socket:[inode]`).
