@@ -89,13 +89,15 @@ let package = Package(
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
             ] + allocator,
             swiftSettings: strict),
-        // The benchmark's load generator and APNs simulator harness (scripts/bench).
+        // The benchmark's load generator and APNs simulator harness (scripts/bench); its delaying
+        // forwarder is the tests' own (RelayTestSupport).
         .executableTarget(
             name: "LoadGenerator",
-            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator"],
+            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
 
-        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI.
+        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
+        // delaying TCP forwarder (also the benchmark's).
         .target(name: "RelayTestSupport", dependencies: ["APNsSimulator"], swiftSettings: strict),
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "RelayTestSupport"], swiftSettings: strict),
@@ -130,5 +132,7 @@ let package = Package(
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "LoopTests", dependencies: ["Loop"], swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
+        // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),
     ]
 )

@@ -198,7 +198,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
                 tokenState.lastPresented = authorization
                 newTokens.append(authorization)
             }
-            let apnsID = NotificationRequestValidator.requestedID(request) ?? UUID().uuidString
+            let apnsID = NotificationRequestValidator.requestedID(request) ?? APNsIdentifier.random()
             let outcome: SimulatorCore.Validated.Outcome
             switch core.verifier.check(authorization: authorization, now: now, state: &tokenState) {
             case .rejected(let status, let reason):

@@ -1,5 +1,9 @@
 import Foundation
 import Glibc
+import RelayCore
+import RelayCrypto
+import RelayServer
+import RelayTestSupport
 
 /// The subcommands of `duo-relay-load`, the benchmark's load generator (see scripts/bench).
 enum LoadCommand {
@@ -11,8 +15,30 @@ enum LoadCommand {
           apns-request --dir D             write D/payload.json and D/headers.txt; print the request path
           mint --target H:P --count N --out FILE [--connections C]
                                            mint N grants (fresh tokens), write one push body per line
+          grant-bodies --count N --out FILE
+                                           write N grant request bodies (fresh random tokens), one per line
           open-loop --target H:P --bodies FILE --rate R --seconds S [--warmup S] [--connections C]
-                                           push at a fixed rate; print latency as one JSON line
+                    [--path P] [--pid NAME=PID]...
+                                           push at a fixed rate; print latency (and each PID's CPU per
+                                           answer over the run) as one JSON line
+          closed-loop --target H:P --bodies FILE --connections C --seconds S [--warmup S] [--path P]
+                    [--pid NAME=PID]...
+                                           saturation: each connection sends again once answered; print
+                                           answers/s, latency and each PID's CPU per answer as JSON
+          direct --dir D --port N --seconds S [--warmup S] [--connections C] [--streams M] [--pid NAME=PID]...
+                                           D's APNs request straight to the simulator with h2load (JSON)
+          cpu --pid NAME=PID... --seconds S
+                                           each PID's CPU (and threads started) over S seconds, as JSON
+          syscalls --pid PID --target H:P --bodies FILE --rate R --seconds S [--warmup S] [--connections C]
+                                           count PID's system calls (strace -c -f) during an open loop
+                                           (after a warm-up at the same rate, not counted)
+          forwarder --to H:P --delay-ms D --port-file FILE
+                                           a TCP forwarder delaying every chunk by D ms each way, until
+                                           SIGTERM; its port written to FILE
+          report --results FILE --targets FILE --mode M
+                                           the benchmark's figures from the steps' JSON lines in FILE,
+                                           against the targets: a table, then one JSON line; exits 1
+                                           when a figure could not be measured
           idle --target H:P --connections N --pid PID [--settle S]
                                            hold N used keep-alive connections; print PID's memory as JSON
         """
@@ -34,8 +60,22 @@ enum LoadCommand {
                 write(try BenchSimulator.writeRequest(.init(directory: try options.string("dir"))))
             case "mint":
                 try mint(options)
+            case "grant-bodies":
+                try grantBodies(options)
             case "open-loop":
                 try openLoop(options)
+            case "closed-loop":
+                try closedLoop(options)
+            case "direct":
+                try direct(options)
+            case "cpu":
+                try cpu(options)
+            case "syscalls":
+                try syscalls(options)
+            case "forwarder":
+                try forwarder(options)
+            case "report":
+                return try BenchReport.run(options)
             case "idle":
                 try idle(options)
             default:
@@ -70,34 +110,136 @@ enum LoadCommand {
             toFile: try options.string("out"), atomically: true, encoding: .utf8)
     }
 
-    private static func openLoop(_ options: Arguments) throws {
-        let (address, host) = try target(options)
+    private static func requests(_ options: Arguments, host: String) throws -> [[UInt8]] {
         let path = options.string("path", default: "/v1/push")
         let lines = try String(contentsOfFile: try options.string("bodies"), encoding: .utf8)
             .split(separator: "\n").filter { !$0.isEmpty }
         guard !lines.isEmpty else { throw LoadError(.usage, "--bodies holds no request body") }
+        return lines.map { HTTPRequestBytes.post(path: path, host: host, body: Array($0.utf8)) }
+    }
+
+    private static func makeOpenLoop(_ options: Arguments, warmup: Double) throws -> OpenLoop {
+        let (address, host) = try target(options)
         let rate = try options.number("rate", default: 2000)
         let seconds = try options.number("seconds", default: 10)
         guard rate > 0, seconds > 0 else { throw LoadError(.usage, "--rate and --seconds must be positive") }
-        let loop = OpenLoop(
-            address: address,
-            requests: lines.map { HTTPRequestBytes.post(path: path, host: host, body: Array($0.utf8)) },
-            rate: rate, seconds: seconds, warmupSeconds: try options.number("warmup", default: 1),
+        return OpenLoop(
+            address: address, requests: try requests(options, host: host), rate: rate, seconds: seconds,
+            warmupSeconds: try options.number("warmup", default: warmup),
             connections: try options.integer("connections", default: 64))
+    }
+
+    private static func openLoop(_ options: Arguments) throws {
+        let loop = try makeOpenLoop(options, warmup: 1)
+        var watched = try WatchedProcesses(options)
+        watched.start()
         let report = try loop.run()
+        let usage = watched.finish(answers: report.statuses.values.reduce(0, +))
         let sorted = report.measured.sorted()
-        func percentile(_ p: Double) -> String {
-            guard !sorted.isEmpty else { return "null" }
-            let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
-            return milliseconds(sorted[max(0, index)])
-        }
         let statuses = report.statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }
         write(
-            #"{"rate":\#(rate),"scheduled":\#(report.scheduled),"measured":\#(sorted.count),"#
-                + #""p50_ms":\#(percentile(0.5)),"p90_ms":\#(percentile(0.9)),"p99_ms":\#(percentile(0.99)),"#
-                + #""p999_ms":\#(percentile(0.999)),"max_ms":\#(sorted.last.map(milliseconds) ?? "null"),"#
+            #"{"rate":\#(loop.rate),"seconds":\#(loop.seconds),"scheduled":\#(report.scheduled),"#
+                + #""measured":\#(sorted.count),"p50_ms":\#(percentile(sorted, 0.5)),"#
+                + #""p90_ms":\#(percentile(sorted, 0.9)),"p99_ms":\#(percentile(sorted, 0.99)),"#
+                + #""p999_ms":\#(percentile(sorted, 0.999)),"max_ms":\#(sorted.last.map(milliseconds) ?? "null"),"#
                 + #""statuses":{\#(statuses.joined(separator: ","))},"failures":\#(report.failures),"#
-                + #""unanswered":\#(report.unanswered)}"#)
+                + #""unanswered":\#(report.unanswered),\#(usage)}"#)
+    }
+
+    private static func closedLoop(_ options: Arguments) throws {
+        let (address, host) = try target(options)
+        let loop = ClosedLoop(
+            address: address, requests: try requests(options, host: host),
+            connections: try options.integer("connections", default: 64),
+            seconds: try options.number("seconds", default: 6), warmupSeconds: try options.number("warmup", default: 0))
+        guard loop.connections > 0, loop.seconds > 0 else {
+            throw LoadError(.usage, "--connections and --seconds must be positive")
+        }
+        var watched = try WatchedProcesses(options)
+        let report = try loop.run(watching: &watched)
+        let sorted = report.latencies.sorted()
+        let statuses = report.statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }
+        let rate = JSONText.number(Double(report.successes) / loop.seconds, digits: 0)
+        write(
+            #"{"connections":\#(loop.connections),"seconds":\#(loop.seconds),"answers":\#(report.answers),"#
+                + #""ok":\#(report.successes),"rps":\#(rate),"p50_ms":\#(percentile(sorted, 0.5)),"#
+                + #""p99_ms":\#(percentile(sorted, 0.99)),"statuses":{\#(statuses.joined(separator: ","))},"#
+                + #""failures":\#(report.failures),\#(report.usage)}"#)
+    }
+
+    private static func direct(_ options: Arguments) throws {
+        let load = DirectLoad(
+            files: .init(directory: try options.string("dir")), port: try options.integer("port", default: 0),
+            seconds: try options.number("seconds", default: 6), warmupSeconds: try options.number("warmup", default: 1),
+            connections: try options.integer("connections", default: 2),
+            streams: try options.integer("streams", default: 32))
+        var watched = try WatchedProcesses(options)
+        watched.start()
+        let report = try load.run()
+        // h2load counts the measured seconds only; the CPU reading spans warm-up too.
+        let requests = Int(report.requestsPerSecond * (load.seconds + load.warmupSeconds))
+        write(
+            #"{"seconds":\#(load.seconds),"rps":\#(JSONText.number(report.requestsPerSecond, digits: 0)),"#
+                + #""failed":\#(report.failed),"#
+                + #"\#(watched.finish(answers: requests))}"#)
+    }
+
+    /// The processes' CPU over a stretch of time, whatever drives them (an idle relay's timers, say).
+    private static func cpu(_ options: Arguments) throws {
+        let seconds = try options.number("seconds", default: 1)
+        guard seconds > 0, seconds <= 3600 else { throw LoadError(.usage, "--seconds must be in (0, 3600]") }
+        var watched = try WatchedProcesses(options)
+        guard !watched.processes.isEmpty else { throw LoadError(.usage, "--pid NAME=PID is required") }
+        watched.start()
+        usleep(UInt32(seconds * 1e6))
+        write(#"{"seconds":\#(seconds),\#(watched.finish(answers: 0))}"#)
+    }
+
+    private static func syscalls(_ options: Arguments) throws {
+        let pid = Int32(try options.integer("pid", default: 0))
+        guard pid > 0 else { throw LoadError(.usage, "--pid PID is required") }
+        var loop = try makeOpenLoop(options, warmup: 1)
+        let warmup = loop.warmupSeconds
+        loop.warmupSeconds = 0
+        let report = try SyscallCount(pid: pid, loop: loop, warmupSeconds: warmup).run()
+        let calls = report.calls.sorted { $0.value > $1.value }.map { "\(JSONText.string($0.key)):\($0.value)" }
+        func perAnswer(_ count: Int) -> String {
+            report.answers > 0 ? JSONText.number(Double(count) / Double(report.answers), digits: 2) : "null"
+        }
+        write(
+            #"{"rate":\#(loop.rate),"scheduled":\#(Int((loop.rate * loop.seconds).rounded())),"#
+                + #""answers":\#(report.answers),"ok":\#(report.successes),"syscalls":\#(report.total),"#
+                + #""wakeups":\#(report.wakeups),"thread_starts":\#(report.threadStarts),"#
+                + #""syscalls_per_push":\#(perAnswer(report.total)),"wakeups_per_push":\#(perAnswer(report.wakeups)),"#
+                + #""calls":{\#(calls.joined(separator: ","))}}"#)
+    }
+
+    private static func forwarder(_ options: Arguments) throws {
+        let target = try options.string("to")
+        guard ClientConnection.address(target) != nil, let colon = target.lastIndex(of: ":"),
+            let port = UInt16(target[target.index(after: colon)...])
+        else { throw LoadError(.usage, "--to must be an IPv4 HOST:PORT") }
+        let delay = try options.number("delay-ms", default: 0.5)
+        let forwarder = try DelayingForwarder(
+            to: String(target[..<colon]), port: port, delay: .microseconds(Int64(delay * 1000)))
+        try String(forwarder.port).write(toFile: try options.string("port-file"), atomically: true, encoding: .utf8)
+        TerminationSignals.wait()
+        forwarder.stop()
+    }
+
+    private static func grantBodies(_ options: Arguments) throws {
+        let count = try options.integer("count", default: 1024)
+        let bodies = (0..<count).map { _ in
+            #"{"token":"\#(Hex.encode(SecureRandom.bytes(count: 32)))","environment":"sandbox"}"#
+        }
+        try (bodies.joined(separator: "\n") + "\n").write(
+            toFile: try options.string("out"), atomically: true, encoding: .utf8)
+    }
+
+    private static func percentile(_ sorted: [UInt64], _ p: Double) -> String {
+        guard !sorted.isEmpty else { return "null" }
+        let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
+        return milliseconds(sorted[max(0, index)])
     }
 
     private static func idle(_ options: Arguments) throws {
@@ -117,7 +259,7 @@ enum LoadCommand {
         String(format: "%.3f", Double(nanoseconds) / 1e6)
     }
 
-    private static func write(_ line: String, to descriptor: Int32 = STDOUT_FILENO) {
+    static func write(_ line: String, to descriptor: Int32 = STDOUT_FILENO) {
         let bytes = Array((line + "\n").utf8)
         var offset = 0
         while offset < bytes.count {

@@ -46,6 +46,12 @@ struct DeliveryTests {
             apnsIDs.append(try #require(result.headers["apns-id"]))
         }
         #expect(fixture.simulator.delivered.map(\.apnsID) == Array(apnsIDs.suffix(3)))
+        // The ids the simulator makes: distinct, version 4 UUIDs (as Apple's are).
+        #expect(Set(apnsIDs).count == 8)
+        for id in apnsIDs {
+            let uuid = try #require(UUID(uuidString: id)).uuid
+            #expect(uuid.6 >> 4 == 4 && uuid.8 >> 6 == 2)
+        }
         #expect(fixture.simulator.delivered.map(\.collapseID) == ["push-5", "push-6", "push-7"])
         #expect(fixture.simulator.statistics.delivered == 8)
         let lines = try String(contentsOfFile: fixture.recordPath, encoding: .utf8).split(separator: "\n")

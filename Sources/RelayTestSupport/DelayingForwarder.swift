@@ -1,25 +1,25 @@
 import Foundation
-import RelayTestSupport
 import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A TCP forwarder of the tests' own, between a client on loopback and a server elsewhere (in a
-/// ``NetworkNamespace``): it holds every chunk for `delay` before passing it on, in both directions,
-/// which adds latency as a long path does (this kernel has no netem). It can also reset every
-/// connection (`SO_LINGER` 0, as a load balancer or NAT does) or forget them silently.
-final class DelayingForwarder: Sendable {
-    let port: UInt16
+/// A TCP forwarder of our own, for the tests and the benchmark (`duo-relay-load forwarder`), between a
+/// client on loopback and a server elsewhere (in a network namespace, or a local Redis): it holds
+/// every chunk for `delay` before passing it on, in both directions, which adds latency as a long
+/// path does (this kernel has no netem). It can also reset every connection (`SO_LINGER` 0, as a
+/// load balancer or NAT does) or forget them silently.
+public final class DelayingForwarder: Sendable {
+    public let port: UInt16
     private let listener: Int32
     private let target: (host: String, port: UInt16)
     private let delay: Duration
-    private let links = Mutex<[Link]>([])
+    private let links = Mutex<[ForwardedLink]>([])
     private let stopped = Atomic<Bool>(false)
     private let acceptorDone = DispatchSemaphore(value: 0)
 
-    init(to host: String, port: UInt16, delay: Duration) throws {
+    public init(to host: String, port: UInt16, delay: Duration) throws {
         target = (host, port)
         self.delay = delay
         let listener = try LoopbackListener(backlog: 128)
@@ -32,7 +32,7 @@ final class DelayingForwarder: Sendable {
     deinit { stop() }
 
     /// Closes the listener and every connection.
-    func stop() {
+    public func stop() {
         guard !stopped.exchange(true, ordering: .relaxed) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         acceptorDone.wait()
@@ -42,19 +42,19 @@ final class DelayingForwarder: Sendable {
     }
 
     /// Resets every connection both ways (RST, as `SO_LINGER` 0 sends).
-    func resetAll() {
+    public func resetAll() {
         for link in takeLinks() { link.close(reset: true) }
     }
 
     /// Forgets every connection silently, as a NAT that timed out does: the server's side is reset
     /// (it forgets too), the client's side stays open and nothing more reaches it or leaves it.
-    func forgetAll() {
+    public func forgetAll() {
         for link in takeLinks() { link.forget() }
     }
 
-    var connectionCount: Int { links.withLock { $0.filter { !$0.isClosed }.count } }
+    public var connectionCount: Int { links.withLock { $0.filter { !$0.isClosed }.count } }
 
-    private func takeLinks() -> [Link] {
+    private func takeLinks() -> [ForwardedLink] {
         links.withLock { links in
             defer { links.removeAll { $0.isClosed } }
             return links.filter { !$0.isClosed }
@@ -70,11 +70,11 @@ final class DelayingForwarder: Sendable {
                 return
             }
             guard let server = connectTarget() else {
-                Link.abort(client)
+                ForwardedLink.abort(client)
                 close(client)
                 continue
             }
-            let link = Link(client: client, server: server, delay: delay)
+            let link = ForwardedLink(client: client, server: server, delay: delay)
             links.withLock { $0.append(link) }
             link.start()
         }

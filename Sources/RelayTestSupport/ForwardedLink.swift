@@ -11,7 +11,7 @@ import Synchronization
 /// Sockets are never closed while a thread may still use their numbers: closing one replaces it
 /// with /dev/null (`dup2`), which ends the socket (with a reset when `SO_LINGER` 0 is set) and
 /// lets the threads see end of file; the numbers are released in `join`.
-final class Link: Sendable {
+final class ForwardedLink: Sendable {
     private let client: Int32
     private let server: Int32
     private let delay: Duration

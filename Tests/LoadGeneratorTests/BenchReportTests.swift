@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@testable import LoadGenerator
+
+@Suite("The benchmark's report: figures from the steps, null when a run went wrong")
+struct BenchReportTests {
+    private func step(_ name: String, _ json: String) throws -> BenchReport.Step {
+        BenchReport.Step(name: name, data: try #require(JSONText.object(Substring(json))))
+    }
+
+    private func value(_ figures: [BenchReport.Figure], _ key: String) -> Double? {
+        figures.first { $0.key == key }?.value
+    }
+
+    @Test("medians over rounds, and the ratio of two medians")
+    func mediansAndRatio() throws {
+        let report = BenchReport(steps: [
+            try step("saturation", #"{"answers":1000,"ok":1000,"rps":900,"cpu_us":{"relay":40,"simulator":30}}"#),
+            try step("saturation", #"{"answers":1000,"ok":1000,"rps":1100,"cpu_us":{"relay":50,"simulator":31}}"#),
+            try step("saturation", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":60,"simulator":32}}"#),
+            try step("direct", #"{"seconds":6,"rps":2000,"failed":0,"cpu_us":{"simulator":20}}"#),
+            try step("direct", #"{"seconds":6,"rps":4000,"failed":0,"cpu_us":{"simulator":22}}"#),
+        ])
+        let figures = report.figures()
+        #expect(value(figures, "push_rps") == 1000)
+        #expect(value(figures, "push_cpu_us") == 50)
+        #expect(value(figures, "simulator_cpu_us") == 31)
+        #expect(value(figures, "direct_rps") == 3000)
+        #expect(value(figures, "ratio") == 1000.0 / 3000.0)
+    }
+
+    @Test("a run with fewer than 99 % of its requests answered 200 leaves its figure null")
+    func failedRunIsNull() throws {
+        let report = BenchReport(steps: [
+            try step("saturation", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":40}}"#),
+            try step("saturation", #"{"answers":1000,"ok":900,"rps":900,"cpu_us":{"relay":40}}"#),
+            try step("rate-nginx", #"{"rate":1000,"scheduled":7000,"statuses":{"200":6000},"cpu_us":{"nginx":80}}"#),
+            try step("rate-nginx", #"{"rate":200,"scheduled":1400,"statuses":{"200":1400},"cpu_us":{"nginx":150}}"#),
+        ])
+        let figures = report.figures()
+        #expect(value(figures, "push_rps") == nil)
+        #expect(value(figures, "nginx_cpu_us_at_1000") == nil)
+        #expect(value(figures, "nginx_cpu_us_at_200") == 150)
+        // Never measured at all: null too.
+        #expect(value(figures, "syscalls_per_push_at_1000") == nil)
+        #expect(figures.filter { $0.inJSON && $0.value == nil }.count > 0)
+    }
+
+    @Test("the relay against nginx at a rate, and the threads the relay started")
+    func anchorAndThreads() throws {
+        let report = BenchReport(steps: [
+            try step(
+                "rate-relay",
+                #"{"rate":200,"scheduled":1400,"statuses":{"200":1400},"cpu_us":{"relay":300},"threads_started":{"relay":2}}"#
+            ),
+            try step("rate-nginx", #"{"rate":200,"scheduled":1400,"statuses":{"200":1400},"cpu_us":{"nginx":150}}"#),
+            try step(
+                "syscalls",
+                #"{"scheduled":5000,"ok":5000,"syscalls_per_push":20.5,"wakeups_per_push":5.8,"thread_starts":0}"#),
+        ])
+        let figures = report.figures()
+        #expect(value(figures, "cpu_ratio_to_nginx_at_200") == 2)
+        #expect(value(figures, "syscalls_per_push_at_1000") == 20.5)
+        #expect(value(figures, "wakeups_per_push_at_1000") == 5.8)
+        #expect(value(figures, "threads_started") == 2)
+    }
+
+    @Test("the repository's targets file names only figures the report makes")
+    func targetsFile() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/bench-targets.json").path
+        let targets = try BenchReport.readTargets(path)
+        let known = Set(BenchReport(steps: []).figures().map(\.key))
+        #expect(targets.count >= 10)
+        for target in targets {
+            #expect(known.contains(target.figure), "\(target.figure)")
+            if let other = target.times { #expect(known.contains(other), "\(other)") }
+        }
+    }
+}
