@@ -133,7 +133,7 @@ enum DevCommand {
               curl -s http://\(listen)/v1/push -d "{\\"grant\\":\\"$GRANT\\",\\"sealed\\":\\"$SEALED\\",\\
             \\"id\\":\\"$(openssl rand -hex 32)\\",\\"thread\\":\\"$(openssl rand -hex 32)\\"}"
 
-            or: duo-relay push --relay http://\(listen) --grant "$GRANT"
+            or: \(Invocation.command) push --relay http://\(listen) --grant "$GRANT"
 
             """
         if faults.isEmpty {

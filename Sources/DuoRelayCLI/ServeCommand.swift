@@ -4,25 +4,29 @@ import RelayVersion
 
 /// `duo-relay serve --config FILE`: runs the relay until SIGTERM or SIGINT.
 enum ServeCommand {
-    static let help = """
+    static var help: String {
+        """
         usage: duo-relay serve --config FILE
 
         Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0). SIGHUP re-reads the
         configuration file and the secrets given as NAME_FILE (variables and credentials keep their
         start-up values); listen, limits and server settings need a restart. The path is always
-        explicit: nothing is searched for. Secrets come from the environment (DESIGN.md, "Configuration"): APNS_KEY_SANDBOX,
-        APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION, APNS_TEAM_ID and RELAY_KEYS,
-        each also as NAME_FILE (a path) or as a systemd credential NAME.
+        explicit: nothing is searched for. Secrets come from the environment (README.md, "Secrets"):
+        APNS_KEY_SANDBOX, APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION,
+        APNS_TEAM_ID, RELAY_KEYS and, with a Redis limits store that requires AUTH, REDIS_PASSWORD;
+        each also as NAME_FILE (a path) or as a systemd credential NAME ($CREDENTIALS_DIRECTORY/NAME).
+        Run \(Invocation.command) check --config FILE first: it reports every problem serve would meet.
 
         Exit status: 0 stopped by a signal, 1 a configuration or start-up problem, 64 a usage error.
         """
+    }
 
     static func run(_ arguments: [String]) -> Int32 {
         if Usage.wantsHelp(arguments) { return Usage.help(help) }
         switch SetupLoader.loadOrReport(arguments, prefix: "duo-relay") {
         case .success(let setup):
             return serve(setup) {
-                (try? SetupLoader.load(arguments))
+                (try? SetupLoader.load(arguments))?.mapError(\.first)
                     ?? .failure(ConfigurationError(.invalid, "arguments", "cannot be read again"))
             }
         case .failure(let exit):

@@ -4,31 +4,66 @@ import RelayServer
 
 /// Reads `--config FILE` and the secrets from the environment, as `serve` and `check` do.
 enum SetupLoader {
-    static func load(_ arguments: [String]) throws(UsageError) -> Result<RelaySetup, ConfigurationError> {
-        try Usage.check(arguments, allowed: ["--config"])
+    /// Where a command finds its configuration and secrets.
+    struct Sources {
+        var configPath: String
+        /// `check --credentials-dir DIR`: the systemd credentials directory to read, in place of
+        /// `$CREDENTIALS_DIRECTORY`.
+        var credentialsDirectory: String?
+    }
+
+    /// `--config FILE` (required) and, if `allowsCredentialsDirectory`, `--credentials-dir DIR`.
+    static func sources(_ arguments: [String], allowsCredentialsDirectory: Bool = false) throws(UsageError) -> Sources {
+        try Usage.check(
+            arguments, allowed: allowsCredentialsDirectory ? ["--config", "--credentials-dir"] : ["--config"])
         guard let path = try Usage.option("--config", in: arguments) else {
             throw UsageError(problem: "--config FILE is required (the path is never guessed)")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(ConfigurationError(.unreadable, path, "cannot be read"))
-        }
-        do {
-            let configuration = try RelayConfiguration.parse(Array(data))
-            let secrets = try RelaySecrets.load(from: environmentSecrets())
-            return .success(try RelaySetup(configuration: configuration, secrets: secrets))
-        } catch {
-            return .failure(error)
-        }
+        return Sources(configPath: path, credentialsDirectory: try Usage.option("--credentials-dir", in: arguments))
     }
 
-    /// Loads as `load` does, reporting a problem in one line (`prefix: problem`) and giving the
+    /// Every problem of the configuration file and the secrets, as `check` reports them.
+    static func check(_ sources: Sources) -> RelaySetup.Check {
+        let secrets = environmentSecrets(credentialsDirectory: sources.credentialsDirectory)
+        var problems: [ConfigurationError] = []
+        if let directory = sources.credentialsDirectory {
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue
+                || !FileManager.default.isReadableFile(atPath: directory)
+            {
+                problems.append(
+                    ConfigurationError(.unreadable, "--credentials-dir", "names no directory that can be read"))
+            }
+        }
+        guard let data = FileManager.default.contents(atPath: sources.configPath) else {
+            let loaded = RelaySecrets.check(from: secrets, keygen: Invocation.command + " keygen")
+            return RelaySetup.Check(
+                setup: nil, configuration: nil, environments: loaded.environments,
+                problems: problems + [ConfigurationError(.unreadable, sources.configPath, "cannot be read")]
+                    + loaded.problems)
+        }
+        let checked = RelaySetup.check(
+            configuration: Array(data), secrets: secrets, keygen: Invocation.command + " keygen")
+        guard !problems.isEmpty else { return checked }
+        return RelaySetup.Check(
+            setup: nil, configuration: checked.configuration, environments: checked.environments,
+            problems: problems + checked.problems)
+    }
+
+    static func load(_ arguments: [String]) throws(UsageError) -> Result<RelaySetup, ConfigurationProblems> {
+        let checked = check(try sources(arguments))
+        if let setup = checked.setup { return .success(setup) }
+        return .failure(ConfigurationProblems(checked.problems)!)
+    }
+
+    /// Loads as `load` does, reporting each problem in one line (`prefix: problem`) and giving the
     /// exit code instead of a setup: 64 for usage, 1 for configuration.
     static func loadOrReport(_ arguments: [String], prefix: String) -> Result<RelaySetup, ExitCode> {
         do {
             switch try load(arguments) {
             case .success(let setup): return .success(setup)
-            case .failure(let error):
-                Log.line("\(prefix): \(error)")
+            case .failure(let problems):
+                for problem in problems.all { Log.line("\(prefix): \(problem)") }
                 return .failure(ExitCode(status: 1))
             }
         } catch {
@@ -36,9 +71,11 @@ enum SetupLoader {
         }
     }
 
-    static func environmentSecrets() -> SecretSource {
-        SecretSource(
-            environment: ProcessInfo.processInfo.environment,
+    static func environmentSecrets(credentialsDirectory: String? = nil) -> SecretSource {
+        var environment = ProcessInfo.processInfo.environment
+        if let credentialsDirectory { environment["CREDENTIALS_DIRECTORY"] = credentialsDirectory }
+        return SecretSource(
+            environment: environment,
             entryExists: { path in
                 // lstat, not stat: a dangling link exists (and cannot be read).
                 var status = stat()

@@ -7,20 +7,38 @@ enum Usage {
         usage: duo-relay <command> [options]
 
           serve --config FILE     run the relay (secrets come from the environment)
-          check --config FILE     dry run before a deploy: validate configuration and secrets
-          keygen [--id N]         print a fresh relay key for RELAY_KEYS
+          check --config FILE [--credentials-dir DIR]
+                                  dry run before a deploy: validate configuration and secrets,
+                                  reporting every problem (DIR: systemd credentials to read)
+          keygen [--id N] [--merge FILE]
+                                  print a fresh relay key for RELAY_KEYS (--merge: added to FILE's keys)
           dev [--port N]          relay plus APNs simulator on loopback with throwaway keys (dev --help)
           apns-sim [options]      the APNs simulator alone (duo-relay apns-sim --help)
           push --relay URL --grant G
                                   send one test push through a relay, as a channel would
           version, --version      print the version
 
-        Every command answers --help.
+        Every command answers --help. An option's value may also follow an equals sign (--id=3).
         """
 
     static func print() -> Int32 {
         Output.standard(text)
         return 0
+    }
+
+    static let versionHelp = """
+        usage: duo-relay version (or duo-relay --version)
+
+        Prints duo-relay <version>: the release, with +<commit> when built from git (.dirty when the
+        tree had changes). The start-up summary (version: ...) and the metrics
+        (duo_relay_build_info{version="..."} 1) carry the same.
+        """
+
+    /// `duo-relay --version` and `duo-relay version`: the version, or its help; nothing else is an option.
+    static func version(_ arguments: [String]) -> Int32 {
+        if wantsHelp(arguments) { return help(versionHelp) }
+        guard arguments.isEmpty else { return fail("version takes no option") }
+        return printVersion()
     }
 
     /// `duo-relay --version` and `duo-relay version`.
@@ -48,8 +66,16 @@ enum Usage {
 
     static func fail(_ problem: String) -> Int32 {
         Log.line("duo-relay: " + problem)
-        Log.line("run 'duo-relay help' for the commands")
+        Log.line("run `\(Invocation.command) help` for the commands")
         return 64
+    }
+
+    /// The arguments with each `--name=value` written as `--name value`, as the options are read.
+    static func splittingEquals(_ arguments: [String]) -> [String] {
+        arguments.flatMap { argument -> [String] in
+            guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
+            return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
+        }
     }
 
     /// The value after `--name`, if given; `nil` when absent; throws when it lacks a value.

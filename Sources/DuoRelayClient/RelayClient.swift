@@ -50,9 +50,20 @@ public final class RelayClient: Sendable {
 
     /// Posts one push. Never throws: every failure is an outcome.
     public func push(_ push: RelayPush, grant: String, timeout: Duration? = nil) async -> PushOutcome {
-        switch await post("v1/push", body: push.body(grant: grant), timeout: timeout ?? self.timeout) {
-        case .success(let answer): return PushOutcome(answer)
-        case .failure(let failure): return .failed(mayHaveBeenDelivered: failure.requestMayHaveArrived)
+        await pushAnswered(push, grant: grant, timeout: timeout).outcome
+    }
+
+    /// Posts one push, and gives the relay's answer (its HTTP status, `error` and `detail`) beside the
+    /// outcome; nil when none came. For tools that show the status, such as `duo-relay push`.
+    public func pushAnswered(
+        _ push: RelayPush, grant: String, timeout: Duration? = nil
+    ) async -> (outcome: PushOutcome, answer: RelayAnswer?) {
+        let timeout = timeout ?? self.timeout
+        // A deadline already passed (a retrying call's last moment) sends nothing.
+        guard timeout > .zero else { return (.failed(mayHaveBeenDelivered: false), nil) }
+        switch await post("v1/push", body: push.body(grant: grant), timeout: timeout) {
+        case .success(let answer): return (PushOutcome(answer), answer)
+        case .failure(let failure): return (.failed(mayHaveBeenDelivered: failure.requestMayHaveArrived), nil)
         }
     }
 

@@ -3,6 +3,8 @@ import HTTP2Client
 import RelayCore
 import Synchronization
 
+import class Foundation.FileManager
+
 /// Sends notifications to one APNs environment: the HTTP/2 client, the cached provider token,
 /// and what to do with APNs' answer (DESIGN.md, "The APNs request").
 final class APNsGateway: Sendable {
@@ -25,26 +27,41 @@ final class APNsGateway: Sendable {
     struct Transport: Equatable, Sendable {
         var origin: String
         var caFile: String?
+        /// The CA file's bytes when read: a CA replaced in place (same path) is a new transport, so that a reload
+        /// trusts it (nil when there is no CA file, or it cannot be read: the client then refuses it).
+        var caContents: [UInt8]?
         var maxConnections: Int
 
         init(_ configuration: RelayConfiguration, _ environment: APNsEnvironment) {
             origin = configuration.apns.origin(environment)
             caFile = configuration.apns.caFile
+            caContents = caFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
             maxConnections = configuration.apns.maxConnections
+        }
+
+        /// The APNs client's configuration for this transport.
+        func clientConfiguration(onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil) -> HTTP2ClientConfiguration {
+            // APNs allows a new connection one stream until it has seen a valid token (not 403); idle
+            // connections are checked with PING every 60 s (the client's defaults, DESIGN.md "Lifecycle").
+            HTTP2ClientConfiguration(
+                origin: origin, caFile: caFile, maxConnections: maxConnections,
+                provesConnection: APNsAnswer.provesToken(status:), onEvent: onEvent)
         }
     }
     private let clock: any RelayClock
     /// What the operator is told about this environment's connections.
-    private let problems: APNsProblemReporter
+    let problems: APNsProblemReporter
     private let currentHealth = Mutex(Health.idle)
     private let lastProbe = Mutex<UInt64>(0)
     private let topic: String
     /// What the relay asks a channel to wait after APNs' 429 (APNs gives no Retry-After).
     static let apnsRetryAfter = 30
 
+    /// - Parameter problems: the reporter of the gateway this one replaces (a reload), so that a problem it
+    ///   reported (an untrusted certificate) is said to be resolved once this gateway's connections work.
     init(
         environment: APNsEnvironment, configuration: RelayConfiguration, credentials: ProviderCredentials,
-        clock: any RelayClock
+        clock: any RelayClock, problems: APNsProblemReporter? = nil
     ) throws {
         self.environment = environment
         self.clock = clock
@@ -52,14 +69,9 @@ final class APNsGateway: Sendable {
         timeoutNanoseconds = Atomic(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000)
         token = ProviderToken(credentials: credentials, clock: clock)
         transport = Transport(configuration, environment)
-        let problems = APNsProblemReporter(environment: environment.description, clock: clock)
+        let problems = problems ?? APNsProblemReporter(environment: environment.description, clock: clock)
         self.problems = problems
-        // APNs allows a new connection one stream until it has seen a valid token (not 403); idle
-        // connections are checked with PING every 60 s (the client's defaults, DESIGN.md "Lifecycle").
-        client = try HTTP2Client(
-            configuration: HTTP2ClientConfiguration(
-                origin: transport.origin, caFile: transport.caFile, maxConnections: transport.maxConnections,
-                provesConnection: APNsAnswer.provesToken(status:), onEvent: { problems.record($0) }))
+        client = try HTTP2Client(configuration: transport.clientConfiguration(onEvent: { problems.record($0) }))
     }
 
     /// Takes a new configuration without touching connections (transport and key are unchanged).

@@ -29,7 +29,7 @@ public final class Relay: Sendable {
         self.clock = clock
         reloadSource = reload
         let gateways = try Self.gateways(setup, clock: clock)
-        let limitsStore = try Self.limitsStore(setup)
+        let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
         limitsStore?.start()
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
@@ -71,22 +71,58 @@ public final class Relay: Sendable {
     }
 
     /// What `check` runs of the start-up (all but listening, which it cannot try beside a running relay): the
-    /// APNs clients are set up exactly as `serve` sets them up (origins, `apns.ca_file`), then dropped.
-    public static func preflight(_ setup: RelaySetup) throws(ConfigurationError) {
-        for gateway in try gateways(setup, clock: SystemClock()).values { gateway.shutdown() }
-        // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
-        _ = try limitsStore(setup)
+    /// APNs clients are set up exactly as `serve` sets them up (origins, `apns.ca_file`) for each environment
+    /// whose key loaded, then dropped; so is the Redis client. Every problem found, one per key.
+    public static func preflight(
+        _ configuration: RelayConfiguration, environments: [APNsEnvironment], redisPassword: String?
+    ) -> [ConfigurationError] {
+        var problems: [ConfigurationError] = []
+        do throws(ConfigurationError) {
+            if let path = configuration.apns.caFile { try requireReadableFile(path, "apns.ca_file") }
+            for environment in environments {
+                let transport = APNsGateway.Transport(configuration, environment)
+                do {
+                    try HTTP2Client(configuration: transport.clientConfiguration()).shutdown()
+                } catch {
+                    let problem = Self.problem(error, environment: environment, configuration: configuration)
+                    if !problems.contains(problem) { problems.append(problem) }
+                }
+            }
+        } catch {
+            problems.append(error)
+        }
+        do throws(ConfigurationError) {
+            // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
+            _ = try limitsStore(configuration, password: redisPassword)
+        } catch {
+            problems.append(error)
+        }
+        return problems
+    }
+
+    /// The configuration key at fault when an environment's APNs client cannot be set up, in words.
+    private static func problem(
+        _ error: HTTP2ClientError, environment: APNsEnvironment, configuration: RelayConfiguration
+    ) -> ConfigurationError {
+        if error.reason.hasPrefix("origin") {
+            return ConfigurationError(.invalid, "apns.\(environment.name)_origin", "must be https://host[:port]")
+        }
+        return configuration.apns.caFile == nil
+            ? ConfigurationError(.invalid, "apns", "the APNs client cannot be set up: " + error.reason)
+            : ConfigurationError(.invalid, "apns.ca_file", "cannot be loaded as a PEM CA bundle: " + error.reason)
     }
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
-    private static func limitsStore(_ setup: RelaySetup) throws(ConfigurationError) -> SharedLimitsStore? {
-        let settings = setup.configuration.limitsStore
+    private static func limitsStore(
+        _ configuration: RelayConfiguration, password: String?
+    ) throws(ConfigurationError) -> SharedLimitsStore? {
+        let settings = configuration.limitsStore
         guard settings.kind == .redis, let url = settings.url else { return nil }
         if let path = settings.caFile {
             try requireReadableFile(path, "limits_store.ca_file")
         }
         do {
-            return try SharedLimitsStore(settings: settings, url: url, password: setup.secrets.redisPassword)
+            return try SharedLimitsStore(settings: settings, url: url, password: password)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)
@@ -127,13 +163,15 @@ public final class Relay: Sendable {
             }
             do {
                 gateways[environment] = try APNsGateway(
-                    environment: environment, configuration: config, credentials: credentials, clock: clock)
+                    environment: environment, configuration: config, credentials: credentials, clock: clock,
+                    problems: old[environment]?.problems)
             } catch {
                 for (environment, gateway) in gateways where old[environment] !== gateway { gateway.shutdown() }
-                let reason = (error as? HTTP2ClientError)?.reason ?? "it could not be created"
-                throw config.apns.caFile == nil
-                    ? ConfigurationError(.invalid, "apns", "the APNs client cannot be set up: " + reason)
-                    : ConfigurationError(.invalid, "apns.ca_file", "cannot be loaded as a PEM CA bundle: " + reason)
+                throw Self.problem(
+                    error as? HTTP2ClientError
+                        ?? HTTP2ClientError(
+                            .invalidConfiguration, "it could not be created", mayHaveBeenProcessed: false),
+                    environment: environment, configuration: config)
             }
         }
         return gateways

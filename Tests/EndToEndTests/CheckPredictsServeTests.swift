@@ -59,6 +59,19 @@ import Testing
         try expectBothRefuse(RelayProcess.config(apns: #""ca_file":"\#(path)""#), naming: "apns.ca_file")
     }
 
+    /// An origin with an empty port (a template's unset variable) is the origin's fault, not the CA file's, though
+    /// the CA file is set (issue 23: it blamed `apns.ca_file`).
+    @Test func anOriginWithAnEmptyPortIsBlamedOnTheOrigin() throws {
+        let ca = directory.appendingPathComponent("ca.pem").path
+        try SimulatorPKI.generate().caCertificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
+        let config = RelayProcess.config(apns: #""sandbox_origin":"https://127.0.0.1:","ca_file":"\#(ca)""#)
+        try expectBothRefuse(config, naming: "apns.sandbox_origin")
+        for command in ["check", "serve"] {
+            let result = try run(command, config)
+            #expect(!result.output.contains("apns.ca_file"), "\(command): \(result.output)")
+        }
+    }
+
     /// The Redis store's CA file is loaded by `check` as by `serve` (neither needs the Redis to be up for this).
     @Test func aRedisCAFileMissingOrNotPEMIsRefusedByBoth() throws {
         let notPEM = directory.appendingPathComponent("not-a-redis-ca.pem").path

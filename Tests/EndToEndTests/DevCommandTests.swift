@@ -29,6 +29,28 @@ import Testing
         #expect(!dev.standardError.contains(grant))
     }
 
+    /// The printed steps run as printed, in a shell where `duo-relay` is not on PATH (as after scripts/dev): the
+    /// curl lines deliver, and so does the `duo-relay push` line, which names the running binary (issue 23).
+    @Test func printedCommandsRunAsPrinted() throws {
+        let dev = try RelayProcess(arguments: ["dev", "--port", "0"], environment: [:])
+        Poll.until(within: .seconds(30)) { dev.standardOutput.contains("Ctrl-C stops") }
+        let output = dev.standardOutput
+        let start = try #require(output.range(of: "Try it from another shell:\n\n"))
+        let end = try #require(output.range(of: "\nor: ", range: start.upperBound..<output.endIndex))
+        let curl = String(output[start.upperBound..<end.lowerBound])
+        let push = try #require(output[end.upperBound...].split(separator: "\n").first)
+        #expect(!push.hasPrefix("duo-relay "), "\(push)")
+        let script = curl + "\necho\n" + push + "\n"
+        let run = try CommandRun.run(["/bin/bash", "-euc", script], shell: [:])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.standardOutput.contains(#""apns_id":""#), "\(run.output)")
+        #expect(run.standardOutput.contains("push: delivered, apns-id "), "\(run.output)")
+        Poll.until(within: .seconds(10)) {
+            dev.standardOutput.components(separatedBy: "apns-sim: delivered").count == 3
+        }
+        #expect(dev.standardOutput.components(separatedBy: "apns-sim: delivered").count == 3)
+    }
+
     /// The number after `marker` in `text`, if it is there.
     @Test func aPlaygroundWithRelaxedLimitsMetricsAndFaultsThatLeavesNothing() throws {
         let dev = try RelayProcess(

@@ -31,6 +31,21 @@ import Testing
         let twice = try connection.request(
             "POST", "/v1/grant", body: Array(#"{"token":"ab","token":"cd","environment":"sandbox"}"#.utf8))
         #expect(twice.json?["detail"] as? String == "token: given more than once")
+        // Any member given twice is refused, one the relay does not read too, without repeating its name.
+        let unknownTwice = try connection.request(
+            "POST", "/v1/grant",
+            body: Array(#"{"token":"\#(token)","environment":"sandbox","colour":1,"colour":2}"#.utf8))
+        #expect(unknownTwice.status == 400)
+        #expect(unknownTwice.error == "bad_request")
+        #expect(unknownTwice.json?["detail"] as? String == "body: a member is given more than once")
+        #expect(!unknownTwice.text.contains("colour") && !unknownTwice.text.contains(token))
+        let pushTwice = try connection.request(
+            "POST", "/v1/push",
+            body: Array(String(decoding: PushFixture.pushBody(grant: grant), as: UTF8.self).dropLast().utf8)
+                + Array(#","v":1,"v":1}"#.utf8))
+        #expect(pushTwice.status == 400)
+        #expect(pushTwice.json?["detail"] as? String == "body: a member is given more than once")
+        #expect(fixture.simulator.delivered.isEmpty)
 
         let tooLarge = try fixture.relay.connect().request(
             "POST", "/v1/grant", body: [UInt8](repeating: UInt8(ascii: " "), count: 4096))

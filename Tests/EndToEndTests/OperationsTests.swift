@@ -178,9 +178,12 @@ import Testing
         let fixture = try PushFixture()
         let systemMalloc = ProcessInfo.processInfo.environment["DUO_RELAY_SYSTEM_MALLOC"] != nil
         let announced = fixture.relay.standardError.split(separator: "\n").first { $0.contains("memory allocator:") }
-        // Read to the end: /proc files report a size of 0, and a sized read stops early.
-        let mapsFile = try #require(
-            FileHandle(forReadingAtPath: "/proc/\(fixture.relay.process.processIdentifier)/maps"))
+        // The maps of the same binary running `dev`: `serve` is undumpable (SecretMemory), so a test that does
+        // not run as root cannot read its maps. Read to the end: /proc files report a size of 0, and a sized read
+        // stops early.
+        let dev = try RelayProcess(arguments: ["dev", "--port", "0"], environment: [:])
+        #expect(dev.printedPort(after: "relay on http://127.0.0.1:") != nil, "\(dev.allOutput)")
+        let mapsFile = try #require(FileHandle(forReadingAtPath: "/proc/\(dev.process.processIdentifier)/maps"))
         let maps = String(decoding: try mapsFile.readToEnd() ?? Data(), as: UTF8.self)
         if systemMalloc {
             #expect(announced == "duo-relay: memory allocator: the C library's malloc")

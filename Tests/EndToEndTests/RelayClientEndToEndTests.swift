@@ -127,6 +127,31 @@ import Testing
         #expect(await nowhere.grant(token: "abcd", environment: .sandbox) == .failed)
     }
 
+    /// The client's timeout is the deadline of the whole call, resends and waits included (issue 23: with a 15 s
+    /// timeout, `push(_:grant:retrying:)` against a stalled APNs returned after 33 s).
+    @Test func theTimeoutIsTheDeadlineOfARetryingCall() async throws {
+        let fixture = try Self.makeFixture(apns: #""timeout_ms":1500"#)
+        let relay = try #require(URL(string: "http://127.0.0.1:\(fixture.relay.port)"))
+        let client = RelayClient(relay: relay, timeout: .seconds(3))
+        let stalled = try await grant(client, Self.token("5100"))
+        // Without the deadline: five sends of 1.5 s each, and 1.5 s of waits between them.
+        let policy = RetryPolicy(maxAttempts: 5, maxWait: .seconds(5), backoff: .milliseconds(100))
+        var started = ContinuousClock.now
+        #expect(
+            await client.push(Self.randomPush(), grant: stalled, retrying: policy)
+                == .failed(mayHaveBeenDelivered: true))
+        var elapsed = ContinuousClock.now - started
+        // Ended by the deadline, or sooner when the next wait would have passed it.
+        #expect(elapsed < .seconds(5), "\(elapsed)")
+        // A timeout given to the call is its deadline too.
+        started = ContinuousClock.now
+        #expect(
+            await client.push(Self.randomPush(), grant: stalled, retrying: policy, timeout: .seconds(2))
+                == .failed(mayHaveBeenDelivered: true))
+        elapsed = ContinuousClock.now - started
+        #expect(elapsed < .seconds(4), "\(elapsed)")
+    }
+
     @Test func oneConnectionIsReusedAndTheRetryHelperResendsOnlyWhatIsSafe() async throws {
         let fixture = try Self.makeFixture(extra: #","push_limit":{"requests":3,"period_s":60}"#)
         let forwarder = try CountingForwarder(to: fixture.relay.port)
@@ -183,6 +208,8 @@ import Testing
         let delivered = try CommandRun(["push", "--relay", url, "--grant", fine])
         #expect(delivered.status == 0)
         #expect(delivered.standardOutput.hasPrefix("push: delivered, apns-id "))
+        // The relay's HTTP status, as OPERATIONS.md says (issue 23).
+        #expect(delivered.standardOutput.contains(" (HTTP 200, "), "\(delivered.standardOutput)")
         #expect(fixture.waitForDeliveries(1).count == 1)
         #expect(!delivered.standardOutput.contains(fine))
 
@@ -190,6 +217,9 @@ import Testing
         let dropped = try CommandRun(["push", "--relay", url, "--grant", gone])
         #expect(dropped.status == 1)
         #expect(dropped.standardOutput.contains("410 unregistered"))
+        #expect(dropped.standardOutput.contains(" (HTTP 410, "), "\(dropped.standardOutput)")
+        let nowhere = try CommandRun(["push", "--relay", "http://127.0.0.1:1", "--grant", gone])
+        #expect(nowhere.standardOutput.contains("could not reach the relay (no HTTP answer, "), "\(nowhere.output)")
         #expect(try CommandRun(["push", "--relay", "ftp://x", "--grant", gone]).status == 64)
         #expect(try CommandRun(["push", "--relay", url]).status == 64)
         let help = try CommandRun(["push", "--help"])

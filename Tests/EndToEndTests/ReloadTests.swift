@@ -60,4 +60,78 @@ import Testing
         try Poll.wait(for: "one reloaded line", within: .seconds(15)) { reloadedLines(relay).count == 1 }
         #expect(reloadedLines(relay)[0].contains("relay keys 1, 2;"), "\(reloadedLines(relay)[0])")
     }
+
+    /// A relay that does not trust APNs' certificate, and the simulator it points at.
+    func untrustingRelay(caFile: String) throws -> (PushFixture, RelayProcess) {
+        let fixture = try PushFixture()
+        try String(contentsOfFile: TestPKI.shared.otherCAFile, encoding: .utf8).write(
+            toFile: caFile, atomically: false, encoding: .utf8)
+        let origin = "https://127.0.0.1:\(fixture.simulator.port)"
+        let relay = try RelayProcess(
+            config: RelayProcess.config(
+                extra: ResilienceTests.generousLimits,
+                apns: #""sandbox_origin":"\#(origin)","ca_file":"\#(caFile)","timeout_ms":2000"#),
+            secrets: fixture.secrets)
+        return (fixture, relay)
+    }
+
+    /// The status of one push for a fresh token through `relay` (`fixture` only mints the grant on its connection).
+    func push(_ fixture: PushFixture, _ relay: RelayProcess) throws -> Int {
+        let connection = try relay.connect()
+        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
+        return try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant)).status
+    }
+
+    func lines(_ relay: RelayProcess, _ text: String) -> [Substring] {
+        relay.standardError.split(separator: "\n").filter { $0.contains(text) }
+    }
+
+    /// Pushes from `relay` fail on an untrusted APNs certificate until `fix` and SIGHUP; then they are delivered
+    /// and the problem's end is logged: the problem's start and end lines, one each.
+    func expectAReloadEndsTheTrustProblem(
+        _ fixture: PushFixture, _ relay: RelayProcess, fix: () throws -> Void
+    ) throws {
+        #expect(try push(fixture, relay) == 502)
+        try Poll.wait(for: "the trust problem's line", within: .seconds(10)) {
+            !lines(relay, "APNs' TLS certificate is not trusted").isEmpty
+        }
+        try fix()
+        relay.signal(SIGHUP)
+        try Poll.wait(for: "one reloaded line", within: .seconds(15)) { reloadedLines(relay).count == 1 }
+        #expect(try push(fixture, relay) == 200)
+        #expect(fixture.waitForDeliveries(1).count == 1)
+        try Poll.wait(for: "the resolved line", within: .seconds(10)) {
+            !lines(relay, "resolved: APNs' TLS certificate is not trusted").isEmpty
+        }
+        #expect(lines(relay, "APNs' TLS certificate is not trusted").count == 2, "\(relay.standardError)")
+        #expect(lines(relay, "resolved: ").count == 1, "\(relay.standardError)")
+    }
+
+    /// The CA file replaced in place (same path) and SIGHUP: the relay trusts the new CA (issue 23: every push
+    /// stayed at 502 until the path changed), and says that the trust problem is resolved.
+    @Test func aCAFileReplacedInPlaceIsReadAgainOnSIGHUP() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appendingPathComponent("apns-ca.pem").path
+        let (fixture, relay) = try untrustingRelay(caFile: caFile)
+        try expectAReloadEndsTheTrustProblem(fixture, relay) {
+            try String(contentsOfFile: TestPKI.shared.caFile, encoding: .utf8).write(
+                toFile: caFile, atomically: false, encoding: .utf8)
+        }
+    }
+
+    /// A trust problem ended by a reload to another CA file is said to be resolved, once (issue 23: the new
+    /// connections reported to a log that had never seen the problem).
+    @Test func aTrustProblemFixedByAReloadLogsItsResolvedLine() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let wrong = directory.appendingPathComponent("wrong-ca.pem").path
+        let (fixture, relay) = try untrustingRelay(caFile: wrong)
+        try expectAReloadEndsTheTrustProblem(fixture, relay) {
+            let path = relay.directory.appendingPathComponent("relay.json").path
+            let config = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
+                of: wrong, with: TestPKI.shared.caFile)
+            try config.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+    }
 }

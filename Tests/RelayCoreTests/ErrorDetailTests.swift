@@ -62,6 +62,9 @@ import Testing
             "grant: given more than once"
         ),
         (push(thread: #""\#(hex64)","thread":"\#(hex64)""#), "thread: given more than once"),
+        // A member the relay does not read, named twice: refused without repeating its name.
+        (push(thread: #""\#(hex64)","x":1,"x":2"#), "body: a member is given more than once"),
+        (push(grant: #""g","x\u0079z":1,"xyz":[]"#), "body: a member is given more than once"),
         (push() + ",", malformed), ("{", malformed), ("", malformed), ("[]", malformed), ("nope", malformed),
         (push(grant: #""\u00""#), malformed),
     ])
@@ -85,6 +88,10 @@ import Testing
         (
             #"{"token":"abcd","environment":"sandbox","environment":"production"}"#,
             "environment: given more than once"
+        ),
+        (
+            #"{"x":{"y":1,"y":2},"token":"abcd","x":null,"environment":"sandbox"}"#,
+            "body: a member is given more than once"
         ),
         (#"{"token":"abcd","environment":"sandbox"} x"#, malformed),
         ("\u{FF}", malformed),
@@ -147,6 +154,7 @@ import Testing
             (true, #"{"grant":"g","sealed":"\#(sealed)","id":"\#(hex)","thread":"x"}"#),
             (true, "{"), (false, #"{"environment":"sandbox"}"#), (false, #"{"token":"ab"}"#),
             (false, #"{"token":"a","environment":"sandbox"}"#), (false, #"{"token":"ab","environment":"x"}"#),
+            (false, #"{"token":"ab","environment":"sandbox","x":1,"x":1}"#),
         ]
         for (isPush, body) in bodies {
             let bytes = Array(body.utf8)

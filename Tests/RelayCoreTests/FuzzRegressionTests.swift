@@ -102,8 +102,11 @@ import Testing
         #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(grant.utf8)) }
         let twice = #"{"token":"ab","environment":"sandbox","environment":"sandbox"}"#
         #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(twice.utf8)) }
-        // An unknown member given twice is still ignored.
-        let ignored = #"{"token":"ab","x":1,"x":2,"environment":"sandbox"}"#
+        // An unknown member given twice is refused too (issue 23: DESIGN.md refuses any member named twice).
+        let unknownTwice = #"{"token":"ab","x":1,"x":2,"environment":"sandbox"}"#
+        #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(unknownTwice.utf8)) }
+        // Unknown members named once each are still ignored.
+        let ignored = #"{"token":"ab","x":1,"y":2,"environment":"sandbox"}"#
         #expect(try GrantRequest.parse(Array(ignored.utf8)).token == [0xAB])
         let sealed = Base64.encode([UInt8](repeating: 7, count: PushRequest.sealedByteCount))
         let hex = String(repeating: "0f", count: 32)

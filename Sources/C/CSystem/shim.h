@@ -1,6 +1,7 @@
 // glibc interfaces that Swift's Glibc module leaves out: epoll(7) and timerfd (the load
 // generator), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits malloc's per-thread
-// arenas), and naming the calling thread (prctl is variadic, so Swift cannot call it directly).
+// arenas), and naming the calling thread or making the process undumpable (prctl is variadic, so
+// Swift cannot call it directly).
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -10,6 +11,17 @@
 /// Names the calling thread (at most 15 bytes are kept), as `top -H` and /proc show it.
 static inline int csystem_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
+/// Makes the process undumpable: no core file, and no ptrace attach or reading of /proc/<pid>/mem,
+/// environ or maps by other processes of the same user (only CAP_SYS_PTRACE still can).
+static inline int csystem_forbid_dumping(void) {
+    return prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+/// Whether the process is dumpable (1) or not (0); -1 on error.
+static inline int csystem_dumpable(void) {
+    return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
 }
 
 // setns(2) is declared by <sched.h> only under _GNU_SOURCE, which this module does not set.

@@ -26,50 +26,79 @@ public struct LimitsStore: Equatable, Sendable {
 
     public init() {}
 
-    /// The configuration block `limits_store`, read through the configuration's reader.
-    static func parse(_ block: Reader) throws(ConfigurationError) -> LimitsStore {
-        try block.allow(["kind", "url", "username", "timeout_ms", "on_failure", "key_prefix", "ca_file"])
+    /// The configuration block `limits_store`, read through the configuration's reader; each problem is added to
+    /// `problems` (the keys at fault keep their defaults).
+    static func parse(_ block: Reader, into problems: ConfigurationProblems.Collector) -> LimitsStore {
+        problems.add(
+            block.unknownKeys(["kind", "url", "username", "timeout_ms", "on_failure", "key_prefix", "ca_file"]))
         var store = LimitsStore()
-        if let text = try block.string("kind") {
-            guard let kind = Kind(rawValue: text) else {
-                throw ConfigurationError(.invalid, block.key("kind"), "must be \"memory\" or \"redis\"")
+        var urlRead = true
+        problems.attempt { () throws(ConfigurationError) in
+            if let text = try block.string("kind") {
+                guard let kind = Kind(rawValue: text) else {
+                    throw ConfigurationError(.invalid, block.key("kind"), "must be \"memory\" or \"redis\"")
+                }
+                store.kind = kind
             }
-            store.kind = kind
         }
-        if let text = try block.optionalString("url") {
-            store.url = try RedisURL.parse(text, key: block.key("url"))
-        }
-        if let name = try block.optionalString("username") {
-            guard !name.isEmpty, name.utf8.count <= 128, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
-                throw ConfigurationError(.invalid, block.key("username"), "must be 1 to 128 printable ASCII characters")
+        problems.attempt { () throws(ConfigurationError) in
+            do throws(ConfigurationError) {
+                if let text = try block.optionalString("url") {
+                    store.url = try RedisURL.parse(text, key: block.key("url"))
+                }
+            } catch {
+                urlRead = false
+                throw error
             }
-            store.username = name
         }
-        if let value = try block.integer("timeout_ms", in: 1...10_000) { store.timeoutMilliseconds = Int(value) }
-        if let text = try block.string("on_failure") {
-            guard let onFailure = OnFailure(rawValue: text) else {
-                throw ConfigurationError(.invalid, block.key("on_failure"), "must be \"local\" or \"refuse\"")
+        problems.attempt { () throws(ConfigurationError) in
+            if let name = try block.optionalString("username") {
+                guard !name.isEmpty, name.utf8.count <= 128, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                    throw ConfigurationError(
+                        .invalid, block.key("username"), "must be 1 to 128 printable ASCII characters")
+                }
+                store.username = name
             }
-            store.onFailure = onFailure
         }
-        if let prefix = try block.string("key_prefix") {
-            // Printable ASCII without spaces: keys stay easy to list and to match in ACLs (`~duo-relay:*`).
-            guard prefix.utf8.count <= 64, prefix.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
-                throw ConfigurationError(
-                    .invalid, block.key("key_prefix"), "must be at most 64 printable ASCII characters without spaces")
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try block.integer("timeout_ms", in: 1...10_000) { store.timeoutMilliseconds = Int(value) }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let text = try block.string("on_failure") {
+                guard let onFailure = OnFailure(rawValue: text) else {
+                    throw ConfigurationError(.invalid, block.key("on_failure"), "must be \"local\" or \"refuse\"")
+                }
+                store.onFailure = onFailure
             }
-            store.keyPrefix = prefix
         }
-        if let path = try block.optionalString("ca_file") {
-            guard !path.isEmpty else { throw ConfigurationError(.invalid, block.key("ca_file"), "must be a file path") }
-            store.caFile = path
-        }
-        if store.kind == .redis {
-            guard let url = store.url else {
-                throw ConfigurationError(.missing, block.key("url"), "is required with kind \"redis\"")
+        problems.attempt { () throws(ConfigurationError) in
+            if let prefix = try block.string("key_prefix") {
+                // Printable ASCII without spaces: keys stay easy to list and to match in ACLs (`~duo-relay:*`).
+                guard prefix.utf8.count <= 64, prefix.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                    throw ConfigurationError(
+                        .invalid, block.key("key_prefix"),
+                        "must be at most 64 printable ASCII characters without spaces")
+                }
+                store.keyPrefix = prefix
             }
-            if store.caFile != nil && !url.tls {
-                throw ConfigurationError(.invalid, block.key("ca_file"), "applies only to a rediss:// (TLS) url")
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let path = try block.optionalString("ca_file") {
+                guard !path.isEmpty else {
+                    throw ConfigurationError(.invalid, block.key("ca_file"), "must be a file path")
+                }
+                store.caFile = path
+            }
+        }
+        // A url at fault has been reported: what depends on it is not judged.
+        if store.kind == .redis, urlRead {
+            if let url = store.url {
+                if store.caFile != nil && !url.tls {
+                    problems.add(
+                        ConfigurationError(.invalid, block.key("ca_file"), "applies only to a rediss:// (TLS) url"))
+                }
+            } else {
+                problems.add(ConfigurationError(.missing, block.key("url"), "is required with kind \"redis\""))
             }
         }
         return store

@@ -56,122 +56,122 @@ public struct RelayConfiguration: Equatable, Sendable {
         apns = APNs(topic: topic)
     }
 
-    /// Parses and checks a configuration file's bytes.
+    /// Parses and checks a configuration file's bytes; the first problem found is thrown.
     public static func parse(_ bytes: [UInt8]) throws(ConfigurationError) -> RelayConfiguration {
+        let checked = check(bytes)
+        if let first = checked.problems.first { throw first }
+        return checked.configuration
+    }
+
+    /// Parses and checks a configuration file's bytes, finding every problem (one per key) rather than stopping
+    /// at the first: what `check` reports. The configuration is what could be read, each key at fault left at
+    /// its default, so that what depends only on the keys that are right can still be checked.
+    public static func check(_ bytes: [UInt8]) -> (configuration: RelayConfiguration, problems: [ConfigurationError]) {
+        var config = RelayConfiguration()
         let document: JSONValue
         do {
             document = try JSONParser.parse(bytes)
         } catch {
-            throw ConfigurationError(error, subject: "config", shows: isKeyName)
+            return (config, [ConfigurationError(error, subject: "config", shows: isKeyName)])
         }
-        var config = RelayConfiguration()
-        let root = try Reader(document, path: "")
-        try root.allow([
-            "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server", "metrics_listen",
-            "limits_store",
-        ])
-        if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
-        if let text = try root.optionalString("metrics_listen") {
-            config.metricsListen = try address(text, key: "metrics_listen")
+        let problems = ConfigurationProblems.Collector()
+        let root: Reader
+        do {
+            root = try Reader(document, path: "")
+        } catch {
+            return (config, [error])
         }
-        if let metrics = config.metricsListen, metrics.port != 0, metrics.port == config.listen.port,
-            metrics.host == config.listen.host || [metrics.host, config.listen.host].contains(where: isWildcard)
-        {
-            throw ConfigurationError(
-                .invalid, "metrics_listen", "must not be the listen address (the metrics need a port of their own)")
+        problems.add(
+            root.unknownKeys([
+                "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server",
+                "metrics_listen", "limits_store",
+            ]))
+        var listenRead = true
+        problems.attempt { () throws(ConfigurationError) in
+            do throws(ConfigurationError) {
+                if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
+            } catch {
+                listenRead = false
+                throw error
+            }
         }
-        if let value = try root.integer("grant_lifetime_s", in: 1...Int64(UInt32.max)) {
-            config.grantLifetimeSeconds = UInt64(value)
+        problems.attempt { () throws(ConfigurationError) in
+            if let text = try root.optionalString("metrics_listen") {
+                config.metricsListen = try address(text, key: "metrics_listen")
+            }
+            if listenRead, let metrics = config.metricsListen, metrics.port != 0, metrics.port == config.listen.port,
+                metrics.host == config.listen.host || [metrics.host, config.listen.host].contains(where: isWildcard)
+            {
+                throw ConfigurationError(
+                    .invalid, "metrics_listen", "must not be the listen address (the metrics need a port of their own)")
+            }
         }
-        if let value = try root.integer("grant_key_id", in: 0...255) { config.grantKeyID = UInt8(value) }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try root.integer("grant_lifetime_s", in: 1...Int64(UInt32.max)) {
+                config.grantLifetimeSeconds = UInt64(value)
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try root.integer("grant_key_id", in: 0...255) { config.grantKeyID = UInt8(value) }
+        }
 
         // Each setting left out keeps the default its property declares.
-        if let push = try root.object("push_limit") {
-            try push.allow(["requests", "period_s"])
-            try config.pushLimit.read(push, blocks: false)
+        problems.attempt { () throws(ConfigurationError) in
+            if let push = try root.object("push_limit") {
+                problems.add(push.unknownKeys(["requests", "period_s"]))
+                config.pushLimit.read(push, blocks: false, into: problems)
+            }
         }
-        if let ip = try root.object("ip_limit") {
-            try ip.allow(["requests", "period_s", "block_s", "client_ip_header"])
-            try config.ipLimit.read(ip, blocks: true)
-            if let header = try ip.optionalString("client_ip_header") {
-                guard !header.isEmpty, header.utf8.allSatisfy(isTokenCharacter) else {
-                    throw ConfigurationError(.invalid, ip.key("client_ip_header"), "must be an HTTP header name")
+        problems.attempt { () throws(ConfigurationError) in
+            if let ip = try root.object("ip_limit") {
+                problems.add(ip.unknownKeys(["requests", "period_s", "block_s", "client_ip_header"]))
+                config.ipLimit.read(ip, blocks: true, into: problems)
+                problems.attempt { () throws(ConfigurationError) in
+                    if let header = try ip.optionalString("client_ip_header") {
+                        guard !header.isEmpty, header.utf8.allSatisfy(isTokenCharacter) else {
+                            throw ConfigurationError(
+                                .invalid, ip.key("client_ip_header"), "must be an HTTP header name")
+                        }
+                        config.clientIPHeader = header
+                    }
                 }
-                config.clientIPHeader = header
             }
         }
-        guard let apns = try root.object("apns") else {
-            throw ConfigurationError(.missing, "apns.topic", "is required")
-        }
-        try apns.allow([
-            "topic", "placeholder", "expiration_s", "sandbox_origin", "production_origin", "ca_file", "timeout_ms",
-            "max_connections",
-        ])
-        guard let topic = try apns.string("topic") else {
-            throw ConfigurationError(.missing, "apns.topic", "is required")
-        }
-        guard !topic.isEmpty, topic.utf8.count <= 255, topic.utf8.allSatisfy(isTopicCharacter) else {
-            throw ConfigurationError(.invalid, "apns.topic", "must be a bundle id such as app.openduo.pocket")
-        }
-        config.apns.topic = topic
-        if let placeholder = try apns.string("placeholder") {
-            guard !placeholder.isEmpty, placeholder.utf8.allSatisfy(isPlaceholderCharacter) else {
-                throw ConfigurationError(
-                    .invalid, "apns.placeholder", "must be ASCII letters, digits, '.', '_' or '-'")
+        problems.attempt { () throws(ConfigurationError) in
+            guard let apns = try root.object("apns") else {
+                throw ConfigurationError(.missing, "apns.topic", "is required")
             }
-            config.apns.placeholder = placeholder
-        }
-        if let value = try apns.integer("expiration_s", in: 0...Int64(UInt32.max)) {
-            config.apns.expirationSeconds = UInt64(value)
-        }
-        if let origin = try apns.string("sandbox_origin") {
-            config.apns.sandboxOrigin = try self.origin(origin, key: "apns.sandbox_origin")
-        }
-        if let origin = try apns.string("production_origin") {
-            config.apns.productionOrigin = try self.origin(origin, key: "apns.production_origin")
-        }
-        if let path = try apns.optionalString("ca_file") {
-            guard !path.isEmpty else { throw ConfigurationError(.invalid, "apns.ca_file", "must be a file path") }
-            config.apns.caFile = path
-        }
-        if let value = try apns.integer("timeout_ms", in: 100...600_000) {
-            config.apns.timeoutMilliseconds = Int(value)
-        }
-        if let value = try apns.integer("max_connections", in: 1...64) { config.apns.maxConnections = Int(value) }
-        guard Notification.largestPayloadSize(placeholder: config.apns.placeholder) <= Notification.maximumPayloadSize
-        else {
-            throw ConfigurationError(
-                .invalid, "apns.placeholder",
-                "is too long: the largest notification would exceed APNs' \(Notification.maximumPayloadSize) bytes")
+            config.apns.read(apns, into: problems)
         }
 
-        if let server = try root.object("server") {
-            try server.allow([
-                "max_connections", "max_connections_per_address", "connection_timeout_s", "max_pushes_in_flight",
-                "shutdown_grace_s", "threads", "max_tracked_keys",
-            ])
-            if let v = try server.integer("max_connections", in: 1...1_000_000) {
-                config.server.maxConnections = Int(v)
-            }
-            if let v = try server.integer("max_connections_per_address", in: 0...1_000_000) {
-                config.server.maxConnectionsPerAddress = Int(v)
-            }
-            if let v = try server.integer("connection_timeout_s", in: 1...3_600) {
-                config.server.connectionTimeoutSeconds = Int(v)
-            }
-            if let v = try server.integer("max_pushes_in_flight", in: 1...1_000_000) {
-                config.server.maxPushesInFlight = Int(v)
-            }
-            if let v = try server.integer("shutdown_grace_s", in: 0...600) {
-                config.server.shutdownGraceSeconds = Int(v)
-            }
-            if let v = try server.integer("threads", in: 1...64) { config.server.threads = Int(v) }
-            if let v = try server.integer("max_tracked_keys", in: 1_000...100_000_000) {
-                config.server.maxTrackedKeys = Int(v)
+        problems.attempt { () throws(ConfigurationError) in
+            guard let server = try root.object("server") else { return }
+            problems.add(
+                server.unknownKeys([
+                    "max_connections", "max_connections_per_address", "connection_timeout_s", "max_pushes_in_flight",
+                    "shutdown_grace_s", "threads", "max_tracked_keys",
+                ]))
+            let settings: [(String, ClosedRange<Int64>, WritableKeyPath<Server, Int>)] = [
+                ("max_connections", 1...1_000_000, \.maxConnections),
+                ("max_connections_per_address", 0...1_000_000, \.maxConnectionsPerAddress),
+                ("connection_timeout_s", 1...3_600, \.connectionTimeoutSeconds),
+                ("max_pushes_in_flight", 1...1_000_000, \.maxPushesInFlight),
+                ("shutdown_grace_s", 0...600, \.shutdownGraceSeconds),
+                ("threads", 1...64, \.threads),
+                ("max_tracked_keys", 1_000...100_000_000, \.maxTrackedKeys),
+            ]
+            for (name, range, property) in settings {
+                problems.attempt { () throws(ConfigurationError) in
+                    if let value = try server.integer(name, in: range) { config.server[keyPath: property] = Int(value) }
+                }
             }
         }
-        if let store = try root.object("limits_store") { config.limitsStore = try LimitsStore.parse(store) }
-        return config
+        problems.attempt { () throws(ConfigurationError) in
+            if let store = try root.object("limits_store") {
+                config.limitsStore = LimitsStore.parse(store, into: problems)
+            }
+        }
+        return (config, problems.problems)
     }
 
     private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
@@ -190,11 +190,40 @@ public struct RelayConfiguration: Equatable, Sendable {
         host == "0.0.0.0" || host.split(separator: ":").allSatisfy { $0.allSatisfy { $0 == "0" } }
     }
 
-    private static func origin(_ text: String, key: String) throws(ConfigurationError) -> String {
-        guard text.hasPrefix("https://"), text.count > 8, !text.dropFirst(8).contains("/"),
+    fileprivate static func origin(_ text: String, key: String) throws(ConfigurationError) -> String {
+        guard text.hasPrefix("https://"), text.count > 8, !text.dropFirst(8).contains(where: { "/?#@\\".contains($0) }),
             text.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
         else {
             throw ConfigurationError(.invalid, key, "must be an https:// origin without a path")
+        }
+        // host[:port] or [ipv6][:port], as the APNs client reads it: an empty port (an unset variable in a
+        // template) is this key's fault, not found later as a client that cannot be set up.
+        let authority = text.dropFirst(8)
+        let host: Substring
+        let port: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw ConfigurationError(.invalid, key, "has an unclosed [ipv6] host")
+            }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            guard after.isEmpty || after.hasPrefix(":") else {
+                throw ConfigurationError(.invalid, key, "must be https://host[:port]")
+            }
+            port = after.isEmpty ? nil : after.dropFirst()
+        } else {
+            let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2 else { throw ConfigurationError(.invalid, key, "must be https://host[:port]") }
+            host = parts[0]
+            port = parts.count == 2 ? parts[1] : nil
+        }
+        guard !host.isEmpty else { throw ConfigurationError(.invalid, key, "has no host") }
+        if let port {
+            guard port.count <= 5, port.allSatisfy(\.isASCII), port.allSatisfy(\.isNumber), let value = UInt16(port),
+                value > 0
+            else {
+                throw ConfigurationError(.invalid, key, "has a port that is not 1 to 65535 (https://host[:port])")
+            }
         }
         return text
     }
@@ -232,11 +261,80 @@ public struct RelayConfiguration: Equatable, Sendable {
 
 extension LimitPolicy {
     /// Takes the settings given in `object` (`requests`, `period_s` and, if `blocks`, `block_s`); those left out
-    /// keep their values.
-    fileprivate mutating func read(_ object: Reader, blocks: Bool) throws(ConfigurationError) {
-        if let value = try object.integer("requests", in: 1...1_000_000) { requests = Int(value) }
-        if let value = try object.integer("period_s", in: 1...86_400) { period = UInt64(value) * 1_000_000_000 }
-        if blocks, let value = try object.integer("block_s", in: 0...86_400) { block = UInt64(value) * 1_000_000_000 }
+    /// keep their values. Each problem is added to `problems`.
+    fileprivate mutating func read(
+        _ object: Reader, blocks: Bool, into problems: ConfigurationProblems.Collector
+    ) {
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try object.integer("requests", in: 1...1_000_000) { requests = Int(value) }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try object.integer("period_s", in: 1...86_400) { period = UInt64(value) * 1_000_000_000 }
+        }
+        guard blocks else { return }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try object.integer("block_s", in: 0...86_400) { block = UInt64(value) * 1_000_000_000 }
+        }
+    }
+}
+
+extension RelayConfiguration.APNs {
+    /// Takes the `apns` block's settings; each problem is added to `problems`.
+    fileprivate mutating func read(_ apns: Reader, into problems: ConfigurationProblems.Collector) {
+        problems.add(
+            apns.unknownKeys([
+                "topic", "placeholder", "expiration_s", "sandbox_origin", "production_origin", "ca_file", "timeout_ms",
+                "max_connections",
+            ]))
+        problems.attempt { () throws(ConfigurationError) in
+            guard let topic = try apns.string("topic") else {
+                throw ConfigurationError(.missing, "apns.topic", "is required")
+            }
+            guard !topic.isEmpty, topic.utf8.count <= 255, topic.utf8.allSatisfy(RelayConfiguration.isTopicCharacter)
+            else {
+                throw ConfigurationError(.invalid, "apns.topic", "must be a bundle id such as app.openduo.pocket")
+            }
+            self.topic = topic
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            guard let placeholder = try apns.string("placeholder") else { return }
+            guard !placeholder.isEmpty, placeholder.utf8.allSatisfy(RelayConfiguration.isPlaceholderCharacter) else {
+                throw ConfigurationError(.invalid, "apns.placeholder", "must be ASCII letters, digits, '.', '_' or '-'")
+            }
+            guard Notification.largestPayloadSize(placeholder: placeholder) <= Notification.maximumPayloadSize else {
+                throw ConfigurationError(
+                    .invalid, "apns.placeholder",
+                    "is too long: the largest notification would exceed APNs' \(Notification.maximumPayloadSize) bytes")
+            }
+            self.placeholder = placeholder
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try apns.integer("expiration_s", in: 0...Int64(UInt32.max)) {
+                expirationSeconds = UInt64(value)
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let origin = try apns.string("sandbox_origin") {
+                sandboxOrigin = try RelayConfiguration.origin(origin, key: "apns.sandbox_origin")
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let origin = try apns.string("production_origin") {
+                productionOrigin = try RelayConfiguration.origin(origin, key: "apns.production_origin")
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let path = try apns.optionalString("ca_file") {
+                guard !path.isEmpty else { throw ConfigurationError(.invalid, "apns.ca_file", "must be a file path") }
+                caFile = path
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try apns.integer("timeout_ms", in: 100...600_000) { timeoutMilliseconds = Int(value) }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try apns.integer("max_connections", in: 1...64) { maxConnections = Int(value) }
+        }
     }
 }
 
@@ -256,15 +354,20 @@ struct Reader {
 
     func key(_ name: String) -> String { path.isEmpty ? name : path + "." + name }
 
-    func allow(_ names: Set<String>) throws(ConfigurationError) {
-        if let unknown = fields.keys.sorted().first(where: { !names.contains($0) }) {
-            guard RelayConfiguration.isKeyName(unknown) else {
-                throw ConfigurationError(
-                    .unknownKey, path.isEmpty ? "config" : path,
-                    "holds a key that is not a configuration key (not shown: it does not look like one)")
-            }
-            throw ConfigurationError(.unknownKey, key(unknown), "is not a known configuration key")
+    /// One problem per key of this object that is not among `names` (those that do not look like a key, in one
+    /// problem that shows none of them).
+    func unknownKeys(_ names: Set<String>) -> [ConfigurationError] {
+        let unknown = fields.keys.sorted().filter { !names.contains($0) }
+        var problems = unknown.filter(RelayConfiguration.isKeyName).map {
+            ConfigurationError(.unknownKey, key($0), "is not a known configuration key")
         }
+        if unknown.contains(where: { !RelayConfiguration.isKeyName($0) }) {
+            problems.append(
+                ConfigurationError(
+                    .unknownKey, path.isEmpty ? "config" : path,
+                    "holds a key that is not a configuration key (not shown: it does not look like one)"))
+        }
+        return problems
     }
 
     func object(_ name: String) throws(ConfigurationError) -> Reader? {

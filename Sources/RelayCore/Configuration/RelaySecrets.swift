@@ -32,59 +32,123 @@ public struct RelaySecrets: Sendable {
         apnsKeys[environment].map { ProviderCredentials(keyID: $0.keyID, teamID: teamID, key: $0.key) }
     }
 
-    /// Loads and checks every secret. Errors name the variable, never its value.
-    public static func load(from source: SecretSource) throws(ConfigurationError) -> RelaySecrets {
-        guard let relayKeysText = try source.value("RELAY_KEYS") else {
-            throw ConfigurationError(.missing, "RELAY_KEYS", "is not set: run `duo-relay keygen` to make a key")
-        }
-        let relayKeys = try parseRelayKeys(relayKeysText)
-
-        var apnsKeys: [APNsEnvironment: APNsKey] = [:]
-        for environment in APNsEnvironment.allCases {
-            let keyName = "APNS_KEY_" + environment.variableSuffix
-            let idName = "APNS_KEY_ID_" + environment.variableSuffix
-            let pem = try source.value(keyName)
-            let id = try source.value(idName)
-            switch (pem, id) {
-            case (nil, nil):
-                continue
-            case (.some, nil):
-                throw ConfigurationError(.missing, idName, "is not set, but \(keyName) is: give both or neither")
-            case (nil, .some):
-                throw ConfigurationError(.missing, keyName, "is not set, but \(idName) is: give both or neither")
-            case (.some(let pem), .some(let id)):
-                guard isAppleIdentifier(id) else {
-                    throw ConfigurationError(.invalid, idName, "must be 10 characters of A-Z and 0-9")
-                }
-                let key: P256.Signing.PrivateKey
-                do {
-                    key = try P256.Signing.PrivateKey(pemRepresentation: pem)
-                } catch {
-                    throw ConfigurationError(
-                        .invalid, keyName, "is not an APNs key (a PKCS#8 PEM P-256 private key, the .p8 file)")
-                }
-                apnsKeys[environment] = APNsKey(keyID: id, key: key)
-            }
-        }
-        guard !apnsKeys.isEmpty else {
-            throw ConfigurationError(
-                .missing, "APNS_KEY_SANDBOX",
-                "no APNs environment is configured: set APNS_KEY_SANDBOX and "
-                    + "APNS_KEY_ID_SANDBOX, or APNS_KEY_PRODUCTION and APNS_KEY_ID_PRODUCTION")
-        }
-        guard let teamID = try source.value("APNS_TEAM_ID") else {
-            throw ConfigurationError(.missing, "APNS_TEAM_ID", "is not set")
-        }
-        guard isAppleIdentifier(teamID) else {
-            throw ConfigurationError(.invalid, "APNS_TEAM_ID", "must be 10 characters of A-Z and 0-9")
-        }
-        var secrets = RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
-        secrets.redisPassword = try source.value("REDIS_PASSWORD")
-        return secrets
+    /// Loads and checks every secret; the first problem is thrown. Errors name the variable, never its value.
+    public static func load(from source: SecretSource, keygen: String = "duo-relay keygen") throws(ConfigurationError)
+        -> RelaySecrets
+    {
+        let checked = check(from: source, keygen: keygen)
+        if let first = checked.problems.first { throw first }
+        return checked.secrets!
     }
 
+    /// What ``check(from:)`` found: the secrets when every one is right, the environments whose key loaded, and
+    /// every problem (one per variable).
+    public struct Check: Sendable {
+        public let secrets: RelaySecrets?
+        public let environments: [APNsEnvironment]
+        public let problems: [ConfigurationError]
+    }
+
+    /// Loads and checks every secret, finding every problem rather than stopping at the first (`check`).
+    /// - Parameter keygen: the command that makes a relay key, as the hint names it (the running binary's).
+    public static func check(from source: SecretSource, keygen: String = "duo-relay keygen") -> Check {
+        let problems = ConfigurationProblems.Collector()
+        var relayKeys: RelayKeys?
+        problems.attempt { () throws(ConfigurationError) in
+            guard let relayKeysText = try source.value("RELAY_KEYS") else {
+                throw ConfigurationError(.missing, "RELAY_KEYS", "is not set: run `\(keygen)` to make a key")
+            }
+            relayKeys = try parseRelayKeys(relayKeysText, keygen: keygen)
+        }
+
+        var apnsKeys: [APNsEnvironment: APNsKey] = [:]
+        var environmentProblems = false
+        for environment in APNsEnvironment.allCases {
+            let before = problems.problems.count
+            problems.attempt { () throws(ConfigurationError) in
+                apnsKeys[environment] = try apnsKey(environment, from: source, problems: problems)
+            }
+            environmentProblems = environmentProblems || problems.problems.count > before
+        }
+        if apnsKeys.isEmpty && !environmentProblems {
+            problems.add(
+                ConfigurationError(
+                    .missing, "APNS_KEY_SANDBOX",
+                    "no APNs environment is configured: set APNS_KEY_SANDBOX and "
+                        + "APNS_KEY_ID_SANDBOX, or APNS_KEY_PRODUCTION and APNS_KEY_ID_PRODUCTION"))
+        }
+        var teamID: String?
+        problems.attempt { () throws(ConfigurationError) in
+            guard let value = try source.value("APNS_TEAM_ID") else {
+                throw ConfigurationError(.missing, "APNS_TEAM_ID", "is not set")
+            }
+            guard isAppleIdentifier(value) else {
+                throw ConfigurationError(.invalid, "APNS_TEAM_ID", "must be 10 characters of A-Z and 0-9")
+            }
+            teamID = value
+        }
+        var redisPassword: String?
+        problems.attempt { () throws(ConfigurationError) in redisPassword = try source.value("REDIS_PASSWORD") }
+        let environments = APNsEnvironment.allCases.filter { apnsKeys[$0] != nil }
+        guard problems.problems.isEmpty, let relayKeys, let teamID else {
+            return Check(secrets: nil, environments: environments, problems: problems.problems)
+        }
+        var secrets = RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
+        secrets.redisPassword = redisPassword
+        return Check(secrets: secrets, environments: environments, problems: [])
+    }
+
+    /// One environment's key and key id, nil when neither is given. The key id's problem is added to `problems`
+    /// when the key has one of its own too, so that both are reported.
+    private static func apnsKey(
+        _ environment: APNsEnvironment, from source: SecretSource, problems: ConfigurationProblems.Collector
+    ) throws(ConfigurationError) -> APNsKey? {
+        let keyName = "APNS_KEY_" + environment.variableSuffix
+        let idName = "APNS_KEY_ID_" + environment.variableSuffix
+        var pem: String?
+        var keyProblem: ConfigurationError?
+        do {
+            pem = try source.value(keyName)
+        } catch {
+            keyProblem = error
+        }
+        let id = try source.value(idName)
+        if let keyProblem {
+            if let id, !isAppleIdentifier(id) {
+                problems.add(ConfigurationError(.invalid, idName, "must be 10 characters of A-Z and 0-9"))
+            }
+            throw keyProblem
+        }
+        switch (pem, id) {
+        case (nil, nil):
+            return nil
+        case (.some, nil):
+            throw ConfigurationError(.missing, idName, "is not set, but \(keyName) is: give both or neither")
+        case (nil, .some):
+            throw ConfigurationError(.missing, keyName, "is not set, but \(idName) is: give both or neither")
+        case (.some(let pem), .some(let id)):
+            let idIsValid = isAppleIdentifier(id)
+            let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
+            if !idIsValid && key == nil {
+                problems.add(ConfigurationError(.invalid, idName, "must be 10 characters of A-Z and 0-9"))
+            }
+            guard let key else { throw ConfigurationError(.invalid, keyName, Self.keyForm) }
+            guard idIsValid else {
+                throw ConfigurationError(.invalid, idName, "must be 10 characters of A-Z and 0-9")
+            }
+            return APNsKey(keyID: id, key: key)
+        }
+    }
+
+    /// What an APNs key must be, said when it is not.
+    static let keyForm =
+        "is not an APNs key: a P-256 private key in PEM, the .p8 file as Apple gives it (PKCS#8, "
+        + "\"BEGIN PRIVATE KEY\") or the same key as SEC1 (\"BEGIN EC PRIVATE KEY\"), unencrypted"
+
     /// `{"<id 0..255>": "<base64url 32-byte key>", ...}`
-    public static func parseRelayKeys(_ text: String) throws(ConfigurationError) -> RelayKeys {
+    public static func parseRelayKeys(_ text: String, keygen: String = "duo-relay keygen") throws(ConfigurationError)
+        -> RelayKeys
+    {
         let document: JSONValue
         do {
             document = try JSONParser.parse(Array(text.utf8))
@@ -96,7 +160,7 @@ public struct RelaySecrets: Sendable {
             throw ConfigurationError(.invalid, "RELAY_KEYS", "must be a JSON object of key id to base64url key")
         }
         guard !entries.isEmpty else {
-            throw ConfigurationError(.invalid, "RELAY_KEYS", "holds no key: run `duo-relay keygen` to make one")
+            throw ConfigurationError(.invalid, "RELAY_KEYS", "holds no key: run `\(keygen)` to make one")
         }
         var keys: [UInt8: SymmetricKey] = [:]
         for (name, value) in entries.sorted(by: { $0.key < $1.key }) {

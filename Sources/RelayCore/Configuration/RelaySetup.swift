@@ -4,26 +4,82 @@ public struct RelaySetup: Sendable {
     public let secrets: RelaySecrets
 
     /// Checks what neither part can check alone: the grant key exists, and every configured
-    /// environment's key can sign a provider token.
+    /// environment's key can sign a provider token. The first problem is thrown.
     public init(configuration: RelayConfiguration, secrets: RelaySecrets) throws(ConfigurationError) {
-        guard secrets.relayKeys[configuration.grantKeyID] != nil else {
-            throw ConfigurationError(
-                .invalid, "grant_key_id",
-                "is \(configuration.grantKeyID), which RELAY_KEYS does not hold (it holds "
-                    + secrets.relayKeys.ids.map(String.init).joined(separator: ", ") + ")")
+        if let first = Self.problems(configuration: configuration, secrets: secrets).first { throw first }
+        self.configuration = configuration
+        self.secrets = secrets
+    }
+
+    /// Every problem of the two together (``init(configuration:secrets:)`` throws the first).
+    public static func problems(configuration: RelayConfiguration, secrets: RelaySecrets) -> [ConfigurationError] {
+        var problems: [ConfigurationError] = []
+        if secrets.relayKeys[configuration.grantKeyID] == nil {
+            problems.append(
+                ConfigurationError(
+                    .invalid, "grant_key_id",
+                    "is \(configuration.grantKeyID), which RELAY_KEYS does not hold (it holds "
+                        + secrets.relayKeys.ids.map(String.init).joined(separator: ", ") + ")"))
         }
         for environment in secrets.environments {
             guard let credentials = secrets.credentials(environment), (try? credentials.sign(issuedAt: 0)) != nil
             else {
-                throw ConfigurationError(
-                    .invalid, "APNS_KEY_" + environment.variableSuffix, "cannot sign a provider token")
+                problems.append(
+                    ConfigurationError(
+                        .invalid, "APNS_KEY_" + environment.variableSuffix, "cannot sign a provider token"))
+                continue
             }
         }
         let store = configuration.limitsStore
         if store.kind == .redis, store.username != nil, secrets.redisPassword == nil {
-            throw ConfigurationError(
-                .missing, "REDIS_PASSWORD", "is not set, but limits_store.username is: AUTH needs both")
+            problems.append(
+                ConfigurationError(
+                    .missing, "REDIS_PASSWORD", "is not set, but limits_store.username is: AUTH needs both"))
         }
+        return problems
+    }
+
+    /// A configuration file's bytes and the secrets, checked with every problem found (`check`): the setup when
+    /// there is none; otherwise the problems, with the configuration as far as it could be read and the
+    /// environments whose keys loaded, for the checks that need only those.
+    public static func check(
+        configuration bytes: [UInt8], secrets source: SecretSource, keygen: String = "duo-relay keygen"
+    ) -> Check {
+        let (configuration, configurationProblems) = RelayConfiguration.check(bytes)
+        let secrets = RelaySecrets.check(from: source, keygen: keygen)
+        var problems = configurationProblems + secrets.problems
+        if configurationProblems.isEmpty, let loaded = secrets.secrets {
+            problems += Self.problems(configuration: configuration, secrets: loaded)
+            if problems.isEmpty {
+                return Check(
+                    setup: RelaySetup(checked: configuration, secrets: loaded), configuration: configuration,
+                    environments: loaded.environments, problems: [])
+            }
+        }
+        return Check(
+            setup: nil, configuration: configuration, environments: secrets.environments, problems: problems)
+    }
+
+    /// What ``check(configuration:secrets:)`` found.
+    public struct Check: Sendable {
+        public let setup: RelaySetup?
+        /// The configuration as far as it could be read (nil: the file could not be); keys at fault keep defaults.
+        public let configuration: RelayConfiguration?
+        public let environments: [APNsEnvironment]
+        public let problems: [ConfigurationError]
+
+        public init(
+            setup: RelaySetup?, configuration: RelayConfiguration?, environments: [APNsEnvironment],
+            problems: [ConfigurationError]
+        ) {
+            self.setup = setup
+            self.configuration = configuration
+            self.environments = environments
+            self.problems = problems
+        }
+    }
+
+    private init(checked configuration: RelayConfiguration, secrets: RelaySecrets) {
         self.configuration = configuration
         self.secrets = secrets
     }

@@ -2,9 +2,9 @@
 /// building a document: the relay's two request shapes are flat objects of strings.
 ///
 /// It decides as `JSONDecoder` decoding a `Decodable` struct of `String` properties did: member names
-/// and values are compared after unescaping; a wanted member given twice makes the body unacceptable
-/// (readers that keep the first and readers that keep the last would disagree on it); members not
-/// asked for may hold any JSON value; a wanted member that is not a string (`null` included) makes
+/// and values are compared after unescaping; any member of the object given twice, wanted or not,
+/// makes the body unacceptable (readers that keep the first and readers that keep the last would
+/// disagree on it; DESIGN.md, "Duplicates"); members not asked for may hold any JSON value; a wanted member that is not a string (`null` included) makes
 /// the body unacceptable, as a type mismatch makes `JSONDecoder` throw. It is stricter in one way,
 /// the one DESIGN.md asks for (malformed JSON: 400): the whole body must be valid JSON in UTF-8
 /// (RFC 8259: one object, optional surrounding whitespace, a leading UTF-8 byte order mark ignored,
@@ -33,6 +33,8 @@ struct JSONObjectScanner {
         case malformed
         /// The wanted member at this position is given more than once.
         case duplicate(Int)
+        /// A member not asked for is given more than once (its name is the caller's to keep quiet about).
+        case duplicateUnknown
     }
 
     static let maximumDepth = 512
@@ -43,6 +45,7 @@ struct JSONObjectScanner {
         return body.withUnsafeBufferPointer { buffer -> Scan in
             var scanner = JSONObjectScanner(bytes: buffer)
             if let found = scanner.topLevelObject(names) { return .members(found) }
+            if scanner.duplicateUnknown { return .duplicateUnknown }
             return scanner.duplicate.map { .duplicate($0) } ?? .malformed
         }
     }
@@ -51,6 +54,8 @@ struct JSONObjectScanner {
     private var index = 0
     /// Set when a wanted member was found twice (the scan then stops).
     private var duplicate: Int?
+    /// Set when a member not asked for was found twice (the scan then stops).
+    private var duplicateUnknown = false
 
     private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -63,6 +68,9 @@ struct JSONObjectScanner {
         skipWhitespace()
         guard take(UInt8(ascii: "{")) else { return nil }
         var found = [Member](repeating: .absent, count: wanted.count)
+        // The names of members not asked for, as unescaped bytes; a body rarely has any, so nothing is
+        // allocated for the relay's own requests.
+        var others: Set<[UInt8]> = []
         skipWhitespace()
         if !take(UInt8(ascii: "}")) {
             while true {
@@ -86,6 +94,10 @@ struct JSONObjectScanner {
                         found[slot] = .mismatched
                     }
                 } else {
+                    guard others.insert(Array(name.utf8)).inserted else {
+                        duplicateUnknown = true
+                        return nil
+                    }
                     guard skipValue(depth: 1) else { return nil }
                 }
                 skipWhitespace()

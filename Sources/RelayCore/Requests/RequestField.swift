@@ -7,6 +7,8 @@ struct RequestField: Sendable {
     let duplicated: StaticString
 
     static let malformedBody: StaticString = "body: must be one JSON object (RFC 8259) in UTF-8"
+    /// A member the relay does not read, given twice: not named (its name comes from the request).
+    static let duplicateMember: StaticString = "body: a member is given more than once"
 
     /// The members `names` of `body`, in order, each a string (read them with `text`); otherwise
     /// `bad_request` naming the first field or rule at fault. `fields` describe `names`, in the same order
@@ -19,6 +21,8 @@ struct RequestField: Sendable {
             throw RelayError.badRequest.detail(malformedBody)
         case .duplicate(let slot):
             throw RelayError.badRequest.detail(fields[slot].duplicated)
+        case .duplicateUnknown:
+            throw RelayError.badRequest.detail(duplicateMember)
         case .members(let members):
             for (slot, member) in members.enumerated() {
                 switch member {

@@ -30,6 +30,23 @@ struct CommandRun {
         standardError = run.standardError
     }
 
+    /// Runs `command` (an executable's path and its arguments; a shell, for a printed command line) with exactly
+    /// `environment` plus `PATH=/usr/bin:/bin`, where no `duo-relay` is.
+    static func run(_ command: [String], shell environment: [String: String], timeoutSeconds: Double = 60) throws
+        -> CommandRun
+    {
+        let run = try RelayProcess(
+            arguments: Array(command.dropFirst()), environment: environment, launcher: [command[0]], direct: true)
+        let status = try run.waitForExit(timeoutSeconds: timeoutSeconds)
+        return CommandRun(status: status, standardOutput: run.standardOutput, standardError: run.standardError)
+    }
+
+    private init(status: Int32, standardOutput: String, standardError: String) {
+        self.status = status
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
+
     static func run(
         _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Double = 30
     ) throws -> CommandRun {

@@ -75,10 +75,21 @@ final class RelayProcess: @unchecked Sendable {
 
     /// Starts `duo-relay <arguments>` with exactly `environment` (plus `PATH` and any sanitizer settings of the
     /// test process), without waiting for anything.
-    init(arguments: [String], environment: [String: String], directory: URL? = nil) throws {
+    /// - Parameters:
+    ///   - launcher: a command that runs the binary (`setpriv … --`), given before it; none by default.
+    ///   - direct: run `launcher` with `arguments` alone, without the binary (a shell running a printed command).
+    init(
+        arguments: [String], environment: [String: String], directory: URL? = nil, launcher: [String] = [],
+        direct: Bool = false
+    ) throws {
         self.directory = try directory ?? Self.temporaryDirectory()
-        process.executableURL = Self.binary
-        process.arguments = arguments
+        if let first = launcher.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = launcher.dropFirst() + (direct ? [] : [Self.binary.path]) + arguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = arguments
+        }
         process.environment = Self.childEnvironment(environment)
         let out = Pipe()
         let err = Pipe()
@@ -92,13 +103,18 @@ final class RelayProcess: @unchecked Sendable {
 
     /// Starts `duo-relay serve` with `config` (JSON text, `listen` defaulting to an ephemeral
     /// loopback port) and waits until it says where it listens.
-    convenience init(config: String, secrets: TestSecrets, extraEnvironment: [String: String] = [:]) throws {
+    convenience init(
+        config: String, secrets: TestSecrets, extraEnvironment: [String: String] = [:], launcher: [String] = []
+    ) throws {
         let directory = try Self.temporaryDirectory()
         let path = directory.appendingPathComponent("relay.json").path
         try config.write(toFile: path, atomically: true, encoding: .utf8)
+        // Readable by a launcher's other user too (the file holds no secret).
+        chmod(path, 0o644)
         try self.init(
             arguments: ["serve", "--config", path],
-            environment: secrets.environment.merging(extraEnvironment) { _, new in new }, directory: directory)
+            environment: secrets.environment.merging(extraEnvironment) { _, new in new }, directory: directory,
+            launcher: launcher)
         try waitForPort()
     }
 

@@ -1,0 +1,35 @@
+/// Every problem found in a configuration and its secrets, in the order found: what `check` reports, one line
+/// each. Never empty.
+public struct ConfigurationProblems: Error, Equatable, Sendable {
+    public let all: [ConfigurationError]
+
+    public init(_ first: ConfigurationError, _ more: [ConfigurationError] = []) {
+        all = [first] + more
+    }
+
+    /// Nil when `problems` is empty.
+    public init?(_ problems: [ConfigurationError]) {
+        guard let first = problems.first else { return nil }
+        self.init(first, Array(problems.dropFirst()))
+    }
+
+    /// What a reader that stops at the first problem reports.
+    public var first: ConfigurationError { all[0] }
+
+    /// Gathers problems while a reader carries on past each one. A class, not a value: a check that runs inside
+    /// `attempt` adds problems of its own (a block's keys inside the block's attempt), which a mutating method
+    /// of a struct would forbid as overlapping access. It lives on one thread, inside one check.
+    final class Collector {
+        private(set) var problems: [ConfigurationError] = []
+
+        func add(_ more: [ConfigurationError]) { problems.append(contentsOf: more) }
+
+        func add(_ problem: ConfigurationError) { problems.append(problem) }
+
+        /// Runs `body`, keeping its problem if it throws one.
+        func attempt(_ body: () throws(ConfigurationError) -> Void) {
+            do { try body() } catch { problems.append(error) }
+        }
+
+    }
+}
