@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
-// module per C library; RelayCrypto is the cryptography over OpenSSL and RelayCore the pure logic
-// (no I/O, no C import); OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
+// module per C library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic
+// (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
 // modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
 // (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport (the

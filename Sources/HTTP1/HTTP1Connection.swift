@@ -131,6 +131,16 @@ public struct HTTP1Connection: Sendable {
 
     // MARK: - Inputs
 
+    /// Bytes read from the socket (copied: the buffer may be reused as soon as this returns).
+    public mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
+        switch state {
+        case .closed, .lingering: return action(nil, now: now)
+        default: break
+        }
+        parser.append(bytes)
+        return advance(now)
+    }
+
     /// Bytes read from the socket.
     public mutating func received(_ bytes: some Collection<UInt8>, now: UInt64) -> Action {
         switch state {

@@ -25,9 +25,11 @@ struct HTTP1ConnectionTests {
             return action
         }
 
+        /// As the shell would: from a buffer it lends.
         @discardableResult
         mutating func receive(_ text: String) -> HTTP1Connection.Action {
-            record(connection.received(Array(text.utf8), now: now))
+            let bytes = Array(text.utf8)
+            return bytes.withUnsafeBytes { buffer in record(connection.received(buffer, now: now)) }
         }
 
         @discardableResult
