@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
-// module per C library; RelayCrypto is the cryptography over OpenSSL and RelayCore the pure logic
-// (no I/O, no C import); OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
+// module per C library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic
+// (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
 // modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
 // (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport (the
@@ -56,6 +56,10 @@ let package = Package(
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
         .target(name: "HTTP1", swiftSettings: strict),
+        // The measured spike of issue 20 (docs/LOOP.md): a keep-alive server on Loop and on plain epoll, and a TLS
+        // client on memory BIOs over a TCP handle or on its socket under a poll handle.
+        .executableTarget(
+            name: "LoopSpike", dependencies: ["Loop", "CSystem", "CUV", "COpenSSL"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
@@ -72,7 +76,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport"],
+            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport", "Loop"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
@@ -129,6 +133,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
+        .testTarget(name: "LoopTests", dependencies: ["Loop"], swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),

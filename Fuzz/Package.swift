@@ -6,7 +6,9 @@ import PackageDescription
 // with `-sanitize=fuzzer,address`.
 let settings: [SwiftSetting] = [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
 
-let targets = ["FuzzGrant", "FuzzPushRequest", "FuzzGrantRequest", "FuzzConfiguration", "FuzzBase64"]
+let targets = [
+    "FuzzGrant", "FuzzPushRequest", "FuzzGrantRequest", "FuzzConfiguration", "FuzzBase64", "FuzzHTTP1Parser",
+]
 
 let package = Package(
     name: "duo-relay-fuzz",
@@ -27,6 +29,7 @@ let package = Package(
                 dependencies: [
                     "FuzzSupport", .product(name: "RelayCore", package: "duo-relay"),
                     .product(name: "RelayCrypto", package: "duo-relay"),
+                    .product(name: "HTTP1", package: "duo-relay"),
                 ],
                 swiftSettings: settings)
         }

@@ -1,4 +1,6 @@
+import COpenSSL
 import Foundation
+import Loop
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,12 +12,15 @@ import Synchronization
 /// It validates requests as APNs does (provider token, path, headers, payload), answers 200 with
 /// an `apns-id` or an APNs error body, and records what it delivered. Faults (error statuses,
 /// stalls, delays, GOAWAY, stream resets, dropped connections) apply to requests that passed
-/// validation. It serves on two poll(2) threads, never prints, and stops on ``stop()`` or deinit.
+/// validation. It serves on two event loops (``Loop/EventLoop``), never prints, and stops on ``stop()`` or
+/// deinit.
 ///
 /// Starting a simulator sets the process to ignore `SIGPIPE`.
 public final class APNsSimulator: Sendable {
     private let core: SimulatorCore
     private let loops: [EventLoop]
+    /// Each loop's state, kept for the simulator's life (the loops' listeners call into it).
+    private let states: [LoopBound<SimulatorLoop>]
     private let stopped = Atomic<Bool>(false)
 
     /// The port the simulator listens on (the ephemeral port when the configuration asked for 0).
@@ -28,16 +33,35 @@ public final class APNsSimulator: Sendable {
         let (listenFD, boundPort) = try Self.listen(host: configuration.host, port: configuration.port)
         port = boundPort
         var loops: [EventLoop] = []
+        var states: [LoopBound<SimulatorLoop>] = []
         do {
-            loops.append(try EventLoop(core: core, listenFD: listenFD))
-            loops.append(try EventLoop(core: core, listenFD: -1))
+            for index in 0..<2 {
+                // Each loop listens on a descriptor of its own for the one listening socket.
+                let descriptor = index == 0 ? listenFD : dup(listenFD)
+                guard descriptor >= 0 else { throw SimulatorError(.system, "dup failed") }
+                // Frees the thread's OpenSSL state before stop() returns (a process that exits right after
+                // would otherwise catch it half-freed).
+                let loop: EventLoop
+                do {
+                    loop = try EventLoop(name: "apns-simulator-\(index)") { OPENSSL_thread_stop() }
+                } catch {
+                    close(descriptor)
+                    throw error
+                }
+                loops.append(loop)
+                let core = self.core
+                states.append(
+                    try loop.performAndWait {
+                        LoopBound(try SimulatorLoop(core: core, loop: loop, listening: descriptor), on: loop)
+                    })
+            }
         } catch {
-            close(listenFD)
+            // Each descriptor is closed by its listener, or above when its loop could not start.
+            for loop in loops { loop.stop() }
             throw error
         }
-        loops[0].siblings = loops
         self.loops = loops
-        for (index, loop) in loops.enumerated() { loop.start(name: "apns-simulator-\(index)") }
+        self.states = states
     }
 
     deinit {
@@ -78,8 +102,8 @@ public final class APNsSimulator: Sendable {
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for loop in loops { loop.requestStop() }
-        guard !loops.contains(where: \.isCurrentThread) else { return }
-        for loop in loops { loop.waitUntilFinished() }
+        guard !loops.contains(where: \.isCurrent) else { return }
+        for loop in loops { loop.waitUntilStopped() }
     }
 
     /// A non-blocking listening socket on host:port, and the port actually bound.

@@ -2,23 +2,29 @@ import CNGHTTP2
 import COpenSSL
 import Foundation
 import HTTP2Wire
+import Loop
 import OpenSSLSupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// One client connection: a non-blocking socket, its OpenSSL object and its nghttp2 server session.
+/// One client connection: its ``Loop/TCPConnection``, OpenSSL on two memory BIOs over it, and its nghttp2
+/// server session. The loop reads into its buffer and this feeds the read BIO; what OpenSSL writes into the
+/// write BIO is written to the connection.
 ///
-/// Owned by its event loop and used only on that loop's thread. The nghttp2 session's context
-/// pointer names this object unretained (``HTTP2Session``'s rule): `close` deletes the session,
-/// and `deinit` does if `close` never ran.
-final class SimulatorConnection {
+/// Owned by its `TCPConnection` (as its delegate) and used only on its loop's thread. The nghttp2 session's
+/// context pointer names this object unretained (``HTTP2Session``'s rule): `close` deletes the session, and
+/// `deinit` does if `close` never ran.
+final class SimulatorConnection: TCPConnectionDelegate {
     let id: Int
-    let fd: Int32
     let ssl: OpaquePointer
-    private unowned let loop: EventLoop
+    private let connection: TCPConnection
+    private let loop: SimulatorLoop
     private var core: SimulatorCore { loop.core }
+    /// OpenSSL's input and output (owned by `ssl`).
+    private let readBIO: OpaquePointer
+    private let writeBIO: OpaquePointer
 
     private var session: OpaquePointer?
     /// Requests by stream id, from their first HEADERS until nghttp2 closes the stream.
@@ -27,7 +33,8 @@ final class SimulatorConnection {
     var completedStreams: [Int32] = []
 
     private var writer = FrameWriter()
-    private var watchingWritable = false
+    /// More than this queued on the connection (a client that does not read): nghttp2's frames wait.
+    private static let queueLimit = 1 << 20
     private var tokenState = ProviderTokenVerifier.ConnectionState()
     private var raisedStreamLimit = false
     private var progress = SimulatorCore.StreamProgress()
@@ -35,16 +42,45 @@ final class SimulatorConnection {
     private var reportedPeak = 0
     private(set) var isClosed = false
 
-    init(id: Int, fd: Int32, ssl: OpaquePointer, loop: EventLoop) {
+    init(id: Int, connection: TCPConnection, ssl: OpaquePointer, loop: SimulatorLoop) {
         self.id = id
-        self.fd = fd
+        self.connection = connection
         self.ssl = ssl
         self.loop = loop
+        readBIO = BIO_new(BIO_s_mem())
+        writeBIO = BIO_new(BIO_s_mem())
+        SSL_set_bio(ssl, readBIO, writeBIO)
+        SSL_set_accept_state(ssl)
     }
 
     // MARK: events
 
-    func handle() {
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        guard !isClosed else { return }
+        _ = BIO_write(readBIO, bytes.baseAddress, Int32(bytes.count))
+        handle()
+    }
+
+    func connectionDidReachEnd(_ connection: TCPConnection) {
+        // The client is gone (as a socket read of 0 was before).
+        close(graceful: false)
+    }
+
+    func connection(_ connection: TCPConnection, didFail error: LoopError) {
+        close(graceful: false)
+    }
+
+    func connectionDidFinishWriting(_ connection: TCPConnection) {
+        guard !isClosed else { return }
+        flush()
+        finishIfDone()
+    }
+
+    func connectionDidClose(_ connection: TCPConnection) {
+        close(graceful: false)
+    }
+
+    private func handle() {
         guard !isClosed else { return }
         if session == nil {
             handshake()
@@ -59,14 +95,12 @@ final class SimulatorConnection {
     }
 
     private func handshake() {
-        switch TLSHandshake.step(ssl) {
+        let step = TLSHandshake.step(ssl)
+        writeTLSOutput()
+        switch step {
         case .done:
             break
-        case .wantsReadable:
-            setWatchingWritable(false)
-            return
-        case .wantsWritable:
-            setWatchingWritable(true)
+        case .wantsReadable, .wantsWritable:
             return
         case .certificateRejected, .failed:
             close(graceful: false)
@@ -108,12 +142,11 @@ final class SimulatorConnection {
             }
             switch SSL_get_error(ssl, count) {
             case SSL_ERROR_WANT_READ:
-                return
-            case SSL_ERROR_WANT_WRITE:
-                setWatchingWritable(true)
+                // Everything read so far is decrypted; TLS may have answered something (a key update).
+                writeTLSOutput()
                 return
             default:
-                // Close notify, EOF or a TLS error: the client is gone.
+                // Close notify or a TLS error: the client is gone.
                 close(graceful: false)
                 return
             }
@@ -275,26 +308,29 @@ final class SimulatorConnection {
 
     // MARK: output
 
-    /// Writes what nghttp2 has serialized until the socket is full (see `FrameWriter`).
+    /// Serializes what nghttp2 has to send through TLS and writes it, unless the client has not read
+    /// `queueLimit` bytes of earlier answers (then `connectionDidFinishWriting` resumes).
     private func flush() {
-        guard let session, !isClosed else { return }
+        guard let session, !isClosed, connection.queuedByteCount < Self.queueLimit else { return }
         switch writer.flush(session: session, ssl: ssl) {
-        case .done: setWatchingWritable(false)
-        case .wantsWritable: setWatchingWritable(true)
-        case .wantsReadable: break
+        case .done, .wantsWritable, .wantsReadable: writeTLSOutput()
         case .failed: close(graceful: false)
         }
     }
 
-    private func setWatchingWritable(_ writable: Bool) {
-        guard writable != watchingWritable, !isClosed else { return }
-        watchingWritable = writable
-        loop.watch(fd, writable: writable)
+    /// Moves what OpenSSL wrote into the write BIO onto the connection.
+    private func writeTLSOutput() {
+        let buffer = loop.writeBuffer
+        while BIO_ctrl_pending(writeBIO) > 0 {
+            let count = BIO_read(writeBIO, buffer.baseAddress, Int32(buffer.count))
+            guard count > 0 else { return }
+            connection.write(UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
+        }
     }
 
     /// Closes the connection once nghttp2 is done, or once a GOAWAY's earlier streams are answered.
     private func finishIfDone() {
-        guard let session, !isClosed, !watchingWritable, !writer.hasPending else { return }
+        guard let session, !isClosed, connection.queuedWriteCount == 0, !writer.hasPending else { return }
         if let last = progress.goawayLastStreamID {
             if !streams.keys.contains(where: { $0 <= last }) && nghttp2_session_want_write(session) == 0 {
                 close(graceful: true)
@@ -304,18 +340,19 @@ final class SimulatorConnection {
         }
     }
 
-    /// Closes the socket; `graceful` first sends a TLS close_notify. Idempotent.
+    /// Closes the connection; `graceful` first sends a TLS close_notify. What was written before still
+    /// reaches the client, then a FIN. Idempotent.
     func close(graceful: Bool) {
         guard !isClosed else { return }
         isClosed = true
         if graceful {
             ERR_clear_error()
             _ = SSL_shutdown(ssl)
+            writeTLSOutput()
         }
         ERR_clear_error()
-        loop.forget(self)
-        SSL_free(ssl)  // the socket BIO does not close the descriptor
-        _ = Glibc.close(fd)
+        connection.closeAfterWriting()
+        SSL_free(ssl)  // frees both BIOs
         reportPeakIfNeeded(tokens: [])
         if let session {
             nghttp2_session_del(session)
@@ -326,11 +363,10 @@ final class SimulatorConnection {
     }
 
     deinit {
-        // Only a connection its loop never closed still has these (`HTTP2Session`'s rule).
+        // Only a connection that never closed still has these (`HTTP2Session`'s rule).
         if !isClosed {
             if let session { nghttp2_session_del(session) }
             SSL_free(ssl)
-            _ = Glibc.close(fd)
         }
     }
 }

@@ -23,7 +23,7 @@ public struct SimulatorError: Error, Equatable, CustomStringConvertible {
         public static let recordFile = Code("recordFile")
         /// A `--fault` rule is not `PREFIX=OUTCOME` with a hex prefix and a known outcome.
         public static let invalidFault = Code("invalidFault")
-        /// A system resource (wake pipe, nghttp2 callbacks) could not be created.
+        /// A system resource (an event loop, nghttp2 callbacks) could not be created.
         public static let system = Code("system")
 
         public var description: String { name }

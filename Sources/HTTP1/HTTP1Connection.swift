@@ -58,7 +58,8 @@ public struct HTTP1Connection: Sendable {
         /// Bytes to write, after any earlier write; ``writeFinished(now:)`` follows once they are all written.
         /// There is never a second write before that.
         public var write: [UInt8]?
-        /// A request for the handler.
+        /// A request for the handler, after ``write`` when both are set (a `100 Continue` and the request whose
+        /// body was already in).
         public var handUp: HandUp?
         /// The instant at which ``deadlineReached(now:)`` is due, or nil for none.
         public var deadline: UInt64?
@@ -105,7 +106,7 @@ public struct HTTP1Connection: Sendable {
     private var writing = false
     private var writeDeadline: UInt64?
     private var pendingShutdown = false
-    /// Set by ``drain(now:)``: the next answer closes the connection.
+    /// Set by ``drain(now:)``: the request in progress is the last.
     private var draining = false
 
     /// A connection just accepted at `now`: the idle deadline runs from here.
@@ -129,6 +130,16 @@ public struct HTTP1Connection: Sendable {
     }
 
     // MARK: - Inputs
+
+    /// Bytes read from the socket (copied: the buffer may be reused as soon as this returns).
+    public mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
+        switch state {
+        case .closed, .lingering: return action(nil, now: now)
+        default: break
+        }
+        parser.append(bytes)
+        return advance(now)
+    }
 
     /// Bytes read from the socket.
     public mutating func received(_ bytes: some Collection<UInt8>, now: UInt64) -> Action {
@@ -167,7 +178,9 @@ public struct HTTP1Connection: Sendable {
             state = .refusing(head)
             return action(.refused(head, error), now: now)
         }
-        if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
+        // Sent even when body bytes are already in (RFC 9110, 10.1.1 allows either): what is written then depends
+        // on the bytes alone, never on how the reads split them.
+        if head.expectsContinue && head.hasBody {
             queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), now: now)
         }
         state = .body(head, deadline: now &+ configuration.timeout, answer: nil)
@@ -203,13 +216,14 @@ public struct HTTP1Connection: Sendable {
         }
     }
 
-    /// The server is shutting down: an idle connection (between requests, no byte of the next one read) closes now;
-    /// otherwise the answer to the request in progress carries `connection: close` and the connection closes once
-    /// it is written.
+    /// The server is stopping: the request in progress (if any) still gets its answer, with `connection: close`,
+    /// and the connection then closes; an idle connection, or one in the middle of a head, closes now.
     public mutating func drain(now: UInt64) -> Action {
         draining = true
-        if case .idle = state { return close() }
-        return action(nil, now: now)
+        switch state {
+        case .idle, .head: return close()
+        default: return action(nil, now: now)
+        }
     }
 
     /// The bytes of the last ``Action/write`` are all written.
@@ -225,9 +239,11 @@ public struct HTTP1Connection: Sendable {
         case .nextRequest:
             state = .idle(deadline: now &+ configuration.timeout)
             return advance(now)
-        case .close:
+        case .close where parser.bufferedByteCount == 0:
             return close()
-        case .linger:
+        case .close, .linger:
+            // Bytes the client sent that were not read would make the close a reset, which can destroy the answer
+            // before the client reads it: shut the write side and drop what comes, for a short while.
             if peerClosed { return close() }
             state = .lingering(deadline: now &+ configuration.lingerTimeout)
             pendingShutdown = true
@@ -288,7 +304,7 @@ public struct HTTP1Connection: Sendable {
     private mutating func answer(
         _ response: HTTP1Response, _ head: HTTP1RequestHead, then after: AfterWrite, now: UInt64
     ) -> Action {
-        let after = draining && after == .nextRequest ? AfterWrite.close : after
+        let after = draining && after == .nextRequest ? .close : after
         let closing = after != .nextRequest
         queue(
             response.serialized(

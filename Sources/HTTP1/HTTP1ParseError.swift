@@ -31,8 +31,8 @@ public struct HTTP1ParseError: Error, Hashable, CustomStringConvertible {
         public static let invalidTransferEncoding = Code(kind: .invalidTransferEncoding)
         /// `Transfer-Encoding` naming a coding the relay does not know (501).
         public static let unsupportedTransferCoding = Code(kind: .unsupportedTransferCoding)
-        /// A chunk size line that is not hex digits (optionally followed by an extension), or a size past 2^63
-        /// (400).
+        /// A chunk size line that is not 1 to 16 hex digits (optionally followed by an extension), or a size past
+        /// 2^63 (400).
         public static let invalidChunkSize = Code(kind: .invalidChunkSize)
         /// Chunk data not followed at once by CRLF (400).
         public static let invalidChunkData = Code(kind: .invalidChunkData)

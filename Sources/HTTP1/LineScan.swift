@@ -191,8 +191,8 @@ struct LineScan: Sendable {
 
     /// The minor version of `HTTP/1.x`: 0 or 1; another well-formed version is 505, anything else 400.
     static func version(_ text: UnsafeBufferPointer<UInt8>) -> Result<UInt8, HTTP1ParseError> {
-        let prefix: [UInt8] = Array("HTTP/".utf8)
-        guard text.count == 8, text.prefix(5).elementsEqual(prefix), text[6] == UInt8(ascii: "."),
+        guard text.count == 8, text[0] == UInt8(ascii: "H"), text[1] == UInt8(ascii: "T"), text[2] == UInt8(ascii: "T"),
+            text[3] == UInt8(ascii: "P"), text[4] == ASCII.slash, text[6] == UInt8(ascii: "."),
             let major = digit(text[5]), let minor = digit(text[7])
         else {
             return .failure(HTTP1ParseError(.invalidRequestLine, "the version is not HTTP/x.y"))

@@ -12,19 +12,25 @@ public struct HTTPRefusal: Sendable, Equatable {
     public let reason: String
     /// The rule broken, for a handler that words its own answer (nil for a refusal made here from the status alone).
     public let rule: HTTP1ParseError.Code?
+    /// Whether the handler's ``HTTPHandler/head(_:)`` already had this request (a refusal of its chunked body or its
+    /// trailers): a handler that counted the request there must not count it again.
+    public let followsHead: Bool
 
     /// Creates a refusal.
-    public init(status: Int, error: String, reason: String, rule: HTTP1ParseError.Code? = nil) {
+    public init(
+        status: Int, error: String, reason: String, rule: HTTP1ParseError.Code? = nil, followsHead: Bool = false
+    ) {
         self.status = status
         self.error = error
         self.reason = reason
         self.rule = rule
+        self.followsHead = followsHead
     }
 
-    init(_ parseError: HTTP1ParseError) {
+    init(_ parseError: HTTP1ParseError, followsHead: Bool) {
         self.init(
             status: parseError.status, error: parseError.code.errorName, reason: parseError.reason,
-            rule: parseError.code)
+            rule: parseError.code, followsHead: followsHead)
     }
 
     /// The plain answer: `{"error":"<error>"}`.

@@ -219,11 +219,14 @@ final class ServerConnection: TCPConnectionDelegate {
             core.openContexts.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
         case .refused(let parsed, let error):
+            // A head kept here went to the handler's head(_:), which chose to read the body.
+            let followsHead = self.head != nil
             let head = self.head ?? makeHead(parsed)
             self.head = nil
             let response =
                 error.code == .bodyTooLarge
-                ? core.handler.bodyTooLarge(head) : core.handler.refused(head, refusal: HTTPRefusal(error))
+                ? core.handler.bodyTooLarge(head)
+                : core.handler.refused(head, refusal: HTTPRefusal(error, followsHead: followsHead))
             feed(.respond(Self.wire(response)))
         }
     }

@@ -15,7 +15,7 @@ import Synchronization
 /// ``stop()`` closes every handle still open on it (their owners hear `didClose`), runs the close
 /// callbacks, closes the `uv_loop_t` and joins the thread.
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked: `localWork`, `idleActive`, `openHandles` and `shuttingDown` are touched only on the loop's
+    // @unchecked: `localWork`, the spares, `idleActive`, `wakeUps`, `openHandles` and `shuttingDown` are touched only on the loop's
     // thread; the inbox is behind a Mutex, the thread identity is Atomic, and the uv pointers never change.
     /// The thread's name, as `top -H` shows it (at most 15 bytes are kept).
     public let name: String
@@ -24,6 +24,7 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeUp: UnsafeMutablePointer<uv_async_t>
     /// Active only while `localWork` is not empty: makes the loop run that work on its next turn.
     private let idle: UnsafeMutablePointer<uv_idle_t>
+    private let onThreadExit: (@Sendable () -> Void)?
     /// The buffer every connection of this loop reads into (libuv reads one connection at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -34,6 +35,9 @@ public final class EventLoop: @unchecked Sendable {
         var exited = false
     }
     private let inbox = Mutex(Inbox())
+    /// `uv_loop_close` succeeded: every handle was closed, and libuv closed its own descriptors (the epoll
+    /// set, the async wake-up, the signal pipe). For tests.
+    let closedCleanly = Atomic<Bool>(false)
     /// `pthread_self()` of the loop thread while it runs, 0 otherwise.
     private let threadID = Atomic<UInt>(0)
     private let thread = Mutex<pthread_t?>(nil)
@@ -41,6 +45,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // Loop-thread state.
     private var localWork: [() -> Void] = []
+    private var spareLocalWork: [() -> Void] = []
+    private var spareWork: [@Sendable () -> Void] = []
+    /// How many times other threads' work woke the loop (for tests of coalescing).
+    private(set) var wakeUps = 0
     private var idleActive = false
     private var shuttingDown = false
     /// Handles opened by this module's types and not yet closed (their close callback not yet run).
@@ -51,8 +59,13 @@ public final class EventLoop: @unchecked Sendable {
     /// - Parameters:
     ///   - name: the thread's name.
     ///   - readBufferSize: the size of the buffer connections read into (the most one read delivers).
-    public init(name: String, readBufferSize: Int = 64 * 1024) throws(LoopError) {
+    ///   - onThreadExit: runs on the loop's thread after the loop has closed, before ``stop()`` returns (for
+    ///     example `OPENSSL_thread_stop`).
+    public init(
+        name: String, readBufferSize: Int = 64 * 1024, onThreadExit: (@Sendable () -> Void)? = nil
+    ) throws(LoopError) {
         self.name = name
+        self.onThreadExit = onThreadExit
         raw = .allocate(capacity: 1)
         wakeUp = .allocate(capacity: 1)
         idle = .allocate(capacity: 1)
@@ -109,6 +122,14 @@ public final class EventLoop: @unchecked Sendable {
     public static func monotonicNanoseconds() -> UInt64 {
         uv_hrtime()
     }
+
+    /// The `uv_loop_t`, for measurements that drive a libuv handle this module does not wrap (LoopSpike's
+    /// poll handle). On the loop's thread only. Close such handles before ``stop()``, which takes every
+    /// open handle's `data` for one of this module's owners.
+    @_spi(Raw) public var uvLoop: UnsafeMutablePointer<uv_loop_t> { raw }
+
+    /// The loop's epoll descriptor (for tests that check it is closed).
+    var backendDescriptor: Int32 { uv_backend_fd(raw) }
 
     // MARK: Work
 
@@ -174,20 +195,29 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runInbox() {
-        let (work, stopping) = inbox.withLock { inbox in
-            defer { inbox.work.removeAll(keepingCapacity: true) }
-            return (inbox.work, inbox.stopping)
+        wakeUps += 1
+        // Swap the queue with an empty one that has capacity, so that neither side allocates per wake-up.
+        var batch = spareWork
+        spareWork = []
+        let stopping = inbox.withLock { inbox in
+            swap(&inbox.work, &batch)
+            return inbox.stopping
         }
-        for item in work { item() }
+        for item in batch { item() }
+        batch.removeAll(keepingCapacity: true)
+        spareWork = batch
         if stopping && !shuttingDown { beginShutdown() }
     }
 
     private func runLocalWork() {
         // Work added while this batch runs waits for the next turn, so a loop of re-enqueueing work cannot
         // starve I/O.
-        let work = localWork
-        localWork.removeAll(keepingCapacity: true)
-        for item in work { item() }
+        var batch = spareLocalWork
+        spareLocalWork = []
+        swap(&localWork, &batch)
+        for item in batch { item() }
+        batch.removeAll(keepingCapacity: true)
+        spareLocalWork = batch
         if localWork.isEmpty && idleActive {
             idleActive = false
             uv_idle_stop(idle)
@@ -240,24 +270,44 @@ public final class EventLoop: @unchecked Sendable {
             let work = localWork
             localWork.removeAll()
             for item in work { item() }
-            if uv_loop_close(raw) == 0 { break }
+            if uv_loop_close(raw) == 0 {
+                closedCleanly.store(true, ordering: .relaxed)
+                break
+            }
             closeAllHandles()
             uv_run(raw, UV_RUN_DEFAULT)
         }
+        // Per-thread state of C libraries used on this loop (OpenSSL's) is freed now, not by a thread-exit
+        // destructor that could run after `stop()` has returned.
+        onThreadExit?()
         threadID.store(0, ordering: .relaxed)
         finished.signal()
     }
 
     /// Closes the loop: runs the work already handed over, closes every handle (their owners hear
     /// `didClose`), lets the close callbacks run, closes the `uv_loop_t` and joins its thread. Call from
-    /// any thread but the loop's own; later calls wait for the first to finish.
+    /// any thread but the loop's own (there, use ``requestStop()``); later calls wait for the first to finish.
     public func stop() {
         precondition(!isCurrent, "EventLoop.stop() on the loop's own thread would wait for itself")
+        requestStop()
+        waitUntilStopped()
+    }
+
+    /// Asks the loop to close as ``stop()`` does, without waiting: for any thread, the loop's own included
+    /// (a SIGTERM watcher, a handler that shuts the process down). The loop closes after the current
+    /// callback returns.
+    public func requestStop() {
         inbox.withLock { inbox in
             if inbox.stopping || inbox.exited { return }
             inbox.stopping = true
             uv_async_send(wakeUp)
         }
+    }
+
+    /// Waits until the loop has closed and its thread has ended (after ``requestStop()``). Never on the loop's
+    /// own thread.
+    public func waitUntilStopped() {
+        precondition(!isCurrent, "waitUntilStopped() on the loop's own thread would wait for itself")
         finished.wait()
         finished.signal()  // lets later callers through
         if let joining = thread.withLock({ value -> pthread_t? in

@@ -72,3 +72,12 @@ private func loopHandleDidClose(_ handle: UnsafeMutablePointer<uv_handle_t>?) {
     let owner = Unmanaged<LoopHandle>.fromOpaque(data).takeRetainedValue()
     owner.handleClosed()
 }
+
+extension LoopHandle {
+    /// The handle's descriptor, for tests that check it is closed; nil for handles without one.
+    var descriptor: Int32? {
+        guard let handle, !isClosing else { return nil }
+        var descriptor: uv_os_fd_t = -1
+        return uv_fileno(CUV_handle(handle), &descriptor) == 0 ? descriptor : nil
+    }
+}

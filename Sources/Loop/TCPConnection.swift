@@ -51,6 +51,8 @@ public final class TCPConnection: LoopHandle {
     /// Reading is started (and has not met end of input or an error).
     public private(set) var isReading = false
     private var outputShutDown = false
+    /// `closeAfterWriting()` was called: the last write's completion closes.
+    private var closesWhenWritten = false
 
     /// A handle ready for `uv_accept`.
     init(acceptingOn loop: EventLoop) {
@@ -87,6 +89,21 @@ public final class TCPConnection: LoopHandle {
         peerPort = peer?.port ?? 0
     }
 
+    /// Takes over a connected socket accepted elsewhere (another thread's accept, another loop's listener
+    /// handing connections round-robin): it becomes a connection of `loop`, with `TCP_NODELAY`, not reading
+    /// yet. The connection owns the descriptor from here, also when this throws. On `loop`'s thread.
+    public static func adopt(_ descriptor: Int32, on loop: EventLoop) throws(LoopError) -> TCPConnection {
+        let connection = TCPConnection(acceptingOn: loop)
+        let status = uv_tcp_open(connection.tcp, descriptor)
+        guard status == 0 else {
+            Glibc.close(descriptor)
+            connection.close()
+            throw LoopError(status: status, "cannot adopt a connection")
+        }
+        connection.accepted()
+        return connection
+    }
+
     // MARK: Connecting
 
     /// Connects to `host` (an IPv4 or IPv6 literal) and `port`; the delegate hears
@@ -113,6 +130,8 @@ public final class TCPConnection: LoopHandle {
         }
         guard status == 0 else {
             request.deallocate()
+            // The caller hears the error from this throw, not from the delegate.
+            connection.delegate = nil
             connection.close()
             throw LoopError(status: status, "cannot connect", code: .connectFailed)
         }
@@ -189,21 +208,32 @@ public final class TCPConnection: LoopHandle {
     /// delegate later, as ``TCPConnectionDelegate/connection(_:didFail:)``, never from inside this call.
     @discardableResult
     public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        write(bytes, UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// Writes `first` then `second` in one system call (an answer's head and body, without joining them
+    /// first); otherwise as `write(_:)`.
+    @discardableResult
+    public func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
         loop.preconditionCurrent()
-        guard !isClosing else { return false }
-        guard !bytes.isEmpty else { return queuedWriteCount == 0 }
-        var offset = 0
+        guard !isClosing, !closesWhenWritten else { return false }
+        let total = first.count + second.count
+        guard total > 0 else { return queuedWriteCount == 0 }
+        var written = 0
         if queuedWriteCount == 0 {
-            var buffer = uv_buf_t(
-                base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)),
-                len: bytes.count)
-            let written = uv_try_write(stream, &buffer, 1)
-            if written == bytes.count { return true }
+            var buffers = (Self.buffer(first), Self.buffer(second))
+            let count: UInt32 = second.isEmpty ? 1 : 2
+            let result = withUnsafeMutableBytes(of: &buffers) { raw in
+                uv_try_write(stream, raw.baseAddress!.assumingMemoryBound(to: uv_buf_t.self), count)
+            }
+            if result == total { return true }
             // EAGAIN or a partial write: queue the rest. Another error (EPIPE, ECONNRESET): queue it anyway;
             // uv_write meets the same error and reports it from its callback, on a later turn.
-            offset = max(0, Int(written))
+            written = max(0, Int(result))
         }
-        queue(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+        let firstRest = UnsafeRawBufferPointer(rebasing: first[min(written, first.count)...])
+        let secondRest = UnsafeRawBufferPointer(rebasing: second[max(0, written - first.count)...])
+        queue(firstRest, secondRest)
         return false
     }
 
@@ -213,20 +243,29 @@ public final class TCPConnection: LoopHandle {
         bytes.withUnsafeBytes { write($0) }
     }
 
+    private static func buffer(_ bytes: UnsafeRawBufferPointer) -> uv_buf_t {
+        guard let base = bytes.baseAddress else { return uv_buf_t(base: nil, len: 0) }
+        return uv_buf_t(
+            base: UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), len: bytes.count)
+    }
+
     /// One allocation per queued write: the request, then the byte count, then the bytes.
     private struct QueuedWrite {
         var request: uv_write_t
         var count: Int
     }
 
-    private func queue(_ bytes: UnsafeRawBufferPointer) {
+    /// Copies `first` and `second` into one block and queues it.
+    private func queue(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) {
+        let count = first.count + second.count
         let headerSize = MemoryLayout<QueuedWrite>.stride
-        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + bytes.count, alignment: 16)
+        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + count, alignment: 16)
         let header = block.bindMemory(to: QueuedWrite.self, capacity: 1)
-        header.pointer(to: \.count)!.initialize(to: bytes.count)
+        header.pointer(to: \.count)!.initialize(to: count)
         let copy = block + headerSize
-        copy.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        var buffer = uv_buf_t(base: copy.assumingMemoryBound(to: CChar.self), len: bytes.count)
+        if let base = first.baseAddress { copy.copyMemory(from: base, byteCount: first.count) }
+        if let base = second.baseAddress { (copy + first.count).copyMemory(from: base, byteCount: second.count) }
+        var buffer = uv_buf_t(base: copy.assumingMemoryBound(to: CChar.self), len: count)
         let request = header.pointer(to: \.request)!
         let status = uv_write(
             request, stream, &buffer, 1,
@@ -247,7 +286,7 @@ public final class TCPConnection: LoopHandle {
             return
         }
         queuedWriteCount += 1
-        queuedByteCount += bytes.count
+        queuedByteCount += count
     }
 
     private func wrote(count: Int, status: Int32) {
@@ -257,7 +296,11 @@ public final class TCPConnection: LoopHandle {
         if status < 0 {
             delegate?.connection(self, didFail: LoopError(status: status, "write failed"))
         } else if queuedWriteCount == 0 {
-            delegate?.connectionDidFinishWriting(self)
+            if closesWhenWritten {
+                close()
+            } else {
+                delegate?.connectionDidFinishWriting(self)
+            }
         }
     }
 
@@ -279,6 +322,19 @@ public final class TCPConnection: LoopHandle {
             request!.deallocate()
         }
         if status != 0 { request.deallocate() }
+    }
+
+    /// Closes once every queued write is in the kernel (at once when none is queued), so that the peer gets
+    /// all of it before the FIN; meanwhile reads are still delivered and further writes refused. For an
+    /// answer that ends the connection.
+    public func closeAfterWriting() {
+        loop.preconditionCurrent()
+        guard !isClosing else { return }
+        if queuedWriteCount == 0 {
+            close()
+        } else {
+            closesWhenWritten = true
+        }
     }
 
     /// Closes at once and sends a reset (RST) instead of a FIN (`SO_LINGER` 0): queued writes are dropped.

@@ -21,37 +21,27 @@ public final class TCPListener: LoopHandle {
         on loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 511,
         onConnection: @escaping (TCPConnection) -> Void
     ) throws(LoopError) {
-        let address = try SocketAddress(host: host, port: port)
-        let endpoint = address.endpoint(port: port)
-        let descriptor = try Self.openSocket(address, endpoint: endpoint)
-        try self.init(
-            on: loop, adopting: descriptor, backlog: backlog, endpoint: endpoint, onConnection: onConnection)
+        let socket = try Self.bindSocket(host: host, port: port)
+        try self.init(on: loop, adopting: socket.descriptor, backlog: backlog, onConnection: onConnection)
     }
 
-    /// Listens on a socket made elsewhere, bound and non-blocking (for example a duplicate of one socket that
-    /// several loops accept from). The listener owns `descriptor` from here, and closes it even when this throws.
+    /// Listens on a socket made by ``bindSocket(host:port:)`` (on another thread: in a network namespace,
+    /// or before privileges are dropped). The listener owns the descriptor from here, also when this throws.
     public init(
-        on loop: EventLoop, adopting descriptor: Int32, backlog: Int32 = 511, endpoint: String = "the socket",
+        on loop: EventLoop, adopting descriptor: Int32, backlog: Int32 = 511,
         onConnection: @escaping (TCPConnection) -> Void
     ) throws(LoopError) {
-        var bound = sockaddr_storage()
-        var boundLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &boundLength) }
-        }
-        self.port = withUnsafePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress.read($0)?.port ?? 0 }
-        }
+        port = Self.boundPort(of: descriptor) ?? 0
         self.onConnection = onConnection
         super.init(loop: loop, type: UV_TCP)
         uv_tcp_init(loop.raw, tcp)
         let opened = uv_tcp_open(tcp, descriptor)
         guard opened == 0 else {
-            // The handle was never active and holds no descriptor: close it so the loop forgets it.
+            // The handle holds no descriptor: close both, and the handle so that the loop forgets it.
             Glibc.close(descriptor)
             didOpen()
             close()
-            throw LoopError(status: opened, "cannot listen on \(endpoint)", code: .listenFailed)
+            throw LoopError(status: opened, "cannot listen on port \(port)", code: .listenFailed)
         }
         didOpen()
         let listening = uv_listen(
@@ -61,7 +51,7 @@ public final class TCPListener: LoopHandle {
             })
         guard listening == 0 else {
             close()
-            throw LoopError(status: listening, "cannot listen on \(endpoint)", code: .listenFailed)
+            throw LoopError(status: listening, "cannot listen on port \(port)", code: .listenFailed)
         }
     }
 
@@ -75,7 +65,17 @@ public final class TCPListener: LoopHandle {
         close()
     }
 
-    private static func openSocket(_ address: SocketAddress, endpoint: String) throws(LoopError) -> Int32 {
+    /// Makes a socket bound to `host` and `port` with `SO_REUSEPORT` (and `SO_REUSEADDR`), non-blocking and
+    /// close-on-exec, not yet listening: for ``init(on:adopting:backlog:onConnection:)``, or to be closed.
+    /// Any thread. `port` 0 picks a free port; the port bound is returned.
+    /// With `sharingPort` false, no `SO_REUSEPORT`: a port already in use is an error even when this process
+    /// holds it (for one listener whose connections are handed to other loops with
+    /// ``TCPConnection/adopt(_:on:)``).
+    public static func bindSocket(
+        host: String, port: UInt16, sharingPort: Bool = true
+    ) throws(LoopError) -> (descriptor: Int32, port: UInt16) {
+        let address = try SocketAddress(host: host, port: port)
+        let endpoint = address.endpoint(port: port)
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let descriptor = socket(address.family, type, 0)
         guard descriptor >= 0 else {
@@ -84,7 +84,7 @@ public final class TCPListener: LoopHandle {
         var one: Int32 = 1
         let size = socklen_t(MemoryLayout<Int32>.size)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, size)
-        guard setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &one, size) == 0 else {
+        guard !sharingPort || setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &one, size) == 0 else {
             let status = -errno
             Glibc.close(descriptor)
             throw LoopError(status: status, "cannot set SO_REUSEPORT for \(endpoint)", code: .listenFailed)
@@ -100,7 +100,19 @@ public final class TCPListener: LoopHandle {
             Glibc.close(descriptor)
             throw LoopError(status: status, "cannot bind \(endpoint)", code: .listenFailed)
         }
-        return descriptor
+        return (descriptor, boundPort(of: descriptor) ?? port)
+    }
+
+    private static func boundPort(of descriptor: Int32) -> UInt16? {
+        var bound = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard status == 0 else { return nil }
+        return withUnsafePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { IPAddress.read($0)?.port }
+        }
     }
 
     private func accept(status: Int32) {

@@ -113,12 +113,13 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
-    /// the client's address like every request there, and a blocked address gets its 429.
+    /// the client's address like every request there, and a blocked address gets its 429. A refusal of a body
+    /// (broken chunks) was counted once already, with its head.
     func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
         let error = RelayError.refusal(refusal.rule, status: refusal.status)
         let route = Route(number: head.route)
         let endpoint = route.endpoint
-        if route.countsAgainstAddress {
+        if route.countsAgainstAddress && !refusal.followsHead {
             let key = addressKey(head, current.configuration)
             switch ipLimiter {
             case .immediate(let limiter):

@@ -49,7 +49,7 @@ struct HTTP1RequestParserTests {
     @Test func chunkedBodyWithExtensionsAndTrailers() throws {
         let events = try parse(
             "POST /v1/push HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"
-                + "4;name=value\r\nabcd\r\n0A \t;x\r\n0123456789\r\n000\r\nTrailer-A: 1\r\nTrailer-B:\r\n\r\n")
+                + "4;name=value\r\nabcd\r\n0A;x\r\n0123456789\r\n000\r\nTrailer-A: 1\r\nTrailer-B:\r\n\r\n")
         #expect(events.first?.head?.isChunked == true)
         #expect(events.count == 2)
         #expect(events.last?.body == Array("abcd0123456789".utf8))
@@ -238,6 +238,7 @@ struct HTTP1RequestParserTests {
         ("-5\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
         (" 5\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
         ("5 \r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
+        ("5 ;e\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
         ("\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
         ("g\r\n", .invalidChunkSize),
         ("10000000000000000\r\n", .invalidChunkSize),
@@ -264,8 +265,9 @@ struct HTTP1RequestParserTests {
     @Test func largestChunkSizeIsStillALimitMatter() throws {
         // 2^63 - 1 is a valid size: refused for the route's limit (413), not for its syntax.
         #expect(try refusal(chunked("7fffffffffffffff\r\n")).code == .bodyTooLarge)
-        // Leading zeros do not count towards the size.
-        #expect(try parse(chunked("00000000000000000000000001\r\nx\r\n0\r\n\r\n")).last?.body == [0x78])
+        // Up to 16 digits, leading zeros included; more are refused whatever their value.
+        #expect(try parse(chunked("0000000000000001\r\nx\r\n0\r\n\r\n")).last?.body == [0x78])
+        #expect(try refusal(chunked("00000000000000001\r\nx\r\n0\r\n\r\n")).code == .invalidChunkSize)
     }
 
     @Test func chunkExtensionsAreBounded() throws {
