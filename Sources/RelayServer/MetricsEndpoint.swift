@@ -24,6 +24,8 @@ final class MetricsEndpoint: HTTPHandler {
             let text =
                 service.metrics.render(inFlight: service.inFlight, counters: extraCounters())
                 + (service.limitsStore?.renderMetrics() ?? "")
+                + "# HELP duo_relay_ready 1 while /readyz would answer 200 (APNs environments and limits usable).\n"
+                + "# TYPE duo_relay_ready gauge\nduo_relay_ready \(service.readinessState().ready ? 1 : 0)\n"
             return .respond(
                 HTTPResponse(
                     status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],

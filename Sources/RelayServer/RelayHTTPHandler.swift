@@ -160,16 +160,22 @@ final class RelayHTTPHandler: HTTPHandler {
     /// Ready when every configured APNs environment has a key and has not been failing, and the
     /// limits can be decided (`"limits"`: memory, shared, local, or unavailable with `refuse`).
     func readiness() -> HTTPResponse {
-        let gateways = current.gateways
-        let states = gateways.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value.health) }
-        let limits = limitsStore?.health.rawValue ?? "memory"
-        let ready = !states.isEmpty && states.allSatisfy { $0.1 != .failing } && limits != "unavailable"
+        let (ready, states, limits) = readinessState()
         let body =
             #"{"status":""# + (ready ? "ready" : "not_ready") + #"","environments":{"#
             + states.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",")
             + #"},"limits":""# + limits + #""}"#
         metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: ready ? "ok" : "not_ready")
         return HTTPResponse.json(ready ? 200 : 503, body)
+    }
+
+    /// What `/readyz` answers, without counting a request: also the `duo_relay_ready` gauge, so that
+    /// an alert on readiness does not depend on something probing `/readyz`.
+    func readinessState() -> (ready: Bool, environments: [(APNsEnvironment, APNsGateway.Health)], limits: String) {
+        let states = current.gateways.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value.health) }
+        let limits = limitsStore?.health.rawValue ?? "memory"
+        let ready = !states.isEmpty && states.allSatisfy { $0.1 != .failing } && limits != "unavailable"
+        return (ready, states, limits)
     }
 
     private func grant(_ body: [UInt8]) -> HTTPResponse {

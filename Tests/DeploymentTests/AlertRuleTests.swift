@@ -44,6 +44,16 @@ import Testing
         #expect((result.output + result.errors).contains("DuoRelayPushFailingAtAPNs"))
     }
 
+    @Test(
+        "promtool check config accepts the host's scrape example, with the rules it loads",
+        .enabled(if: Tool.isAvailable(promtool)))
+    func scrapeExampleChecks() throws {
+        let result = try Tool.run(
+            Self.promtool, ["check", "config", "prometheus.example.yml"], in: Repository.url(Self.folder))
+        #expect(result.status == 0, "\(result.output) \(result.errors)")
+        #expect(result.output.contains("SUCCESS: 1 rule files found"), "\(result.output)")
+    }
+
     @Test("every alert is tested both firing and silent")
     func everyAlertIsTested() throws {
         let tests = try Repository.text(Self.tests).split(separator: "\n").map {

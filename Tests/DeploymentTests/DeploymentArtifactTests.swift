@@ -10,6 +10,7 @@ import Testing
     static let systemdConfiguration = "deploy/systemd/relay.json"
     static let relayEnvironment = "deploy/systemd/relay.env"
     static let configMap = "deploy/kubernetes/configmap.yaml"
+    static let containerConfiguration = "deploy/container/relay.json"
     static let dockerfile = "deploy/container/Dockerfile"
     static let nginx = "deploy/proxy/nginx.conf"
     static let caddyfile = "deploy/proxy/Caddyfile"
@@ -69,6 +70,8 @@ import Testing
             ("RestrictNamespaces", "yes"), ("LockPersonality", "yes"), ("MemoryDenyWriteExecute", "yes"),
             ("RestrictRealtime", "yes"), ("RestrictSUIDSGID", "yes"), ("SystemCallArchitectures", "native"),
             ("CapabilityBoundingSet", ""), ("UMask", "0077"), ("LimitNOFILE", "65536"), ("Restart", "on-failure"),
+            // No core file: a crash must not write the keys to disk.
+            ("LimitCORE", "0"),
             ("KillSignal", "SIGTERM"),
             // libdispatch calls setpriority() (in @resources) for its worker threads: EPERM lets it
             // carry on, where the default action (SIGSYS) would kill the relay.
@@ -120,7 +123,9 @@ import Testing
             #expect(parts.count == 2, "LoadCredential=\(credential) is not NAME:PATH")
             guard parts.count == 2 else { continue }
             #expect(secretNames.contains(parts[0]), "credential \(parts[0]) is not a variable the relay reads")
-            #expect(parts[1].hasPrefix("/etc/duo-relay/"))
+            // Named as the credential, so that `CREDENTIALS_DIRECTORY=/etc/duo-relay/credentials duo-relay check`
+            // sees what the service will (OPERATIONS.md, "systemd").
+            #expect(parts[1] == "/etc/duo-relay/credentials/" + parts[0])
             given.append(parts[0])
         }
         #expect(unit.values("EnvironmentFile") == ["/etc/duo-relay/relay.env"])
@@ -150,7 +155,7 @@ import Testing
 
     @Test(
         "each example configuration is JSON with only keys the relay accepts",
-        arguments: [systemdConfiguration, configMap])
+        arguments: [systemdConfiguration, configMap, containerConfiguration])
     func exampleConfigurationKeys(path: String) throws {
         let accepted = try Documentation.configurationKeys()
         #expect(accepted["apns"]?.contains("topic") == true, "README's Configuration example was not read")
@@ -169,7 +174,7 @@ import Testing
 
     @Test(
         "each example configuration sits behind a proxy: client address from X-Forwarded-For, no cap per proxy address",
-        arguments: [systemdConfiguration, configMap])
+        arguments: [systemdConfiguration, configMap, containerConfiguration])
     func exampleConfigurationTrustsItsProxy(path: String) throws {
         let configuration = try Self.exampleConfiguration(path)
         #expect(configuration["ip_limit"]["client_ip_header"].string == "X-Forwarded-For")
@@ -184,7 +189,7 @@ import Testing
         let manifests = try Manifests.load()
         #expect(
             manifests.compactMap { $0.document["kind"].string }.sorted()
-                == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service"])
+                == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"])
         for (file, document) in manifests {
             #expect(document["apiVersion"].string != nil, "\(file) has no apiVersion")
             #expect(document["metadata"]["name"].string != nil, "\(file) has no name")
@@ -251,23 +256,24 @@ import Testing
         #expect(termination > pause + grace + 5, "\(termination) s for \(pause) s preStop and \(grace) s grace")
     }
 
-    @Test("secrets reach the relay as NAME_FILE variables naming files of the mounted Secret, and only that way")
+    @Test("secrets reach the relay as NAME_FILE variables naming files of the documented Secret, and only that way")
     func deploymentSecretsComeAsFiles() throws {
         let manifests = try Manifests.load()
         let pod = try Manifests.only("Deployment", in: manifests)["spec"]["template"]["spec"]
         let container = pod["containers"][0]
-        let secret = try Manifests.only("Secret", in: manifests)
         let secretNames = try Documentation.secretNames()
+        let secretKeys = try Self.documentedSecretKeys()
+        #expect(secretKeys.contains("RELAY_KEYS"), "OPERATIONS.md's secretGenerator was not read")
 
         let volume = try #require(pod["volumes"].array.first { $0["secret"].exists })
-        #expect(volume["secret"]["secretName"].string == secret["metadata"]["name"].string)
+        #expect(volume["secret"]["secretName"].string == "duo-relay-secrets")
         let mount = try #require(container["volumeMounts"].array.first { $0["name"].string == volume["name"].string })
         #expect(mount["readOnly"].bool == true)
         let directory = try #require(mount["mountPath"].string)
-        let secretKeys = secret["stringData"].keys.union(secret["data"].keys)
 
         let variables = container["env"].array
         #expect(variables.contains { $0["name"].string == "RELAY_KEYS_FILE" })
+        var named: Set<String> = []
         for variable in variables {
             let name = try #require(variable["name"].string)
             #expect(name.hasSuffix("_FILE"), "\(name) is not a _FILE variable")
@@ -275,8 +281,12 @@ import Testing
             #expect(!variable["valueFrom"].exists, "\(name) copies a secret into the environment")
             let path = try #require(variable["value"].string)
             #expect(path.hasPrefix(directory + "/"), "\(name) points outside the secret volume")
-            #expect(secretKeys.contains(URL(fileURLWithPath: path).lastPathComponent), "\(name): no such key")
+            let key = URL(fileURLWithPath: path).lastPathComponent
+            #expect(secretKeys.contains(key), "\(name): OPERATIONS.md's Secret has no key \(key)")
+            named.insert(key)
         }
+        // Every key of the documented Secret is read by the relay (REDIS_PASSWORD by Redis too).
+        #expect(named == secretKeys, "the Secret's keys \(secretKeys.sorted()) against the variables \(named.sorted())")
         #expect(!container["envFrom"].exists, "envFrom would put every secret in the environment")
 
         let configVolume = try #require(pod["volumes"].array.first { $0["configMap"].exists })
@@ -287,17 +297,59 @@ import Testing
         #expect(configMount["mountPath"].string.map { $0 + "/relay.json" } == Self.configPath)
     }
 
-    @Test("the Secret holds placeholders only, no key material")
-    func secretHoldsOnlyPlaceholders() throws {
-        let secret = try Manifests.only("Secret", in: Manifests.load())
-        #expect(!secret["data"].exists, "base64 `data` could hide a real key: use placeholder stringData")
-        let values = secret["stringData"]
-        #expect(!values.keys.isEmpty)
-        for key in values.keys.sorted() {
-            let value = try #require(values[key].string)
-            #expect(value.contains("REPLACE_ME"), "\(key) is not a placeholder")
-            #expect(try Self.keyMaterial(in: value).isEmpty, "\(key) looks like key material")
+    @Test("the kustomization applies the relay and its Redis and no Secret, so applying never overwrites a real one")
+    func kustomizationHoldsNoSecret() throws {
+        let kustomization = try Manifests.load(["deploy/kubernetes/kustomization.yaml"])
+        let resources = try #require(kustomization.first?.document["resources"].strings)
+        let expected = try Manifests.files().map { String($0.dropFirst("deploy/kubernetes/".count)) }
+        #expect(Set(resources) == Set(expected + ["redis/redis.yaml"]))
+        #expect(!kustomization[0].document["secretGenerator"].exists)
+        for (file, document) in try Manifests.load(resources.map { "deploy/kubernetes/" + $0 }) {
+            #expect(document["kind"].string != "Secret", "\(file) holds a Secret")
         }
+        // Redis reads its password from the same Secret, under a key the documented generator makes.
+        let redis = try Manifests.load(["deploy/kubernetes/redis/redis.yaml"])
+        let redisDeployment = try Manifests.only("Deployment", in: redis)
+        let secretVolume = try #require(
+            redisDeployment["spec"]["template"]["spec"]["volumes"].array.first { $0["secret"].exists })
+        #expect(secretVolume["secret"]["secretName"].string == "duo-relay-secrets")
+        #expect(try Self.documentedSecretKeys().contains("REDIS_PASSWORD"))
+        let configuration = try Self.exampleConfiguration(Self.configMap)
+        #expect(configuration["limits_store"]["url"].string == "redis://duo-relay-redis:6379/0")
+        #expect(try Manifests.only("Service", in: redis)["metadata"]["name"].string == "duo-relay-redis")
+    }
+
+    @Test("the pods carry the Prometheus annotations of the metrics port, scraped as the rules' job")
+    func podsAreScraped() throws {
+        let pod = try Manifests.only("Deployment", in: Manifests.load())["spec"]["template"]
+        let annotations = pod["metadata"]["annotations"]
+        #expect(annotations["prometheus.io/scrape"].string == "true")
+        let metrics = try #require(
+            pod["spec"]["containers"][0]["ports"].array.first { $0["name"].string == "metrics" })
+        #expect(annotations["prometheus.io/port"].string == metrics["containerPort"].int.map(String.init))
+        let listen = try #require(Self.exampleConfiguration(Self.configMap)["metrics_listen"].string)
+        #expect(listen.hasSuffix(":" + (annotations["prometheus.io/port"].string ?? "?")))
+        for example in [
+            "deploy/prometheus/prometheus.example.yml", "deploy/prometheus/prometheus.kubernetes.example.yml",
+        ] {
+            let config = try Manifests.load([example])
+            let jobs = config[0].document["scrape_configs"].array.compactMap { $0["job_name"].string }
+            #expect(jobs == ["duo-relay"], "\(example)")
+        }
+        #expect(try Repository.text("deploy/prometheus/alerts.rules.yml").contains(#"up{job="duo-relay"}"#))
+    }
+
+    /// The keys of the Secret that OPERATIONS.md's Kubernetes recipe generates: its secretGenerator's files.
+    static func documentedSecretKeys() throws -> Set<String> {
+        let recipe = Documentation.section("Kubernetes", of: try Repository.text("OPERATIONS.md"))
+        let generator = try #require(recipe.range(of: "secretGenerator:"))
+        var keys: Set<String> = []
+        for line in recipe[generator.upperBound...].split(separator: "\n") {
+            let item = line.trimmingCharacters(in: .whitespaces)
+            if item == "EOF" { break }
+            if item.hasPrefix("- secrets/") { keys.insert(String(item.dropFirst("- secrets/".count))) }
+        }
+        return keys
     }
 
     @Test("the Service and the PodDisruptionBudget select the Deployment's pods; at least one stays up")

@@ -18,9 +18,20 @@ enum Manifests {
         json.dump(documents, sys.stdout, default=str)
         """
 
-    /// Every document of every `.yaml` file in `deploy/kubernetes`, with the file it came from.
+    /// The relay's manifests: every `.yaml` file directly in `deploy/kubernetes` but the kustomization.
+    static func files() throws -> [String] {
+        try Repository.files(in: "deploy/kubernetes", endingWith: ".yaml").filter {
+            !$0.hasSuffix("/kustomization.yaml")
+        }
+    }
+
+    /// Every document of the relay's manifests (`files()`), with the file it came from.
     static func load() throws -> [(file: String, document: JSONNode)] {
-        let files = try Repository.files(in: "deploy/kubernetes", endingWith: ".yaml")
+        try load(try files())
+    }
+
+    /// Every document of `files` (paths relative to the repository), with the file it came from.
+    static func load(_ files: [String]) throws -> [(file: String, document: JSONNode)] {
         let result = try Tool.run(python, ["-c", script] + files.map { Repository.url($0).path })
         guard result.status == 0 else {
             throw DocumentationError(reason: "python3-yaml could not parse the manifests: " + result.errors)

@@ -218,6 +218,33 @@ import Testing
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
     }
 
+    /// `duo_relay_ready` says what `/readyz` would, read at each scrape: an alert on it
+    /// (DuoRelayNotReady) fires where nothing probes `/readyz`. Nothing here asks `/readyz`.
+    @Test func readinessGaugeFollowsAPNsWithoutAProbe() throws {
+        let fixture = try PushFixture(
+            relayConfig: Self.limits + #","metrics_listen":"127.0.0.1:0""#, apnsConfig: #""timeout_ms":1000"#)
+        let metricsPort = try #require(
+            fixture.relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
+                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        func ready() throws -> String? {
+            let text = try RawHTTPClient(port: metricsPort).request("GET", "/metrics").text
+            #expect(text.contains("# TYPE duo_relay_ready gauge"))
+            return text.split(separator: "\n").first { $0.hasPrefix("duo_relay_ready ") }.map(String.init)
+        }
+        let connection = try fixture.relay.connect()
+        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
+        #expect(try fixture.push(grant: grant, on: connection).status == 200)
+        #expect(try ready() == "duo_relay_ready 1")
+        fixture.simulator.stop()
+        #expect(try fixture.push(grant: grant, on: connection).status == 502)
+        #expect(try ready() == "duo_relay_ready 0")
+        let revived = try APNsSimulator(configuration: fixture.simulatorConfiguration)
+        defer { revived.stop() }
+        try Poll.wait(for: "the gauge back at 1", within: .seconds(15)) { (try? ready()) == "duo_relay_ready 1" }
+        let text = try RawHTTPClient(port: metricsPort).request("GET", "/metrics").text
+        #expect(!text.contains(#"endpoint="readyz""#), "something asked /readyz")
+    }
+
     @Test func sighupRotatesRelayKeysUnderLoadWithoutAFailedRequest() throws {
         var secrets = TestSecrets()
         let directory = try RelayProcess.temporaryDirectory()
