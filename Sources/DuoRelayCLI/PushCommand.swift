@@ -52,9 +52,14 @@ enum PushCommand {
         let push = RelayPush(
             sealed: Data(SecureRandom.bytes(count: RelayPush.sealedByteCount)), id: randomHex(), thread: randomHex())
         let client = RelayClient(relay: relay, timeout: timeout, maxConnections: 1)
-        let started = ContinuousClock.now
-        let outcome = wait { [grant] in await client.push(push, grant: grant) }
-        let elapsed = ContinuousClock.now - started
+        let (outcome, elapsed) = wait { [grant] in
+            let started = ContinuousClock.now
+            let outcome = await client.push(push, grant: grant)
+            let elapsed = ContinuousClock.now - started
+            // Before the process exits: a URLSession still being torn down during exit was reported as leaking.
+            await client.close()
+            return (outcome, elapsed)
+        }
         let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
         Output.standard("push: " + describe(outcome) + " (\(milliseconds) ms)")
         if case .delivered = outcome { return 0 }
@@ -81,8 +86,10 @@ enum PushCommand {
     }
 
     /// Runs `body` on the concurrency pool and blocks this (main) thread until it returns.
-    private static func wait(_ body: @escaping @Sendable () async -> PushOutcome) -> PushOutcome {
-        let result = Mutex<PushOutcome?>(nil)
+    private static func wait(
+        _ body: @escaping @Sendable () async -> (PushOutcome, Duration)
+    ) -> (PushOutcome, Duration) {
+        let result = Mutex<(PushOutcome, Duration)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let outcome = await body()
@@ -90,6 +97,6 @@ enum PushCommand {
             done.signal()
         }
         done.wait()
-        return result.withLock { $0 } ?? .failed(mayHaveBeenDelivered: true)
+        return result.withLock { $0 } ?? (.failed(mayHaveBeenDelivered: true), .zero)
     }
 }
