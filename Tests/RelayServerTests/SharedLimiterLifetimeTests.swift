@@ -30,9 +30,18 @@ import Testing
             setup = try RelaySetup(configuration: configuration, secrets: secrets)
         }
 
+        /// A relay on this setup and its two shared limiters, after a request through each limit.
+        func relayAfterBothLimits() throws -> (relay: Relay, address: SharedRateLimiter, phone: SharedRateLimiter) {
+            let relay = try Relay(setup: setup)
+            let limiters = relay.sharedLimiters
+            try #require(limiters.count == 2)
+            try useBothLimits(relay)
+            return (relay, limiters[0], limiters[1])
+        }
+
         /// Sends requests through both limits, each decided by Redis: a push (answered 502 `apns` once the
         /// per-phone limit has admitted it, as no APNs environment is configured) and a request for no endpoint.
-        func useBothLimits(_ relay: Relay) throws {
+        private func useBothLimits(_ relay: Relay) throws {
             let grant = try GrantCodec.seal(
                 Grant(environment: .sandbox, issuedAt: SystemClock().unixSeconds, token: SecureRandom.bytes(count: 32)),
                 keyID: 1, keys: keys)
@@ -51,11 +60,8 @@ import Testing
         weak var addressLimiter: SharedRateLimiter?
         weak var phoneLimiter: SharedRateLimiter?
         do {
-            let relay = try Relay(setup: fixture.setup)
-            let limiters = relay.sharedLimiters
-            try #require(limiters.count == 2)
-            (addressLimiter, phoneLimiter) = (limiters[0], limiters[1])
-            try fixture.useBothLimits(relay)
+            let (relay, address, phone) = try fixture.relayAfterBothLimits()
+            (addressLimiter, phoneLimiter) = (address, phone)
             relay.stop()
         }
         #expect(addressLimiter == nil, "the per-address limiter outlives its relay")
@@ -73,11 +79,8 @@ import Testing
         weak var phoneLimiter: SharedRateLimiter?
         let runner: SignalledRunner
         do {
-            let relay = try Relay(setup: fixture.setup)
-            let limiters = relay.sharedLimiters
-            try #require(limiters.count == 2)
-            (addressLimiter, phoneLimiter) = (limiters[0], limiters[1])
-            try fixture.useBothLimits(relay)
+            let (relay, address, phone) = try fixture.relayAfterBothLimits()
+            (addressLimiter, phoneLimiter) = (address, phone)
             runner = SignalledRunner(relay)
         }
         // Sent until the relay has stopped: the first ones may come before its handler is installed.
