@@ -108,9 +108,13 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
-        // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps).
+        // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps), and one
+        // relay with a Redis limits store on loopback (its limiters freed when it stops).
         .testTarget(
-            name: "RelayServerTests", dependencies: ["RelayServer", "RelayCore", "RelayCrypto", "HTTPServer"],
+            name: "RelayServerTests",
+            dependencies: [
+                "RelayServer", "RelayCore", "RelayCrypto", "HTTPServer", "RedisTestSupport", "RelayTestSupport",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "RelayTestSupport"], swiftSettings: strict),

@@ -53,9 +53,14 @@ enum PushCommand {
         let push = RelayPush(
             sealed: Data(SecureRandom.bytes(count: RelayPush.sealedByteCount)), id: randomHex(), thread: randomHex())
         let client = RelayClient(relay: relay, timeout: timeout, maxConnections: 1)
-        let started = ContinuousClock.now
-        let (outcome, answer) = wait { [grant] in await client.pushAnswered(push, grant: grant) }
-        let elapsed = ContinuousClock.now - started
+        let (outcome, answer, elapsed) = wait { [grant] in
+            let started = ContinuousClock.now
+            let (outcome, answer) = await client.pushAnswered(push, grant: grant)
+            let elapsed = ContinuousClock.now - started
+            // Before the process exits: a URLSession still being torn down during exit was reported as leaking.
+            await client.close()
+            return (outcome, answer, elapsed)
+        }
         let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
         let status = answer.map { "HTTP \($0.status)" } ?? "no HTTP answer"
         Output.standard("push: " + describe(outcome) + " (\(status), \(milliseconds) ms)")
@@ -84,9 +89,9 @@ enum PushCommand {
 
     /// Runs `body` on the concurrency pool and blocks this (main) thread until it returns.
     private static func wait(
-        _ body: @escaping @Sendable () async -> (PushOutcome, RelayAnswer?)
-    ) -> (PushOutcome, RelayAnswer?) {
-        let result = Mutex<(PushOutcome, RelayAnswer?)?>(nil)
+        _ body: @escaping @Sendable () async -> (PushOutcome, RelayAnswer?, Duration)
+    ) -> (PushOutcome, RelayAnswer?, Duration) {
+        let result = Mutex<(PushOutcome, RelayAnswer?, Duration)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let outcome = await body()
@@ -94,6 +99,6 @@ enum PushCommand {
             done.signal()
         }
         done.wait()
-        return result.withLock { $0 } ?? (.failed(mayHaveBeenDelivered: true), nil)
+        return result.withLock { $0 } ?? (.failed(mayHaveBeenDelivered: true), nil, .zero)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -27,6 +28,7 @@ public final class RelayClient: Sendable {
     /// The deadline of each call when the call gives none.
     public let timeout: Duration
     private let session: URLSession
+    private let sessionEnd = SessionEnd()
 
     /// - Parameters:
     ///   - relay: the relay's base URL.
@@ -41,11 +43,19 @@ public final class RelayClient: Sendable {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: sessionEnd, delegateQueue: nil)
     }
 
     deinit {
         session.finishTasksAndInvalidate()
+    }
+
+    /// Lets the calls in flight finish, closes the connections, and returns once the session has let go of
+    /// everything. Optional: a client that is dropped does the same on its own, later. A program that exits right
+    /// after its last call closes first, so that nothing is still being torn down while it exits.
+    public func close() async {
+        session.finishTasksAndInvalidate()
+        await sessionEnd.ended()
     }
 
     /// Posts one push. Never throws: every failure is an outcome.
@@ -144,6 +154,37 @@ public final class RelayClient: Sendable {
             let task = self.task
             lock.unlock()
             task?.cancel()
+        }
+    }
+}
+
+/// The session's delegate, for its one call: the session has become invalid (``RelayClient/close()`` waits for it).
+private final class SessionEnd: NSObject, URLSessionDelegate, @unchecked Sendable {
+    // @unchecked: NSObject is not Sendable; this class's only state is behind `state`'s Mutex.
+    private struct State {
+        var ended = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func urlSession(_ session: URLSession, didBecomeInvalidWithError error: (any Error)?) {
+        let waiting = state.withLock { state in
+            state.ended = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Returns once the session has become invalid.
+    func ended() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = state.withLock { state in
+                if !state.ended { state.waiting.append(continuation) }
+                return state.ended
+            }
+            if ended { continuation.resume() }
         }
     }
 }

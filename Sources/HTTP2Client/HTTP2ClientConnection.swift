@@ -97,7 +97,15 @@ final class HTTP2ClientConnection: @unchecked Sendable {
 
     /// Starts the connection's thread.
     func start() {
-        let thread = Thread { [self] in run() }
+        // The thread holds the connection while `run` runs, and signals `finished` only after letting go of it: once
+        // `join()` returns, nothing of this thread holds it (released there later, it was still alive when an
+        // exiting relay's LeakSanitizer looked, which reported its weak-reference side table as leaked).
+        let retained = Unmanaged.passRetained(self)
+        let finished = self.finished
+        let thread = Thread {
+            retained.takeRetainedValue().run()
+            finished.signal()
+        }
         thread.name = "HTTP2Client connection \(id)"
         thread.start()
     }
@@ -127,7 +135,6 @@ final class HTTP2ClientConnection: @unchecked Sendable {
             // OpenSSL gave this thread state of its own (random generators, error queue), which it
             // frees in a thread-exit destructor, after `join()` has returned: freed here instead.
             OPENSSL_thread_stop()
-            finished.signal()
         }
         if let notBefore { pace(until: notBefore) }
         machine = ConnectionStateMachine(connectDeadline: .now + settings.connectTimeout, timing: settings.timing)

@@ -67,6 +67,9 @@ public final class RedisPipeline: Sendable {
     private let onEvent: @Sendable (Event) -> Void
     private let shared = Mutex(Shared())
     private let wakeDescriptor: Int32
+    /// Whether the connection's thread was started, and signalled when it has ended.
+    private let threadStarted = Atomic<Bool>(false)
+    private let threadEnded = DispatchSemaphore(value: 0)
     /// The script's SHA-1 in hex, as EVALSHA names it.
     public let scriptDigest: String
     private let scriptDigestBytes: [UInt8]
@@ -110,7 +113,11 @@ public final class RedisPipeline: Sendable {
 
     /// Starts the connection's thread.
     public func start() {
-        let thread = Thread { [self] in run() }
+        guard !threadStarted.exchange(true, ordering: .relaxed) else { return }
+        let thread = Thread { [self] in
+            run()
+            threadEnded.signal()
+        }
         thread.start()
     }
 
@@ -125,10 +132,16 @@ public final class RedisPipeline: Sendable {
         return isConnected
     }
 
-    /// Ends the thread; queued requests are answered `.unavailable`.
+    /// Ends the thread and waits for it (at most the connect timeout, when it is connecting); queued requests
+    /// are answered `.unavailable`. Once this returns, no completion runs any more and none is held: callers
+    /// that captured their owner in a completion are not kept alive by this connection.
     public func shutdown() {
         shared.withLock { $0.stopping = true }
         wake()
+        guard threadStarted.load(ordering: .relaxed) else { return }
+        let limit = DispatchTime.now() + .nanoseconds(Int(Self.nanoseconds(configuration.connectTimeout)))
+        // Passed on, so that a second shutdown returns at once too.
+        if threadEnded.wait(timeout: limit) == .success { threadEnded.signal() }
     }
 
     public var isConnected: Bool { shared.withLock { $0.ready } }

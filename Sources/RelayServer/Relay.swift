@@ -12,6 +12,9 @@ public final class Relay: Sendable {
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     private let clock: any RelayClock
+    /// Signalled once when a stop is asked for: by SIGTERM or SIGINT, or by a call of `stop()`.
+    private let stopRequested = DispatchSemaphore(value: 0)
+    /// Signalled when the stop is done (and passed on by every caller that waited for it).
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
     private let maintenance: TimerBox
@@ -65,7 +68,9 @@ public final class Relay: Sendable {
         }
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 2, repeating: 2)
-        timer.setEventHandler { service.maintain() }
+        // Weak: a cancelled timer lets go of its handler later, on a queue of its own; the handler (and with it
+        // the limiters and their windows) must be freed with the relay, not after it.
+        timer.setEventHandler { [weak service] in service?.maintain() }
         timer.resume()
         maintenance = TimerBox(timer)
     }
@@ -193,33 +198,52 @@ public final class Relay: Sendable {
     /// The largest request line and headers answered normally (larger: 431 `too_large`).
     static let maxHeaderBytes = 4096
 
+    /// The limiters that count in the shared store (none without one): a test checks that they are freed.
+    var sharedLimiters: [SharedRateLimiter] { service.sharedLimiters }
+
     /// The bound port (useful when the configuration asked for port 0).
     public var port: UInt16 { server.port }
     /// The metrics listener's bound port, if one is configured.
     public var metricsPort: UInt16? { metricsServer?.port }
 
     /// Serves until SIGTERM or SIGINT, then stops gracefully; SIGHUP reloads. Blocks until stopped.
+    ///
+    /// The stop runs on the calling thread, and the signal handlers never hold the relay: when this returns, the
+    /// caller's reference is the last, so the relay is freed on the caller's thread before the process exits
+    /// (freed on a dispatch thread during `exit`, it was half torn down when LeakSanitizer looked).
     public func runUntilSignalled() {
+        runUntilSignalled(stoppingOn: [SIGTERM, SIGINT], reloadingOn: SIGHUP)
+    }
+
+    /// ``runUntilSignalled()`` with its signals given (a test uses signals no test runner sends).
+    func runUntilSignalled(stoppingOn stopSignals: [Int32], reloadingOn reloadSignal: Int32) {
         var sources: [any DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT, SIGHUP] {
+        for number in stopSignals + [reloadSignal] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            if number == SIGHUP {
-                source.setEventHandler { [self] in reloadFromSource() }
+            if number == reloadSignal {
+                source.setEventHandler { [weak self] in self?.reloadFromSource() }
             } else {
-                source.setEventHandler { [self] in stop() }
+                source.setEventHandler { [stopRequested] in stopRequested.signal() }
             }
             source.resume()
             sources.append(source)
         }
-        stopped.wait()
+        stopRequested.wait()
         sources.forEach { $0.cancel() }
+        stop()
     }
 
     /// Graceful stop: stop accepting, let pushes finish within the grace period, answer the rest
     /// with 503. Safe to call more than once and from any thread; returns when done.
     public func stop() {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else {
+            // Another caller is stopping the relay: wait for it to finish, and pass the word on.
+            stopped.wait()
+            stopped.signal()
+            return
+        }
+        stopRequested.signal()
         maintenance.timer.cancel()
         server.quiesce()
         // Every worker closes its idle connections at once and each other one once its answer is written; the last

@@ -48,6 +48,13 @@ final class RelayHTTPHandler: HTTPHandler {
 
     var current: RelayState { state.withLock { $0 } }
 
+    /// The limiters that count in the shared store (none without one).
+    var sharedLimiters: [SharedRateLimiter] {
+        [ipLimiter, phoneLimiter].compactMap { path in
+            if case .shared(let limiter) = path { limiter } else { nil }
+        }
+    }
+
     /// Switches to a new state (rotation); requests already past their state lookup finish with the old one.
     func replace(_ new: RelayState) {
         state.withLock { $0 = new }

@@ -24,6 +24,11 @@ import Testing
         let grant = try fixture.grant(token: PushFixture.randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.delay(.milliseconds(400)))
+        // A wall-clock bound, which a sanitizer defeats as it does any rate floor: beside the rest of the sanitized
+        // suite on a loaded 2-core machine, shed pushes were answered in 0.30 to 0.46 s. Their status, error and
+        // Retry-After are checked in every run.
+        let boundsTheWait = Sanitizer.allows(
+            "the 0.3 s bound on a shed push's answer", because: "instrumented code runs several times slower")
 
         func flood() -> [Int] {
             concurrently(120) { _ -> [Int] in
@@ -39,7 +44,7 @@ import Testing
                     statuses.append(response.status)
                     if response.status == 503 {
                         // Shedding is immediate, with advice on when to come back.
-                        #expect(Date().timeIntervalSince(start) < 0.3)
+                        if boundsTheWait { #expect(Date().timeIntervalSince(start) < 0.3) }
                         #expect(response.error == "overloaded")
                         #expect(response.headers["retry-after"] != nil)
                     }
@@ -61,7 +66,9 @@ import Testing
         // sanitizer (scripts/sanitize sets DUO_RELAY_SANITIZER and builds the relay with it): AddressSanitizer
         // holds freed memory in its quarantine and ThreadSanitizer keeps shadow memory and histories, so RSS
         // grows there whatever the relay does. LeakSanitizer checks the relay for leaks in that run instead.
-        if ProcessInfo.processInfo.environment["DUO_RELAY_SANITIZER", default: ""].isEmpty {
+        if Sanitizer.allows(
+            "the resident-memory comparison", because: "the sanitizer's own memory grows whatever the relay does")
+        {
             #expect(afterSecond - afterFirst < 8 * 1024, "RSS \(afterFirst) KiB -> \(afterSecond) KiB")
         }
         fixture.simulator.setDefaultFault(nil)

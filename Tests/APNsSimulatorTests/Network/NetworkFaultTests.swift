@@ -81,7 +81,11 @@ struct NetworkFaultTests {
         // The bound is 256 in flight / 0.1 s = 2,560/s; one push per round trip per connection would be
         // 20/s. Alone it runs 2,200 to 2,400/s on a shared 2-core machine; beside the rest of the suite
         // it measured 40 to 2,300/s, so scripts/test runs this suite on its own, after the others.
-        #expect(rate >= 1500, "\(Int(rate)) pushes/s")
+        // Not under a sanitizer: instrumented code runs several times slower, so any rate floor fails there
+        // (1,219/s under AddressSanitizer); every other check above still runs.
+        if Sanitizer.allows("the 1,500 pushes/s floor", because: "instrumented code runs several times slower") {
+            #expect(rate >= 1500, "\(Int(rate)) pushes/s")
+        }
     }
 
     @Test func aBlackholeMidBurstAnswersEveryPushInTimeAndTheClientRecovers() async throws {
