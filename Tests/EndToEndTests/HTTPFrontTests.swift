@@ -282,7 +282,13 @@ import Testing
     /// served, and so do the address's own open connections.
     @Test func anAddressAtItsCapDoesNotShutOutAnother() throws {
         let relay = try Self.relay(server: #""max_connections_per_address":4"#)
-        let held = try (0..<4).map { _ in try RawHTTPClient(port: relay.port, source: "127.0.0.60", timeoutSeconds: 5) }
+        // Each held connection is answered before the next is made: the workers accept in parallel, so connections
+        // made all at once are admitted in no set order (any one of five could be the one over the cap).
+        let held = try (0..<4).map { _ in
+            let client = try RawHTTPClient(port: relay.port, source: "127.0.0.60", timeoutSeconds: 5)
+            #expect(try client.request("GET", "/healthz").status == 200)
+            return client
+        }
         let extra = try RawHTTPClient(port: relay.port, source: "127.0.0.60", timeoutSeconds: 5)
         let started = ContinuousClock.now
         #expect(extra.isClosedByPeer(within: 2))
