@@ -92,11 +92,6 @@ public final class HTTPServer: Sendable {
         core.counters.pending.load(ordering: .relaxed)
     }
 
-    /// Connections open now.
-    public var openConnections: Int {
-        core.caps.open
-    }
-
     /// Stops accepting connections (new attempts are refused from when this returns); idle connections close at once,
     /// requests already received are still answered, each answer carrying `Connection: close` and closing its
     /// connection once written. ``waitUntilDrained(until:)`` then says when the last has closed. Idempotent.

@@ -19,8 +19,6 @@ final class RelayHTTPHandler: HTTPHandler {
     /// The Redis limits store, when `limits_store.kind` is redis.
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
-    /// Requests waiting at their head for the shared store's address decision (at most `timeout_ms`).
-    private let headsWaiting = Atomic<Int>(0)
     private let sealFailureLogged = Atomic<Bool>(false)
     let pending = PendingAnswers()
     let metrics = Metrics()
@@ -63,9 +61,6 @@ final class RelayHTTPHandler: HTTPHandler {
     /// Pushes accepted and not yet answered.
     var inFlight: Int { pushesInFlight.load(ordering: .relaxed) }
 
-    /// Requests whose head waits for the shared store (a stopping relay waits for them too).
-    var headsWaitingForLimits: Int { headsWaiting.load(ordering: .relaxed) }
-
     /// Periodic upkeep: forgets passed limiter windows, and lets failing APNs environments
     /// check whether they have recovered.
     func maintain() {
@@ -95,10 +90,8 @@ final class RelayHTTPHandler: HTTPHandler {
             // No server thread waits for Redis: the request is suspended until the decision comes.
             let pending = PendingHeadDecision()
             let method = head.method
-            headsWaiting.add(1, ordering: .relaxed)
             limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
                 pending.decide(afterAddressLimit(decision, route, method))
-                headsWaiting.subtract(1, ordering: .relaxed)
             }
             return .later(pending)
         }
