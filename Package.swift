@@ -66,6 +66,10 @@ let package = Package(
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
+        // A client connection on a loop, plain TCP or TLS on OpenSSL memory BIOs over libuv's TCP handle (issue 21's
+        // spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
+        .target(
+            name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         .target(
             name: "HTTP2Client",
             dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
@@ -138,6 +142,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "LoopTests", dependencies: ["Loop"], swiftSettings: strict),
+        .testTarget(
+            name: "LoopTLSTests", dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto"],
+            swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),

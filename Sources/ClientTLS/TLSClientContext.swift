@@ -54,6 +54,18 @@ public final class TLSClientContext: @unchecked Sendable {
     /// name indication, or an IP address literal), or nil if that check cannot be set up: without
     /// it any certificate the roots trust would do. The caller owns the result (`SSL_free`).
     public func session(socket: Int32, host: String, hostIsAddress: Bool) -> OpaquePointer? {
+        guard let ssl = session(host: host, hostIsAddress: hostIsAddress) else { return nil }
+        guard SSL_set_fd(ssl, socket) == 1 else {
+            ERR_clear_error()
+            SSL_free(ssl)
+            return nil
+        }
+        return ssl
+    }
+
+    /// A new client `SSL` with no socket (the caller gives it BIOs) that will verify the peer as `host`, as
+    /// ``session(socket:host:hostIsAddress:)`` does. The caller owns the result (`SSL_free`).
+    public func session(host: String, hostIsAddress: Bool) -> OpaquePointer? {
         guard let ssl = SSL_new(context) else { return nil }
         let checked: Bool
         if hostIsAddress {
@@ -67,7 +79,7 @@ public final class TLSClientContext: @unchecked Sendable {
             }
             checked = named == 1 && SSL_set1_host(ssl, host) == 1
         }
-        guard SSL_set_fd(ssl, socket) == 1, checked else {
+        guard checked else {
             ERR_clear_error()
             SSL_free(ssl)
             return nil

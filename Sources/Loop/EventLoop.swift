@@ -100,6 +100,20 @@ public final class EventLoop: @unchecked Sendable {
         readBuffer.deallocate()
     }
 
+    /// The loop whose thread this is, or nil off every loop's thread. Lets code that runs on a worker's loop
+    /// (the relay's handler) find what that worker owns without a lock.
+    public static var current: EventLoop? {
+        guard let raw = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The thread-specific slot that holds the running loop, unretained (the thread holds the loop while it runs).
+    private static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+
     /// True on this loop's thread.
     public var isCurrent: Bool {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
@@ -263,6 +277,7 @@ public final class EventLoop: @unchecked Sendable {
     private func run(started: DispatchSemaphore) {
         _ = name.withCString { csystem_set_thread_name($0) }
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
+        pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
         started.signal()
         uv_run(raw, UV_RUN_DEFAULT)
         // Close callbacks may have enqueued work or opened handles: a few more rounds, then the loop must close.
@@ -280,6 +295,7 @@ public final class EventLoop: @unchecked Sendable {
         // Per-thread state of C libraries used on this loop (OpenSSL's) is freed now, not by a thread-exit
         // destructor that could run after `stop()` has returned.
         onThreadExit?()
+        pthread_setspecific(Self.currentKey, nil)
         threadID.store(0, ordering: .relaxed)
         finished.signal()
     }

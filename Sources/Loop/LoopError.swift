@@ -16,6 +16,8 @@ public struct LoopError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let brokenPipe = Code(name: "broken_pipe")
         /// A connection attempt failed (refused, unreachable, timed out).
         public static let connectFailed = Code(name: "connect_failed")
+        /// A host name could not be resolved to an address.
+        public static let resolveFailed = Code(name: "resolve_failed")
         /// Another error of reading or writing a socket.
         public static let io = Code(name: "io")
         /// The loop has stopped and took no more work.

@@ -113,6 +113,20 @@ public final class TCPConnection: LoopHandle {
         on loop: EventLoop, host: String, port: UInt16, delegate: any TCPConnectionDelegate
     ) throws(LoopError) -> TCPConnection {
         let address = try SocketAddress(host: host, port: port)
+        return try connect(on: loop, address: SocketAddressBytes(address), delegate: delegate)
+    }
+
+    /// Connects to an address from ``HostResolver`` (or ``ResolvedAddress/literal(_:port:)``), as
+    /// ``connect(on:host:port:delegate:)`` does.
+    public static func connect(
+        on loop: EventLoop, to address: ResolvedAddress, delegate: any TCPConnectionDelegate
+    ) throws(LoopError) -> TCPConnection {
+        try connect(on: loop, address: address.address, delegate: delegate)
+    }
+
+    private static func connect(
+        on loop: EventLoop, address: SocketAddressBytes, delegate: any TCPConnectionDelegate
+    ) throws(LoopError) -> TCPConnection {
         let connection = TCPConnection(acceptingOn: loop)
         connection.delegate = delegate
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)

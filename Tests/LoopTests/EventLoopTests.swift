@@ -13,6 +13,17 @@ final class LoopConfined<Value>: @unchecked Sendable {
 
 extension LoopTests {
     @Suite struct EventLoopTests {
+        @Test func currentNamesTheLoopWhoseThreadRunsTheCode() throws {
+            let first = try EventLoop(name: "test-current-1")
+            defer { first.stop() }
+            let second = try EventLoop(name: "test-current-2")
+            defer { second.stop() }
+            #expect(EventLoop.current == nil)
+            #expect(try first.performAndWait { EventLoop.current === first })
+            #expect(try second.performAndWait { EventLoop.current === second })
+            #expect(EventLoop.current == nil)
+        }
+
         @Test func workFromManyThreadsRunsOnTheLoopInEachThreadsOrder() throws {
             let loop = try EventLoop(name: "test-execute")
             defer { loop.stop() }

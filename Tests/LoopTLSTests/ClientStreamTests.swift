@@ -1,0 +1,257 @@
+import APNsSimulator
+import ClientTLS
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+import enum RelayCrypto.P256
+
+@testable import Loop
+@testable import LoopTLS
+
+/// What a stream told its delegate, recorded from the loop thread and waited for with a deadline.
+enum StreamEvent: Sendable, Equatable {
+    case connected(alpn: String?)
+    case read([UInt8])
+    case failed(ClientStreamFailure.Kind)
+    case closed
+}
+
+final class StreamEvents: Sendable {
+    private let events = Mutex<[StreamEvent]>([])
+    private let signal = DispatchSemaphore(value: 0)
+
+    func record(_ event: StreamEvent) {
+        events.withLock { $0.append(event) }
+        signal.signal()
+    }
+
+    var all: [StreamEvent] { events.withLock { $0 } }
+
+    /// Every byte read so far, in order.
+    var bytesRead: [UInt8] { Self.bytes(in: all) }
+
+    static func bytes(in events: [StreamEvent]) -> [UInt8] {
+        events.flatMap { event -> [UInt8] in
+            if case .read(let bytes) = event { bytes } else { [] }
+        }
+    }
+
+    @discardableResult
+    func wait(seconds: Double = 10, until condition: ([StreamEvent]) -> Bool) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            if events.withLock({ condition($0) }) { return true }
+            if signal.wait(timeout: deadline) == .timedOut { return events.withLock { condition($0) } }
+        }
+    }
+}
+
+/// Records every delegate call; on connect, writes `greeting` if any.
+final class RecordingStreamDelegate: ClientStreamDelegate {
+    let events: StreamEvents
+    let greeting: [UInt8]?
+    init(events: StreamEvents, greeting: [UInt8]? = nil) {
+        self.events = events
+        self.greeting = greeting
+    }
+    func streamDidConnect(_ stream: ClientStream) {
+        events.record(.connected(alpn: stream.negotiatedProtocol))
+        if let greeting { stream.write(greeting) }
+    }
+    func stream(_ stream: ClientStream, didRead bytes: UnsafeRawBufferPointer) { events.record(.read(Array(bytes))) }
+    func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) { events.record(.failed(failure.kind)) }
+    func streamDidClose(_ stream: ClientStream) { events.record(.closed) }
+}
+
+/// An echo server on `loop` (closing each connection at once instead, with `closeAtOnce`).
+final class EchoServerDelegate: TCPConnectionDelegate {
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) { connection.write(bytes) }
+    func connectionDidReachEnd(_ connection: TCPConnection) { connection.close() }
+    func connection(_ connection: TCPConnection, didFail error: LoopError) { connection.close() }
+}
+
+func startEchoServer(on loop: EventLoop, closeAtOnce: Bool = false) throws -> (LoopBound<TCPListener>, UInt16) {
+    try loop.performAndWait {
+        let listener = try TCPListener(on: loop, host: "127.0.0.1", port: 0) { connection in
+            if closeAtOnce {
+                connection.close()
+                return
+            }
+            connection.delegate = EchoServerDelegate()
+            connection.startReading()
+        }
+        return (LoopBound(listener, on: loop), listener.port)
+    }
+}
+
+/// Opens a stream on `loop` and hands it back bound to the loop.
+func openStream(
+    on loop: EventLoop, host: String, port: UInt16, tls: ClientStream.TLS?, events: StreamEvents,
+    greeting: [UInt8]? = nil
+) throws -> LoopBound<ClientStream> {
+    try loop.performAndWait {
+        let delegate = RecordingStreamDelegate(events: events, greeting: greeting)
+        return LoopBound(ClientStream.connect(on: loop, host: host, port: port, tls: tls, delegate: delegate), on: loop)
+    }
+}
+
+/// The simulator over TLS with its own CA, and a client context that trusts that CA (or not).
+struct SimulatorFixture {
+    let simulator: APNsSimulator
+    let caFile: String
+
+    init() throws {
+        let pki = try SimulatorPKI.generate()
+        let key = P256.Signing.PrivateKey()
+        simulator = try APNsSimulator(
+            configuration: SimulatorConfiguration(
+                certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM, teamID: "TEAM123456",
+                keys: ["KEY1234567": key.publicKey], topics: ["app.example"]))
+        caFile = NSTemporaryDirectory() + "looptls-ca-\(UUID().uuidString).pem"
+        try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+    }
+
+    func stop() {
+        simulator.stop()
+        try? FileManager.default.removeItem(atPath: caFile)
+    }
+}
+
+@Suite(.serialized) struct ClientStreamTests {
+    @Test func plainStreamEchoesAndClosesGracefully() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let (_, port) = try startEchoServer(on: loop)
+        let events = StreamEvents()
+        let message = Array("hello, loop".utf8)
+        let stream = try openStream(
+            on: loop, host: "127.0.0.1", port: port, tls: nil,
+            events: events, greeting: message)
+        #expect(events.wait { StreamEvents.bytes(in: $0).count >= message.count })
+        #expect(events.bytesRead == message)
+        try loop.performAndWait { stream.value.close() }
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(events.all.first == .connected(alpn: nil))
+        #expect(!events.all.contains { if case .failed = $0 { true } else { false } })
+    }
+
+    @Test func writesMadeBeforeTheConnectionAreSentOnceItIsOpen() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let (_, port) = try startEchoServer(on: loop)
+        let events = StreamEvents()
+        let stream = try openStream(
+            on: loop, host: "127.0.0.1", port: port, tls: nil, events: events)
+        try loop.performAndWait {
+            stream.value.write(Array("early ".utf8))
+            stream.value.write(Array("bytes".utf8))
+        }
+        #expect(events.wait { StreamEvents.bytes(in: $0).count >= 11 })
+        #expect(events.bytesRead == Array("early bytes".utf8))
+    }
+
+    @Test func aRefusedConnectionFailsAsConnect() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        // A port that was just free: nothing listens there.
+        let (listener, port) = try startEchoServer(on: loop)
+        try loop.performAndWait { listener.value.close() }
+        let events = StreamEvents()
+        _ = try openStream(
+            on: loop, host: "127.0.0.1", port: port, tls: nil, events: events)
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(events.all == [.failed(.connect), .closed])
+    }
+
+    @Test func aPeerThatClosesIsReported() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let (_, port) = try startEchoServer(on: loop, closeAtOnce: true)
+        let events = StreamEvents()
+        _ = try openStream(
+            on: loop, host: "127.0.0.1", port: port, tls: nil, events: events)
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(events.all.first == .connected(alpn: nil))
+        #expect(events.all.contains(.failed(.closedByPeer)) || events.all.contains(.failed(.reset)))
+    }
+
+    @Test func aResetWhileConnectingIsOnlyAClose() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let (_, port) = try startEchoServer(on: loop)
+        let events = StreamEvents()
+        try loop.performAndWait {
+            let stream = ClientStream.connect(
+                on: loop, host: "127.0.0.1", port: port, tls: nil, delegate: RecordingStreamDelegate(events: events))
+            stream.reset()
+        }
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(events.all == [.closed])
+    }
+
+    @Test func tlsHandshakesAgreesOnH2AndCarriesData() throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let context = try TLSClientContext(extraCAFile: fixture.caFile, alpn: ["h2"])
+        let events = StreamEvents()
+        // The HTTP/2 preface and an empty SETTINGS frame: the server answers with its own SETTINGS (type 4).
+        let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
+        // "localhost" goes through the resolver; the simulator listens on 127.0.0.1 only, so an ::1 first
+        // in the answer is refused and the next address is tried.
+        _ = try openStream(
+            on: loop, host: "localhost", port: fixture.simulator.port,
+            tls: ClientStream.TLS(context: context, serverName: "localhost"),
+            events: events, greeting: preface)
+        #expect(events.wait { StreamEvents.bytes(in: $0).count >= 9 })
+        #expect(events.all.first == .connected(alpn: "h2"))
+        #expect(events.bytesRead.count >= 9 && events.bytesRead[3] == 4)
+    }
+
+    @Test func tlsOnAnIPLiteralChecksTheCertificatesAddress() throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let context = try TLSClientContext(extraCAFile: fixture.caFile, alpn: ["h2"])
+        let events = StreamEvents()
+        let stream = try openStream(
+            on: loop, host: "127.0.0.1", port: fixture.simulator.port,
+            tls: ClientStream.TLS(context: context, serverName: "127.0.0.1"),
+            events: events)
+        #expect(events.wait { !$0.isEmpty })
+        #expect(events.all.first == .connected(alpn: "h2"))
+        try loop.performAndWait { stream.value.close() }
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(!events.all.contains { if case .failed = $0 { true } else { false } })
+    }
+
+    @Test(arguments: [(trusted: false, name: "localhost"), (trusted: true, name: "other.example")])
+    func anUntrustedCertificateOrAnotherNameFailsAsCertificate(trusted: Bool, name: String) throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let context = try TLSClientContext(extraCAFile: trusted ? fixture.caFile : nil, alpn: ["h2"])
+        let events = StreamEvents()
+        _ = try openStream(
+            on: loop, host: "127.0.0.1", port: fixture.simulator.port,
+            tls: ClientStream.TLS(context: context, serverName: name), events: events)
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(events.all == [.failed(.certificate), .closed])
+    }
+
+    @Test func aNameThatDoesNotResolveFailsAsResolve() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let events = StreamEvents()
+        // A syntactically impossible host name: the resolver refuses it without asking any server.
+        _ = try openStream(
+            on: loop, host: "no such host", port: 443, tls: nil, events: events)
+        #expect(events.wait(seconds: 30) { $0.contains(.closed) })
+        #expect(events.all == [.failed(.resolve), .closed])
+    }
+}
