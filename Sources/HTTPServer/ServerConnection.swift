@@ -252,9 +252,8 @@ final class ServerConnection: TCPConnectionDelegate {
     }
 
     private func makeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
-        let fields = parsed.headers.fields.map { (name: $0.name, value: $0.value) }
-        return HTTPRequestHead(
-            method: parsed.method, path: parsed.path, headers: HTTPHeaders(fields), peer: peer,
+        HTTPRequestHead(
+            method: parsed.method, path: parsed.path, headers: parsed.headers, peer: peer,
             contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path))
     }
 
