@@ -254,7 +254,7 @@ final class ServerConnection: TCPConnectionDelegate {
     private func makeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
         HTTPRequestHead(
             method: parsed.method, path: parsed.path, headers: parsed.headers, peer: peer,
-            contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path))
+            contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path), worker: worker.index)
     }
 
     static func wire(_ response: HTTPResponse) -> HTTP1Response {

@@ -1,18 +1,21 @@
 import Glibc
 import Loop
 
-/// One worker of an ``HTTPServer``: an event loop on a thread of its own, its listening socket (`SO_REUSEPORT`: each
-/// worker accepts for itself) and the connections it accepted, which it owns for their whole life (DESIGN.md, worker
-/// model).
+/// One worker of an ``HTTPServer``: an event loop on a thread of its own, its descriptor of the server's one
+/// listening socket (every worker accepts from it; see ``HTTPServer``) and the connections it accepted, which it owns
+/// for their whole life (DESIGN.md, worker model).
 // @unchecked Sendable: `listener` and `connections` are used only on `loop`'s thread (every method but `init` and
 // `stop` runs there, through `loop.execute` or `performAndWait`); `loop` and `core` never change.
 final class ServerWorker: @unchecked Sendable {
     let loop: EventLoop
+    /// The worker's number, handed to the handler with every head (``HTTPRequestHead/worker``).
+    let index: Int
     private let core: ServerCore
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
 
     init(index: Int, core: ServerCore) throws(HTTPServerError) {
+        self.index = index
         do {
             loop = try EventLoop(name: "duo-http-\(index)")
         } catch {

@@ -29,6 +29,21 @@ struct HTTPServerTests {
         #expect(response.header("connection")?.lowercased() != "close")
     }
 
+    @Test func theHandlerRunsOnTheWorkerTheHeadNames() throws {
+        let server = try makeServer { $0.threads = 2 }
+        defer { server.stop() }
+        var seen: Set<String> = []
+        // Connections are spread over the workers by whichever wakes first: enough of them to see both, bounded.
+        for _ in 0..<200 where seen.count < 2 {
+            let client = try RawHTTPClient(port: server.port)
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            let worker = try client.readResponse().header("x-worker") ?? ""
+            #expect(["0 duo-http-0", "1 duo-http-1"].contains(worker), "\(worker)")
+            seen.insert(worker)
+        }
+        #expect(seen.count == 2)
+    }
+
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
         let server = try makeServer()
         defer { server.stop() }
