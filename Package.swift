@@ -85,8 +85,8 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "CSystem", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion",
+                "CSystem", "COpenSSL", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
+                "RelayVersion", "Loop", "LoopTLS",
             ],
             swiftSettings: strict),
         .executableTarget(

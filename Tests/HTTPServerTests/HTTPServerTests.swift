@@ -74,6 +74,33 @@ struct HTTPServerTests {
         #expect(handler.methodsSeen.withLock { $0 } == ["HEAD", "BREW"])
     }
 
+    @Test func theServerAnswersWaitingRequestsInTheHandlersStead() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler) { $0.threads = 2 }
+        defer { server.stop() }
+        var clients: [RawHTTPClient] = []
+        for id in ["a", "b", "c"] {
+            let client = try RawHTTPClient(port: server.port)
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: \(id)\r\nContent-Length: 2\r\n\r\nhi")
+            clients.append(client)
+        }
+        let responders = try ["a", "b", "c"].map { try handler.responder($0) }
+        server.answerWaiting { route in HTTPResponse.json(503, #"{"route":\#(route)}"#) }
+        for client in clients {
+            let answer = try client.readResponse()
+            #expect(answer.status == 503)
+            // The route the server resolved for /async (its length, in TestHandler).
+            #expect(answer.text == #"{"route":6}"#)
+        }
+        #expect(server.pendingResponses == 0)
+        // The handler's own answer, coming later, is ignored; the connections go on.
+        for responder in responders { responder.respond(.json(200, "{}")) }
+        for client in clients {
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == #"{"hello":"world"}"#)
+        }
+    }
+
     @Test func asynchronousAnswerDoesNotHoldUpOtherConnections() throws {
         let handler = TestHandler()
         let server = try makeServer(handler)
