@@ -37,7 +37,15 @@ public final class Relay: Sendable {
         let config = setup.configuration
         self.clock = clock
         reloadSource = reload
-        let gateways = try Self.gateways(setup, clock: clock)
+        let loops = try Self.workerLoops(config.server.threads)
+        self.loops = loops
+        let gateways: [APNsEnvironment: APNsGateway]
+        do {
+            gateways = try Self.gateways(setup, clock: clock, loops: loops)
+        } catch {
+            for loop in loops { loop.stop() }
+            throw error
+        }
         let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
         limitsStore?.start()
         let service = RelayHTTPHandler(
@@ -46,8 +54,6 @@ public final class Relay: Sendable {
         self.service = service
         var serverConfig = HTTPServerConfiguration(host: config.listen.host, port: config.listen.port)
         serverConfig.threads = config.server.threads
-        let loops = try Self.workerLoops(config.server.threads)
-        self.loops = loops
         serverConfig.connectionLimit = config.server.maxConnections
         serverConfig.perAddressConnectionLimit = config.server.maxConnectionsPerAddress
         serverConfig.connectionTimeoutSeconds = config.server.connectionTimeoutSeconds
@@ -58,6 +64,7 @@ public final class Relay: Sendable {
         do {
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
+            for gateway in gateways.values { gateway.shutdown() }
             for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
         }
@@ -71,6 +78,7 @@ public final class Relay: Sendable {
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
                 server.stop()
+                for gateway in gateways.values { gateway.shutdown() }
                 for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
             }
@@ -181,7 +189,8 @@ public final class Relay: Sendable {
 
     /// One gateway per configured environment. A problem names the configuration key at fault, in words.
     private static func gateways(
-        _ setup: RelaySetup, clock: any RelayClock, keeping old: [APNsEnvironment: APNsGateway] = [:]
+        _ setup: RelaySetup, clock: any RelayClock, loops: [EventLoop],
+        keeping old: [APNsEnvironment: APNsGateway] = [:]
     ) throws(ConfigurationError) -> [APNsEnvironment: APNsGateway] {
         let config = setup.configuration
         if let path = config.apns.caFile {
@@ -202,7 +211,7 @@ public final class Relay: Sendable {
             do {
                 gateways[environment] = try APNsGateway(
                     environment: environment, configuration: config, credentials: credentials, clock: clock,
-                    problems: old[environment]?.problems)
+                    loops: loops, problems: old[environment]?.problems)
             } catch {
                 for (environment, gateway) in gateways where old[environment] !== gateway { gateway.shutdown() }
                 throw Self.problem(
@@ -316,7 +325,7 @@ public final class Relay: Sendable {
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
-            gateways = try Self.gateways(setup, clock: clock, keeping: old.gateways)
+            gateways = try Self.gateways(setup, clock: clock, loops: loops, keeping: old.gateways)
         } catch {
             Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
             return
@@ -347,7 +356,7 @@ public final class Relay: Sendable {
         var out: [CounterSample] = []
         for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let labels = #"environment="\#(environment.name)""#
-            let stats = gateway.client.statistics
+            let stats = gateway.statistics
             // Names say what they count: every connect is an attempt (failed ones too), and a connection is
             // counted as failed when a fault retires it (GOAWAY, reset, deadline, failed connect or handshake).
             out.append(

@@ -144,7 +144,7 @@ final class RelayHTTPHandler: HTTPHandler {
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
         switch Route(number: head.route).endpoint {
         case .grant: responder.respond(grant(body))
-        case .push: push(body, responder: responder)
+        case .push: push(body, worker: head.worker, responder: responder)
         case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other))
         }
     }
@@ -202,7 +202,8 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
-    private func push(_ body: [UInt8], responder: HTTPResponder) {
+    /// A push, on the worker that read it (`worker`), whose own APNs client sends it.
+    private func push(_ body: [UInt8], worker: Int, responder: HTTPResponder) {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
         let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
@@ -233,17 +234,17 @@ final class RelayHTTPHandler: HTTPHandler {
         let key = LimiterKey.phone(token: grant.token)
         switch phoneLimiter {
         case .immediate(let limiter):
-            send(request, grant, state, limiter.admit(key, now: clock.uptimeNanoseconds), finish)
+            send(request, grant, state, worker, limiter.admit(key, now: clock.uptimeNanoseconds), finish)
         case .shared(let limiter):
             limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
-                send(request, grant, state, decision, finish)
+                send(request, grant, state, worker, decision, finish)
             }
         }
     }
 
     /// The rest of a push once the per-phone limit has decided: on to APNs, or the refusal.
     private func send(
-        _ request: PushRequest, _ grant: Grant, _ state: RelayState, _ decision: LimitDecision,
+        _ request: PushRequest, _ grant: Grant, _ state: RelayState, _ worker: Int, _ decision: LimitDecision,
         _ finish: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         switch decision {
@@ -265,7 +266,7 @@ final class RelayHTTPHandler: HTTPHandler {
         let notification = Notification(
             push: request, token: grant.token, settings: settings,
             expiresAt: settings.expiration(now: clock.unixSeconds))
-        state.gateways[grant.environment]!.send(notification, metrics: metrics) { [self] outcome in
+        state.gateways[grant.environment]!.send(notification, worker: worker, metrics: metrics) { [self] outcome in
             switch outcome {
             case .success(let apnsID):
                 metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok")
