@@ -99,7 +99,7 @@ let package = Package(
         // forwarder is the tests' own (RelayTestSupport).
         .executableTarget(
             name: "LoadGenerator",
-            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
+            dependencies: ["Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
