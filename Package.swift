@@ -147,6 +147,6 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
     ]
 )
