@@ -1,14 +1,20 @@
+import COpenSSL
 import CSystem
 import Dispatch
 import Foundation
 import HTTP2Client
 import HTTPServer
+import Loop
 import RelayCore
 import Synchronization
 
 /// A running relay: its HTTP server, its APNs gateways, and its lifecycle (DESIGN.md, "Lifecycle").
 public final class Relay: Sendable {
     private let service: RelayHTTPHandler
+    /// The workers' event loops (DESIGN.md, worker model): each runs the HTTP connections it accepted, and will run
+    /// its own APNs and Redis connections, so that a push is read, limited, sent and answered on one thread. The
+    /// relay owns them: the server leaves them running when it stops, and `stop()` ends them last.
+    private let loops: [EventLoop]
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     private let clock: any RelayClock
@@ -40,6 +46,8 @@ public final class Relay: Sendable {
         self.service = service
         var serverConfig = HTTPServerConfiguration(host: config.listen.host, port: config.listen.port)
         serverConfig.threads = config.server.threads
+        let loops = try Self.workerLoops(config.server.threads)
+        self.loops = loops
         serverConfig.connectionLimit = config.server.maxConnections
         serverConfig.perAddressConnectionLimit = config.server.maxConnectionsPerAddress
         serverConfig.connectionTimeoutSeconds = config.server.connectionTimeoutSeconds
@@ -48,8 +56,9 @@ public final class Relay: Sendable {
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
         do {
-            server = try HTTPServer(configuration: serverConfig, handler: service)
+            server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
+            for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
         }
         if let listen = config.metricsListen {
@@ -61,6 +70,8 @@ public final class Relay: Sendable {
                     configuration: metricsConfig,
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
+                server.stop()
+                for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
             }
         } else {
@@ -73,6 +84,28 @@ public final class Relay: Sendable {
         timer.setEventHandler { [weak service] in service?.maintain() }
         timer.resume()
         maintenance = TimerBox(timer)
+    }
+
+    deinit {
+        // A relay dropped without `stop()` (a test's): its connections close first, then the loops end.
+        server.stop()
+        for loop in loops where !loop.isCurrent { loop.stop() }
+    }
+
+    /// One event loop per worker, named as `top -H` shows them.
+    private static func workerLoops(_ count: Int) throws(ConfigurationError) -> [EventLoop] {
+        var loops: [EventLoop] = []
+        for index in 0..<count {
+            do {
+                // OpenSSL's per-thread state is freed on the loop's thread as it ends (the APNs and Redis clients'
+                // TLS runs there).
+                loops.append(try EventLoop(name: "duo-http-\(index)", onThreadExit: { OPENSSL_thread_stop() }))
+            } catch {
+                for loop in loops { loop.stop() }
+                throw ConfigurationError(.invalid, "server.threads", "cannot start a worker: " + error.reason)
+            }
+        }
+        return loops
     }
 
     /// What `check` runs of the start-up (all but listening, which it cannot try beside a running relay): the
@@ -251,13 +284,14 @@ public final class Relay: Sendable {
         // `overloaded`, and those answers are written before the connections close.
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         if !server.waitUntilDrained(until: grace) {
-            service.abandonPending()
+            server.answerWaiting { [service] route in service.abandoned(route: route) }
             _ = server.waitUntilDrained(until: .now() + .seconds(1))
         }
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
         service.limitsStore?.shutdown()
+        for loop in loops { loop.stop() }
         stopped.signal()
     }
 

@@ -20,7 +20,6 @@ final class RelayHTTPHandler: HTTPHandler {
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
     private let sealFailureLogged = Atomic<Bool>(false)
-    let pending = PendingAnswers()
     let metrics = Metrics()
 
     init(state: RelayState, clock: any RelayClock, limitsStore: SharedLimitsStore? = nil) {
@@ -206,10 +205,9 @@ final class RelayHTTPHandler: HTTPHandler {
     private func push(_ body: [UInt8], responder: HTTPResponder) {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
-        let ticket = pending.add(responder)
         let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
             pushesInFlight.subtract(1, ordering: .relaxed)
-            if pending.claim(ticket) { responder.respond(response) }
+            responder.respond(response)
         }
         guard admitted <= state.configuration.server.maxPushesInFlight else {
             finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
@@ -279,11 +277,9 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
-    /// Answers every push still waiting with 503 `overloaded` (the grace period has ended).
-    func abandonPending() {
-        for responder in pending.claimAll() {
-            responder.respond(answer(RelayError(.overloaded, retryAfter: 1), .push))
-        }
+    /// The answer to a request still waiting when a stopping relay's grace period has ended: 503 `overloaded`.
+    func abandoned(route: Int) -> HTTPResponse {
+        answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint)
     }
 
     // MARK: Helpers
