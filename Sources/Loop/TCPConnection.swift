@@ -380,7 +380,8 @@ public final class TCPConnection: LoopHandle {
         var descriptor: uv_os_fd_t = -1
         if uv_fileno(CUV_handle(handle), &descriptor) == 0 {
             var interval = intervalSeconds
-            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &interval, socklen_t(MemoryLayout<Int32>.size))
+            _ = setsockopt(
+                descriptor, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &interval, socklen_t(MemoryLayout<Int32>.size))
         }
     }
 
