@@ -87,6 +87,11 @@ public final class HTTPServer: Sendable {
     /// A deadline that never comes (`connectionTimeoutSeconds` 0): about 292 years.
     private static let noDeadline = UInt64(Int64.max)
 
+    /// The workers' event loops, one per thread: for clients each worker owns (the relay's Redis connections).
+    public var workerLoops: [EventLoop] {
+        lifecycle.withLock { $0.workers.map(\.loop) }
+    }
+
     /// Requests handed to the handler and not answered yet.
     public var pendingResponses: Int {
         core.counters.pending.load(ordering: .relaxed)

@@ -32,8 +32,7 @@ public final class Relay: Sendable {
         self.clock = clock
         reloadSource = reload
         let gateways = try Self.gateways(setup, clock: clock)
-        let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
-        limitsStore?.start()
+        let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword, clock: clock)
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
             limitsStore: limitsStore)
@@ -66,6 +65,8 @@ public final class Relay: Sendable {
         } else {
             metricsServer = nil
         }
+        // Each worker counts through its own Redis connection (its loop's), so a decision never changes threads.
+        limitsStore?.start(on: server.workerLoops)
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 2, repeating: 2)
         // Weak: a cancelled timer lets go of its handler later, on a queue of its own; the handler (and with it
@@ -98,7 +99,7 @@ public final class Relay: Sendable {
         }
         do throws(ConfigurationError) {
             // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
-            _ = try limitsStore(configuration, password: redisPassword)
+            _ = try limitsStore(configuration, password: redisPassword, clock: SystemClock())
         } catch {
             problems.append(error)
         }
@@ -119,7 +120,7 @@ public final class Relay: Sendable {
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
     private static func limitsStore(
-        _ configuration: RelayConfiguration, password: String?
+        _ configuration: RelayConfiguration, password: String?, clock: any RelayClock
     ) throws(ConfigurationError) -> SharedLimitsStore? {
         let settings = configuration.limitsStore
         guard settings.kind == .redis, let url = settings.url else { return nil }
@@ -127,7 +128,7 @@ public final class Relay: Sendable {
             try requireReadableFile(path, "limits_store.ca_file")
         }
         do {
-            return try SharedLimitsStore(settings: settings, url: url, password: password)
+            return try SharedLimitsStore(settings: settings, url: url, password: password, clock: clock)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)
@@ -254,10 +255,11 @@ public final class Relay: Sendable {
             service.abandonPending()
             _ = server.waitUntilDrained(until: .now() + .seconds(1))
         }
+        // Before the workers' loops stop: each closes its Redis connection on its own loop.
+        service.limitsStore?.shutdown()
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
-        service.limitsStore?.shutdown()
         stopped.signal()
     }
 
