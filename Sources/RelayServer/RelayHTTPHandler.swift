@@ -117,23 +117,24 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
-    /// the client's address like every request there, and a blocked address gets its 429. A refusal of a body
-    /// (broken chunks) was counted once already, with its head.
+    /// the client's address like every request there, and (in memory) a blocked address gets its 429. In memory, a
+    /// refusal of a body (broken chunks) was counted once already, with its head; with a shared store the head was
+    /// not counted (its one call comes once the body is read), so the refusal is.
     func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
         let error = RelayError.refusal(refusal.rule, status: refusal.status)
         let route = Route(number: head.route)
         let endpoint = route.endpoint
-        if route.countsAgainstAddress && !refusal.followsHead {
-            let key = addressKey(head, current.configuration)
+        if route.countsAgainstAddress {
             switch limits {
             case .immediate(let address, _):
+                guard !refusal.followsHead else { break }
+                let key = addressKey(head, current.configuration)
                 if case .limited(let retryAfter) = address.admit(key, now: clock.uptimeNanoseconds) {
                     metrics.limited("address")
                     return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
                 }
             case .shared(let limits):
-                // Counted in the shared store; the refusal itself does not wait for Redis's decision.
-                limits.admit(address: key, phone: nil) { _, _ in }
+                countInStore(head, limits)
             }
         }
         var response = answer(error, endpoint)
@@ -143,7 +144,14 @@ final class RelayHTTPHandler: HTTPHandler {
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
         let route = Route(number: head.route)
+        // In memory the address was counted with the head; with a shared store it is counted now.
+        if case .shared(let limits) = limits { countInStore(head, limits) }
         return answer(route.tooLarge, route.endpoint)
+    }
+
+    /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
+    private func countInStore(_ head: HTTPRequestHead, _ limits: SharedLimits) {
+        limits.admit(address: addressKey(head, current.configuration), phone: nil) { _, _ in }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
