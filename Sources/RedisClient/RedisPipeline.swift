@@ -162,8 +162,9 @@ public final class RedisPipeline: @unchecked Sendable {
 
     /// Closes the connection for good: requests in flight are answered `.unavailable`, later ones refused. Once
     /// this returns, no completion runs any more and none is held (callers that captured their owner in a
-    /// completion are not kept alive by this pipeline). From any thread but the loop's (there, use
-    /// ``stopOnLoop()``); the pipeline's own loop is stopped too.
+    /// completion are not kept alive by this pipeline). From any thread; called on the loop's own thread it is
+    /// ``stopOnLoop()``. A loop made for the pipeline alone is stopped too (off its thread). Before a worker's
+    /// loop stops: a loop that closes the connection under a running pipeline makes it report a loss.
     public func shutdown() {
         if loop.isCurrent {
             stopOnLoop()
