@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop"], swiftSettings: strict),
-        // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
+        // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
@@ -86,8 +86,8 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "CSystem", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion", "Loop",
+                "CSystem", "COpenSSL", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
+                "RelayVersion", "Loop", "LoopTLS",
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -112,7 +112,8 @@ let package = Package(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "RelayTestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "Loop", "RelayTestSupport"], swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps), and one
         // relay with a Redis limits store on loopback (its limiters freed when it stops).
         .testTarget(

@@ -20,6 +20,11 @@ public struct HTTP1Headers: Sendable, Equatable {
         self.fields = fields
     }
 
+    /// Creates headers from name and value pairs in order (for tests and handlers that build a head themselves).
+    public init(_ pairs: [(name: String, value: String)]) {
+        fields = pairs.map { Field(name: $0.name, value: $0.value) }
+    }
+
     /// The value of the first field with this name (ASCII case-insensitive), or nil.
     public subscript(_ name: String) -> String? {
         for field in fields where Self.namesMatch(field.name, name) {

@@ -19,7 +19,6 @@ final class RelayHTTPHandler: HTTPHandler {
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
     private let sealFailureLogged = Atomic<Bool>(false)
-    let pending = PendingAnswers()
     let metrics = Metrics()
 
     init(state: RelayState, clock: any RelayClock, limitsStore: SharedLimitsStore? = nil) {
@@ -87,7 +86,7 @@ final class RelayHTTPHandler: HTTPHandler {
             // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
             let pending = PendingHeadDecision()
             let method = head.method
-            limits.admit(address: key, phone: nil) { [self] decision, _ in
+            limits.admit(worker: head.worker, address: key, phone: nil) { [self] decision, _ in
                 pending.decide(afterAddressLimit(decision, route, method))
             }
             return .later(pending)
@@ -151,7 +150,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
     private func countInStore(_ head: HTTPRequestHead, _ limits: SharedLimits) {
-        limits.admit(address: addressKey(head, current.configuration), phone: nil) { _, _ in }
+        limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) { _, _ in }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
@@ -159,7 +158,8 @@ final class RelayHTTPHandler: HTTPHandler {
         case .grant:
             guard case .shared(let limits) = limits else { return responder.respond(grant(body)) }
             // The address decided now, whatever the body (DESIGN.md, "Several instances").
-            limits.admit(address: addressKey(head, current.configuration), phone: nil) { [self] decision, _ in
+            limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) {
+                [self] decision, _ in
                 responder.respond(addressRefusal(decision, .grant) ?? grant(body))
             }
         case .push: push(head, body, responder: responder)
@@ -223,10 +223,9 @@ final class RelayHTTPHandler: HTTPHandler {
     private func push(_ head: HTTPRequestHead, _ body: [UInt8], responder: HTTPResponder) {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
-        let ticket = pending.add(responder)
         let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
             pushesInFlight.subtract(1, ordering: .relaxed)
-            if pending.claim(ticket) { responder.respond(response) }
+            responder.respond(response)
         }
         let overloaded = admitted > state.configuration.server.maxPushesInFlight
         // Not even read when overloaded: the push is refused, and its phone not counted.
@@ -249,7 +248,8 @@ final class RelayHTTPHandler: HTTPHandler {
             // order: a limited address first, whatever the body; then a bad body or grant; then the phone.
             let phoneKey = (try? opened?.get()).map { LimiterKey.phone(token: $0.grant.token) }
             let address = addressKey(head, state.configuration)
-            limits.admit(address: address, phone: phoneKey) { [self] addressDecision, phoneDecision in
+            limits.admit(worker: head.worker, address: address, phone: phoneKey) {
+                [self] addressDecision, phoneDecision in
                 if let refusal = addressRefusal(addressDecision, .push) { return finish(refusal) }
                 guard let opened, !overloaded else {
                     return finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
@@ -323,11 +323,9 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
-    /// Answers every push still waiting with 503 `overloaded` (the grace period has ended).
-    func abandonPending() {
-        for responder in pending.claimAll() {
-            responder.respond(answer(RelayError(.overloaded, retryAfter: 1), .push))
-        }
+    /// The answer to a request still waiting when a stopping relay's grace period has ended: 503 `overloaded`.
+    func abandoned(route: Int) -> HTTPResponse {
+        answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint)
     }
 
     // MARK: Helpers

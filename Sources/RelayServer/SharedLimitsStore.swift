@@ -18,10 +18,8 @@ final class SharedLimitsStore: Sendable {
     }
 
     let settings: LimitsStore
-    private let client: RedisClientConfiguration
-    private let clock: any RelayClock
-    /// Each worker loop's pipeline, by the loop's identity; filled by ``start(on:)``.
-    private let pipelines = Mutex<[ObjectIdentifier: RedisPipeline]>([:])
+    /// Each worker's pipeline, on its loop, by the worker's index (``HTTPServer/HTTPRequestHead/worker``).
+    private let pipelines: [RedisPipeline]
     private let link: Link
     private let fallbacks = Mutex<[FallbackKey: Int]>([:])
 
@@ -42,17 +40,10 @@ final class SharedLimitsStore: Sendable {
         let location: String
         let onFailure: LimitsStore.OnFailure
 
-        init(location: String, onFailure: LimitsStore.OnFailure) {
+        init(location: String, onFailure: LimitsStore.OnFailure, pipelines: Int) {
             self.location = location
             self.onFailure = onFailure
-        }
-
-        func add() -> Int {
-            state.withLock { state in
-                defer { state.pipelines += 1 }
-                shared.store(false, ordering: .releasing)
-                return state.pipelines
-            }
+            state.withLock { $0.pipelines = pipelines }
         }
 
         /// One pipeline's event: the process logs its first connection, its first loss, and its return once every
@@ -87,10 +78,12 @@ final class SharedLimitsStore: Sendable {
         }
     }
 
-    /// Checks the settings (a `rediss://` CA file that loads); connects nothing until ``start(on:)``.
-    init(settings: LimitsStore, url: RedisURL, password: String?, clock: any RelayClock) throws(RedisClientError) {
+    /// A pipeline for each of `loops` (the workers'; none for a check of the settings, such as a `rediss://` CA
+    /// file that must load); connects nothing until ``start()``.
+    init(
+        settings: LimitsStore, url: RedisURL, password: String?, clock: any RelayClock, loops: [EventLoop]
+    ) throws(RedisClientError) {
         self.settings = settings
-        self.clock = clock
         var client = RedisClientConfiguration(host: url.host, port: url.port, script: SharedLimitsScript.source)
         client.useTLS = url.tls
         client.caFile = settings.caFile
@@ -99,48 +92,39 @@ final class SharedLimitsStore: Sendable {
         client.password = password
         client.timeout = .milliseconds(settings.timeoutMilliseconds)
         client.connectTimeout = .milliseconds(max(1_000, min(5_000, settings.timeoutMilliseconds * 10)))
-        try RedisPipeline.validate(client)
-        self.client = client
-        link = Link(location: "\(url.host):\(url.port)", onFailure: settings.onFailure)
+        let link = Link(location: "\(url.host):\(url.port)", onFailure: settings.onFailure, pipelines: loops.count)
+        self.link = link
+        var pipelines: [RedisPipeline] = []
+        for (index, loop) in loops.enumerated() {
+            // The events are reported to the link, not the store: a pipeline never holds the store.
+            pipelines.append(
+                try RedisPipeline(
+                    configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
+                    onEvent: { event in link.report(event, from: index) }))
+        }
+        if loops.isEmpty { try RedisPipeline.validate(client) }
+        self.pipelines = pipelines
     }
 
-    /// Gives each worker loop its own pipeline and connects them; waits (at most 6 s) for every first attempt, so
-    /// that a relay whose Redis is up starts shared.
-    func start(on loops: [EventLoop]) {
-        var started: [RedisPipeline] = []
-        for loop in loops {
-            let index = link.add()
-            let clock = self.clock
-            let link = self.link
-            // Validated in `init`: making a pipeline cannot fail here.
-            guard
-                let pipeline = try? RedisPipeline(
-                    configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
-                    onEvent: { event in link.report(event, from: index) })
-            else { continue }
-            pipelines.withLock { $0[ObjectIdentifier(loop)] = pipeline }
-            pipeline.start()
-            started.append(pipeline)
-        }
+    /// Connects every worker's pipeline; waits (at most 6 s) for every first attempt, so that a relay whose Redis is
+    /// up starts shared.
+    func start() {
+        for pipeline in pipelines { pipeline.start() }
         let deadline = ContinuousClock.now + .seconds(6)
-        for pipeline in started {
+        for pipeline in pipelines {
             _ = pipeline.awaitFirstAttempt(timeout: max(.zero, deadline - ContinuousClock.now))
         }
     }
 
-    /// The pipeline of the worker whose loop runs this code; nil off every worker (or before ``start(on:)``).
-    var currentPipeline: RedisPipeline? {
-        guard let loop = EventLoop.current else { return nil }
-        return pipelines.withLock { $0[ObjectIdentifier(loop)] }
+    /// The pipeline of `worker` (whose loop runs the request's callbacks); nil for a worker without one.
+    func pipeline(worker: Int) -> RedisPipeline? {
+        worker < pipelines.count ? pipelines[worker] : nil
     }
 
-    /// Closes every pipeline (requests still waiting are decided without Redis); before the worker loops stop.
+    /// Closes every pipeline (requests still waiting are decided without Redis), each on its loop; before the
+    /// worker loops stop. Idempotent.
     func shutdown() {
-        let all = pipelines.withLock { pipelines in
-            defer { pipelines = [:] }
-            return Array(pipelines.values)
-        }
-        for pipeline in all { pipeline.shutdown() }
+        for pipeline in pipelines { pipeline.shutdown() }
     }
 
     var health: Health {
@@ -157,7 +141,7 @@ final class SharedLimitsStore: Sendable {
     /// Every pipeline's counters added up.
     private var statistics: RedisPipelineStatistics {
         var total = RedisPipelineStatistics()
-        for pipeline in pipelines.withLock({ Array($0.values) }) {
+        for pipeline in pipelines {
             let statistics = pipeline.currentStatistics
             for index in total.latencyBuckets.indices {
                 total.latencyBuckets[index] += statistics.latencyBuckets[index]

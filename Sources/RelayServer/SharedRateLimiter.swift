@@ -60,9 +60,12 @@ final class SharedLimits: Sendable {
     }
 
     /// Counts one request for `addressKey` and, if the address is admitted, for `phoneKey`, in one round trip on
-    /// this worker's pipeline; `completion` runs on this thread (later, or at once when Redis cannot be asked).
-    func admit(address addressKey: LimiterKey, phone phoneKey: LimiterKey?, completion: @escaping Completion) {
-        guard let pipeline = store.currentPipeline else {
+    /// the pipeline of `worker` (whose loop runs this); `completion` runs on this thread (later, or at once when
+    /// Redis cannot be asked).
+    func admit(
+        worker: Int, address addressKey: LimiterKey, phone phoneKey: LimiterKey?, completion: @escaping Completion
+    ) {
+        guard let pipeline = store.pipeline(worker: worker) else {
             fallback(addressKey, phoneKey, completion)
             return
         }
