@@ -74,9 +74,10 @@ let package = Package(
             name: "HTTP2Client",
             dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
             swiftSettings: strict),
-        // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
+        // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
+        // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS", "OpenSSLSupport"],
+            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
@@ -128,7 +129,7 @@ let package = Package(
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
-            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport"],
+            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop"],
             swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests",

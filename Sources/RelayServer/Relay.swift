@@ -38,7 +38,18 @@ public final class Relay: Sendable {
         self.clock = clock
         reloadSource = reload
         let gateways = try Self.gateways(setup, clock: clock)
-        let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
+        let loops = try Self.workerLoops(config.server.threads)
+        self.loops = loops
+        let limitsStore: SharedLimitsStore?
+        do {
+            limitsStore = try Self.limitsStore(
+                config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
+        } catch {
+            for loop in loops { loop.stop() }
+            throw error
+        }
+        // Each worker counts through its own Redis connection (on its loop), so a decision never changes threads;
+        // connected before the first request comes.
         limitsStore?.start()
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
@@ -46,8 +57,6 @@ public final class Relay: Sendable {
         self.service = service
         var serverConfig = HTTPServerConfiguration(host: config.listen.host, port: config.listen.port)
         serverConfig.threads = config.server.threads
-        let loops = try Self.workerLoops(config.server.threads)
-        self.loops = loops
         serverConfig.connectionLimit = config.server.maxConnections
         serverConfig.perAddressConnectionLimit = config.server.maxConnectionsPerAddress
         serverConfig.connectionTimeoutSeconds = config.server.connectionTimeoutSeconds
@@ -58,6 +67,7 @@ public final class Relay: Sendable {
         do {
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
+            limitsStore?.shutdown()
             for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
         }
@@ -71,6 +81,7 @@ public final class Relay: Sendable {
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
                 server.stop()
+                limitsStore?.shutdown()
                 for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
             }
@@ -89,6 +100,7 @@ public final class Relay: Sendable {
     deinit {
         // A relay dropped without `stop()` (a test's): its connections close first, then the loops end.
         server.stop()
+        service.limitsStore?.shutdown()
         for loop in loops where !loop.isCurrent { loop.stop() }
     }
 
@@ -131,7 +143,7 @@ public final class Relay: Sendable {
         }
         do throws(ConfigurationError) {
             // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
-            _ = try limitsStore(configuration, password: redisPassword)
+            _ = try limitsStore(configuration, password: redisPassword, clock: SystemClock(), loops: [])
         } catch {
             problems.append(error)
         }
@@ -152,7 +164,7 @@ public final class Relay: Sendable {
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
     private static func limitsStore(
-        _ configuration: RelayConfiguration, password: String?
+        _ configuration: RelayConfiguration, password: String?, clock: any RelayClock, loops: [EventLoop]
     ) throws(ConfigurationError) -> SharedLimitsStore? {
         let settings = configuration.limitsStore
         guard settings.kind == .redis, let url = settings.url else { return nil }
@@ -160,7 +172,7 @@ public final class Relay: Sendable {
             try requireReadableFile(path, "limits_store.ca_file")
         }
         do {
-            return try SharedLimitsStore(settings: settings, url: url, password: password)
+            return try SharedLimitsStore(settings: settings, url: url, password: password, clock: clock, loops: loops)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)
