@@ -74,9 +74,10 @@ let package = Package(
             name: "HTTP2Client",
             dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
             swiftSettings: strict),
-        // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
+        // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
+        // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS", "OpenSSLSupport"],
+            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
@@ -99,7 +100,7 @@ let package = Package(
         // forwarder is the tests' own (RelayTestSupport).
         .executableTarget(
             name: "LoadGenerator",
-            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
+            dependencies: ["Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
@@ -128,7 +129,7 @@ let package = Package(
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
-            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport"],
+            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop"],
             swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests",
@@ -148,6 +149,6 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
     ]
 )

@@ -37,16 +37,31 @@ public final class Relay: Sendable {
         let config = setup.configuration
         self.clock = clock
         reloadSource = reload
+<<<<<<< HEAD
         let loops = try Self.workerLoops(config.server.threads)
         self.loops = loops
         let gateways: [APNsEnvironment: APNsGateway]
         do {
             gateways = try Self.gateways(setup, clock: clock, loops: loops)
+=======
+        let gateways = try Self.gateways(setup, clock: clock)
+        let loops = try Self.workerLoops(config.server.threads)
+        self.loops = loops
+        let limitsStore: SharedLimitsStore?
+        do {
+            limitsStore = try Self.limitsStore(
+                config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
+>>>>>>> main
         } catch {
             for loop in loops { loop.stop() }
             throw error
         }
+<<<<<<< HEAD
         let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
+=======
+        // Each worker counts through its own Redis connection (on its loop), so a decision never changes threads;
+        // connected before the first request comes.
+>>>>>>> main
         limitsStore?.start()
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
@@ -64,7 +79,11 @@ public final class Relay: Sendable {
         do {
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
+<<<<<<< HEAD
             for gateway in gateways.values { gateway.shutdown() }
+=======
+            limitsStore?.shutdown()
+>>>>>>> main
             for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
         }
@@ -78,7 +97,11 @@ public final class Relay: Sendable {
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
                 server.stop()
+<<<<<<< HEAD
                 for gateway in gateways.values { gateway.shutdown() }
+=======
+                limitsStore?.shutdown()
+>>>>>>> main
                 for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
             }
@@ -97,6 +120,7 @@ public final class Relay: Sendable {
     deinit {
         // A relay dropped without `stop()` (a test's): its connections close first, then the loops end.
         server.stop()
+        service.limitsStore?.shutdown()
         for loop in loops where !loop.isCurrent { loop.stop() }
     }
 
@@ -139,7 +163,7 @@ public final class Relay: Sendable {
         }
         do throws(ConfigurationError) {
             // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
-            _ = try limitsStore(configuration, password: redisPassword)
+            _ = try limitsStore(configuration, password: redisPassword, clock: SystemClock(), loops: [])
         } catch {
             problems.append(error)
         }
@@ -160,7 +184,7 @@ public final class Relay: Sendable {
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
     private static func limitsStore(
-        _ configuration: RelayConfiguration, password: String?
+        _ configuration: RelayConfiguration, password: String?, clock: any RelayClock, loops: [EventLoop]
     ) throws(ConfigurationError) -> SharedLimitsStore? {
         let settings = configuration.limitsStore
         guard settings.kind == .redis, let url = settings.url else { return nil }
@@ -168,7 +192,7 @@ public final class Relay: Sendable {
             try requireReadableFile(path, "limits_store.ca_file")
         }
         do {
-            return try SharedLimitsStore(settings: settings, url: url, password: password)
+            return try SharedLimitsStore(settings: settings, url: url, password: password, clock: clock, loops: loops)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)
