@@ -72,7 +72,7 @@ let package = Package(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         .target(
             name: "HTTP2Client",
-            dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
+            dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS"],
             swiftSettings: strict),
         // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
         .target(
@@ -121,7 +121,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "RelayTestSupport"], swiftSettings: strict),
+            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "Loop", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
