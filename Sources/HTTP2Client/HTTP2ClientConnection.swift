@@ -132,7 +132,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             let text = failure.reason
             switch failure.kind {
             case .resolve: machine.failed(.resolve(text))
-            case .connect: machine.failed(.connect(text))
+            case .connect: machine.failed(.connect(Self.systemWords(text)))
             case .certificate: machine.failed(.certificate(text))
             case .handshake: machine.failed(.handshake(text))
             case .closedByPeer: machine.failed(.broken(text, closedByPeer: true))
@@ -346,6 +346,16 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
 
     func streamClosed(_ stream: Int32, errorCode: UInt32) {
         machine.streamClosed(stream, errorCode: errorCode, now: now)
+    }
+
+    /// The system's words for a failed connect, as `strerror` says them ("Connection refused"): `LoopError`
+    /// gives libuv's (`uv_strerror`: "connect failed: connection refused"), which only differ in case
+    /// (/work/notes/looptls-requests.md).
+    static func systemWords(_ text: String) -> String {
+        var words = Substring(text)
+        if let colon = words.range(of: ": ") { words = words[colon.upperBound...] }
+        guard let first = words.first else { return text }
+        return first.uppercased() + words.dropFirst()
     }
 
     /// The `reason` of GOAWAY debug data such as APNs' `{"reason":"Shutdown"}`, if it is a plain
