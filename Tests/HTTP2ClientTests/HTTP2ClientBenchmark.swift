@@ -82,6 +82,7 @@ struct HTTP2ClientSteadyRate {
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 3500)
         #expect(try await client.send(HTTP2Request(path: "/ok", body: body)).get().status == 200)
         let progress = Progress()
+        let started = ContinuousClock.now
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             loop.execute {
                 var sent = 0
@@ -105,7 +106,9 @@ struct HTTP2ClientSteadyRate {
                 timer?.schedule(afterMilliseconds: 1)
             }
         }
-        print("HTTP2Client steady rate: \(total) requests, \(progress.failed.load(ordering: .relaxed)) failed")
+        print(
+            "HTTP2Client steady rate: \(total) requests in \(ContinuousClock.now - started), "
+                + "\(progress.failed.load(ordering: .relaxed)) failed")
         #expect(progress.answered.load(ordering: .relaxed) == total)
     }
 }
