@@ -62,7 +62,8 @@ let package = Package(
             name: "LoopSpike", dependencies: ["Loop", "CSystem", "CUV", "COpenSSL"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
-        // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
+        // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
+        // to OpenSSL in batches (the simulator's).
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
@@ -70,6 +71,7 @@ let package = Package(
         // spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
+        // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
             dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS"],
