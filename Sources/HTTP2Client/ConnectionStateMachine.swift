@@ -495,7 +495,7 @@ struct ConnectionStateMachine {
 
     /// The latest instant by which `timerFired` must run (a deadline, pacing, PING due or unanswered).
     func nextWakeUp() -> UInt64? {
-        let requests = [streams.isEmpty ? nil : deadlineBound, waiting.earliestDeadline].compactMap { $0 }.min()
+        let requests = Self.earliest(streams.isEmpty ? nil : deadlineBound, waiting.earliestDeadline)
         switch state {
         case .paced(let until):
             return until
@@ -510,12 +510,18 @@ struct ConnectionStateMachine {
                 } else {
                     nil
                 }
-            return [requests, ping].compactMap { $0 }.min()
+            return Self.earliest(requests, ping)
         case .draining:
             return requests
         case .closed:
             return nil
         }
+    }
+
+    private static func earliest(_ a: UInt64?, _ b: UInt64?) -> UInt64? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
     }
 
     /// Ends the streams past their deadline; returns their ids (to cancel).
