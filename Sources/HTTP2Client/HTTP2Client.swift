@@ -62,6 +62,13 @@ public final class HTTP2Client: Sendable {
 
     deinit { shutdown() }
 
+    /// Checks a configuration as the initializers do (origin, limits, CA file), without making a client, a
+    /// loop or a thread (for a dry run such as `duo-relay check`).
+    /// - Throws: `.invalidConfiguration`, as ``init(configuration:)``.
+    public static func check(_ configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
+        _ = try ClientSettings(configuration: configuration)
+    }
+
     /// The loop the client's connections live on (its own, or the one it was given).
     public var loop: EventLoop { core.loop }
 

@@ -269,6 +269,9 @@ struct HTTP2ClientTests {
         #expect(throws: HTTP2ClientError(.invalidConfiguration, "", mayHaveBeenProcessed: false)) {
             try HTTP2Client(configuration: configuration)
         }
+        #expect(throws: HTTP2ClientError(.invalidConfiguration, "", mayHaveBeenProcessed: false)) {
+            try HTTP2Client.check(configuration)
+        }
     }
 }
 
