@@ -200,9 +200,6 @@ struct ConnectionStateMachine {
         return nil
     }
 
-    /// Requests given to the connection wait to be submitted.
-    var hasWaiting: Bool { !waiting.isEmpty }
-
     /// Open streams whose HEADERS were handed to the socket.
     var writtenStreams: [Int32] { streams.filter { $0.value.written }.map(\.key).sorted() }
 
@@ -281,6 +278,11 @@ struct ConnectionStateMachine {
             end(request, unsentOutcome)
             return .ended
         }
+    }
+
+    /// A request waits and may be submitted now: the connection takes streams and fewer than `limit` are open.
+    func canSubmit(limit: Int) -> Bool {
+        takesStreams && streams.count < limit && !waiting.isEmpty
     }
 
     /// The next request to submit, while the connection takes streams and fewer than `limit` are open.
@@ -454,6 +456,7 @@ struct ConnectionStateMachine {
         var result = TimerResult()
         switch state {
         case .paced:
+            _ = expireWaiting(now: now)
             if start(now: now) == .connect { result.connect = true }
             return result
         case .connecting(let deadline):
@@ -498,7 +501,7 @@ struct ConnectionStateMachine {
         let requests = Self.earliest(streams.isEmpty ? nil : deadlineBound, waiting.earliestDeadline)
         switch state {
         case .paced(let until):
-            return until
+            return Self.earliest(until, waiting.earliestDeadline)
         case .connecting(let deadline):
             return min(deadline, requests ?? deadline)
         case .open(let open):

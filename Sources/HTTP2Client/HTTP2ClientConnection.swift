@@ -181,7 +181,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         depth -= 1
         guard depth == 0, !closed else { return }
         if !flushScheduled, let session,
-            machine.hasWaiting || nghttp2_session_want_write(session) != 0
+            machine.canSubmit(limit: submitLimit(session)) || nghttp2_session_want_write(session) != 0
         {
             // Written once per turn of the loop, at its start (before it polls): the requests and frames of a
             // whole turn go in one write, and a connection the server has just closed is read (its GOAWAY
@@ -224,11 +224,17 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         nghttp2_session_del(session)
     }
 
+    /// The most streams open at once: ours, or the server's `SETTINGS_MAX_CONCURRENT_STREAMS` if lower.
+    private func submitLimit(_ session: OpaquePointer) -> Int {
+        min(
+            settings.maxStreams,
+            Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)))
+    }
+
     /// Submits the requests that wait while the server's stream limit allows, then writes.
     private func flush() {
         guard let session, let stream else { return }
-        let serverLimit = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-        let limit = min(settings.maxStreams, serverLimit)
+        let limit = submitLimit(session)
         while let request = machine.nextToSubmit(limit: limit) { submit(request, to: session) }
         serializeAndWrite(session: session, stream: stream)
     }

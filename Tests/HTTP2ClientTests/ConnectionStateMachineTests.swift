@@ -184,6 +184,8 @@ struct ConnectionStateMachineTests {
         #expect(machine.nextToSubmit(limit: 2) != nil)
         machine.submitted(Self.request(), as: 3)
         #expect(machine.nextToSubmit(limit: 2) == nil, "the server's limit")
+        #expect(!machine.canSubmit(limit: 2))
+        #expect(machine.canSubmit(limit: 3))
     }
 
     @Test func theRequestBodyIsHandedOverInPartsAndEnds() {
@@ -360,6 +362,11 @@ struct ConnectionStateMachineTests {
         var machine = Machine(notBefore: Self.t0 + Self.second / 4)
         #expect(machine.start(now: Self.t0) == .wait)
         #expect(machine.nextWakeUp() == Self.t0 + Self.second / 4)
+        // A request whose deadline comes first times out meanwhile.
+        #expect(machine.accept(Self.request(deadline: Self.t0 + Self.second / 10)) == .wait)
+        #expect(machine.nextWakeUp() == Self.t0 + Self.second / 10)
+        #expect(machine.timerFired(now: Self.t0 + Self.second / 10) == .init())
+        #expect(machine.takeReport().results.map(\.outcome) == [.timedOut(written: false)])
         #expect(machine.timerFired(now: Self.t0 + Self.second / 4) == .init(connect: true))
         #expect(machine.nextWakeUp() == Self.t0 + Self.second / 4 + Machine.Timing().connectTimeout)
     }
