@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop"], swiftSettings: strict),
-        // One libuv event loop per thread: timers, TCP listeners (SO_REUSEPORT) and connections, signals.
+        // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
@@ -76,9 +76,10 @@ let package = Package(
             name: "HTTP2Client",
             dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS"],
             swiftSettings: strict),
-        // The shared limits store's connection: hiredis's RESP reader and formatter over our own (TLS) socket.
+        // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
+        // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "CSystem", "ClientTLS", "OpenSSLSupport"],
+            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
@@ -87,8 +88,8 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "CSystem", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion",
+                "CSystem", "COpenSSL", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
+                "RelayVersion", "Loop", "LoopTLS",
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -101,7 +102,7 @@ let package = Package(
         // forwarder is the tests' own (RelayTestSupport).
         .executableTarget(
             name: "LoadGenerator",
-            dependencies: ["CSystem", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
+            dependencies: ["Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
@@ -113,7 +114,8 @@ let package = Package(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "RelayTestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RelayTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "Loop", "RelayTestSupport"], swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps), and one
         // relay with a Redis limits store on loopback (its limiters freed when it stops).
         .testTarget(
@@ -129,7 +131,7 @@ let package = Package(
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
-            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport"],
+            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop"],
             swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests",
@@ -149,6 +151,6 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"], swiftSettings: strict),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
     ]
 )

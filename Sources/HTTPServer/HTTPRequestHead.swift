@@ -13,11 +13,17 @@ public struct HTTPRequestHead: Sendable {
     /// The handler's own number for the path (``HTTPHandler/route(path:)``), resolved once when the headers are in
     /// and handed back with the head to every callback, so that the path is matched once per request.
     public let route: Int
+    /// The worker whose loop reads this request and runs the handler's callbacks for it (0 up to
+    /// ``HTTPServerConfiguration/threads`` - 1): a handler keeps per-worker state in an array indexed by it, touched
+    /// by that worker alone (no lock shared between workers).
+    public let worker: Int
 
     /// Creates a request head (the server builds these; tests of handlers may too).
     public init(
-        method: String, path: String, headers: HTTPHeaders, peer: SocketPeer, contentLength: Int?, route: Int = 0
+        method: String, path: String, headers: HTTPHeaders, peer: SocketPeer, contentLength: Int?, route: Int = 0,
+        worker: Int = 0
     ) {
+        self.worker = worker
         self.method = method
         self.path = path
         self.headers = headers

@@ -5,8 +5,9 @@ import Loop
 import Synchronization
 
 /// The relay's HTTP/1.1 server (DESIGN.md, "The HTTP front"), knowing nothing of routes: every request goes to an
-/// ``HTTPHandler``. `threads` workers, each an event loop that accepts on its own `SO_REUSEPORT` socket and owns the
-/// connections it accepted; each connection runs the strict ``HTTP1Connection`` machine.
+/// ``HTTPHandler``. `threads` workers, each an event loop that accepts from a duplicate of one listening socket (not
+/// `SO_REUSEPORT`, with which a second server on the same port would join the first silently instead of failing) and
+/// owns the connections it accepted; each connection runs the strict ``HTTP1Connection`` machine.
 ///
 /// It listens from `init` until ``stop()`` (or deinit). It never writes to standard output or error.
 public final class HTTPServer: Sendable {
@@ -29,8 +30,17 @@ public final class HTTPServer: Sendable {
     }
 
     /// Binds, starts listening and starts the server threads.
-    public init(configuration: HTTPServerConfiguration, handler: some HTTPHandler) throws(HTTPServerError) {
+    ///
+    /// - Parameter loops: the workers' event loops, one per ``HTTPServerConfiguration/threads``, when the caller owns
+    ///   them (the relay runs its APNs and Redis clients on the same loops, so that a push never changes threads);
+    ///   ``stop()`` then leaves them running for their owner to stop. Nil: the server makes and stops its own.
+    public init(
+        configuration: HTTPServerConfiguration, handler: some HTTPHandler, loops: [EventLoop]? = nil
+    ) throws(HTTPServerError) {
         try Self.validate(configuration)
+        if let loops, loops.count != configuration.threads {
+            throw HTTPServerError(.invalidConfiguration, "one event loop per thread is needed")
+        }
         Self.prepareProcess()
         let limit = Self.affordableConnections(configuration.connectionLimit)
         let timeout =
@@ -61,7 +71,7 @@ public final class HTTPServer: Sendable {
                 }
                 let worker: ServerWorker
                 do throws(HTTPServerError) {
-                    worker = try ServerWorker(index: index, core: core)
+                    worker = try ServerWorker(index: index, core: core, loop: loops?[index])
                 } catch {
                     close(descriptor)
                     throw error
@@ -118,6 +128,15 @@ public final class HTTPServer: Sendable {
             }
         }
         return true
+    }
+
+    /// Answers every request still waiting for the handler's answer with `answer(route)` (the route is the
+    /// request's ``HTTPRequestHead/route``), each on the worker that owns its connection; the handler's own answer,
+    /// should it come later, is ignored. For a stopping server whose grace period has ended: the server's workers hold
+    /// every request in flight, so the handler keeps no list of its own. Returns once every worker has answered.
+    public func answerWaiting(_ answer: @escaping @Sendable (_ route: Int) -> HTTPResponse) {
+        let workers = lifecycle.withLock { $0.workers }
+        for worker in workers { worker.answerWaiting(answer) }
     }
 
     /// Closes every connection and stops the server threads. Requests still waiting for an answer are dropped (their

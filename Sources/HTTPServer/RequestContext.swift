@@ -36,12 +36,16 @@ final class ConnectionReference: @unchecked Sendable {
 final class RequestContext: Sendable {
     let counters: RequestCounters
     let reference: ConnectionReference
+    /// The request's route (``HTTPRequestHead/route``), for an answer the server gives in the handler's stead
+    /// (``HTTPServer/answerWaiting(_:)``).
+    let route: Int
     /// 0: waiting for the answer; 1: answered; 2: dropped unanswered.
     private let state = Atomic<UInt8>(0)
 
-    init(counters: RequestCounters, reference: ConnectionReference) {
+    init(counters: RequestCounters, reference: ConnectionReference, route: Int) {
         self.counters = counters
         self.reference = reference
+        self.route = route
         counters.liveContexts.add(1, ordering: .relaxed)
         counters.pending.add(1, ordering: .relaxed)
     }

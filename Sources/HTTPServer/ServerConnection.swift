@@ -68,6 +68,13 @@ final class ServerConnection: TCPConnectionDelegate {
         }
     }
 
+    /// The server answers the request waiting for the handler, if any, in the handler's stead (a later answer from
+    /// the handler is then ignored).
+    func answerWaiting(_ answer: (_ route: Int) -> HTTPResponse) {
+        guard let context else { return }
+        context.deliver(answer(context.route))
+    }
+
     /// Closes at once (the server stops).
     func closeNow() {
         closeSocket()
@@ -214,7 +221,7 @@ final class ServerConnection: TCPConnectionDelegate {
         case .request(let parsed, let body):
             let head = self.head ?? makeHead(parsed)
             self.head = nil
-            let context = RequestContext(counters: core.counters, reference: reference)
+            let context = RequestContext(counters: core.counters, reference: reference, route: head.route)
             self.context = context
             core.openContexts.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
@@ -254,7 +261,7 @@ final class ServerConnection: TCPConnectionDelegate {
     private func makeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
         HTTPRequestHead(
             method: parsed.method, path: parsed.path, headers: parsed.headers, peer: peer,
-            contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path))
+            contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path), worker: worker.index)
     }
 
     static func wire(_ response: HTTPResponse) -> HTTP1Response {

@@ -1,22 +1,35 @@
 import Glibc
 import Loop
 
-/// One worker of an ``HTTPServer``: an event loop on a thread of its own, its listening socket (`SO_REUSEPORT`: each
-/// worker accepts for itself) and the connections it accepted, which it owns for their whole life (DESIGN.md, worker
-/// model).
+/// One worker of an ``HTTPServer``: an event loop on a thread of its own, its descriptor of the server's one
+/// listening socket (every worker accepts from it; see ``HTTPServer``) and the connections it accepted, which it owns
+/// for their whole life (DESIGN.md, worker model).
 // @unchecked Sendable: `listener` and `connections` are used only on `loop`'s thread (every method but `init` and
 // `stop` runs there, through `loop.execute` or `performAndWait`); `loop` and `core` never change.
 final class ServerWorker: @unchecked Sendable {
     let loop: EventLoop
+    /// The worker's number, handed to the handler with every head (``HTTPRequestHead/worker``).
+    let index: Int
     private let core: ServerCore
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
 
-    init(index: Int, core: ServerCore) throws(HTTPServerError) {
-        do {
-            loop = try EventLoop(name: "duo-http-\(index)")
-        } catch {
-            throw HTTPServerError(.startFailed, "cannot start a server thread: " + error.reason)
+    /// The worker made its loop (and stops it); false for a loop its caller owns.
+    private let ownsLoop: Bool
+
+    /// A worker on `loop` (its owner's, left running by ``stop()``), or on a loop of its own.
+    init(index: Int, core: ServerCore, loop: EventLoop? = nil) throws(HTTPServerError) {
+        self.index = index
+        if let loop {
+            self.loop = loop
+            ownsLoop = false
+        } else {
+            do {
+                self.loop = try EventLoop(name: "duo-http-\(index)")
+            } catch {
+                throw HTTPServerError(.startFailed, "cannot start a server thread: " + error.reason)
+            }
+            ownsLoop = true
         }
         self.core = core
     }
@@ -77,13 +90,25 @@ final class ServerWorker: @unchecked Sendable {
         }
     }
 
-    /// Closes the listener and every connection, then ends the loop and its thread.
+    /// Answers every request of this worker still waiting for the handler with `answer(route)`. Returns once done.
+    func answerWaiting(_ answer: @escaping @Sendable (_ route: Int) -> HTTPResponse) {
+        let work: @Sendable () -> Void = { [self] in
+            for connection in Array(connections.values) { connection.answerWaiting(answer) }
+        }
+        if loop.isCurrent {
+            work()
+        } else {
+            _ = try? loop.performAndWait(work)
+        }
+    }
+
+    /// Closes the listener and every connection, then ends the loop and its thread when the worker made it.
     func stop() {
         _ = try? loop.performAndWait { [self] in
             listener?.close()
             listener = nil
             for connection in Array(connections.values) { connection.closeNow() }
         }
-        loop.stop()
+        if ownsLoop { loop.stop() }
     }
 }

@@ -1,194 +1,126 @@
-import Glibc
+import Loop
 
-/// One non-blocking HTTP/1.1 keep-alive client connection with one request in flight at a time.
+/// What a ``ClientConnection`` tells the measurement that owns it, on the loop's thread.
+protocol ClientConnectionOwner: AnyObject {
+    /// The connection is established: it may send.
+    func clientDidConnect(_ client: ClientConnection)
+    /// The connection could not be established.
+    func client(_ client: ClientConnection, didFailToConnect error: LoopError)
+    /// A complete answer arrived at `instant` (monotonic nanoseconds, read as the bytes arrived); the client
+    /// is no longer busy. `body` is valid only during the call.
+    func client(_ client: ClientConnection, didReceive status: Int, body: UnsafeRawBufferPointer, at instant: UInt64)
+    /// The established connection ended: the peer closed or reset it, or a write failed. Nothing more comes.
+    func clientDidEnd(_ client: ClientConnection)
+}
+
+/// One HTTP/1.1 keep-alive client connection with one request in flight at a time, on the load generator's
+/// event loop (a `TCPConnection`: the request is written at once, only what the socket refuses is queued).
 ///
-/// The response reader is deliberately small (this is a test tool): a status line, headers scanned
-/// for `Content-Length`, and that many body bytes. The relay always answers with a length.
-final class ClientConnection {
-    /// A complete answer.
-    struct Response {
-        var status: Int
-        var body: ArraySlice<UInt8>
-    }
-
-    let fd: Int32
-    private(set) var connected = false
+/// Ownership: the open `TCPConnection` holds this client, and the client its owner, until ``close()`` or the
+/// end of the connection; the owner holds its clients.
+final class ClientConnection: TCPConnectionDelegate {
+    /// The owner's number for this connection.
+    let index: Int
     /// When the request in flight was due (open loop) or sent (closed loop), monotonic nanoseconds.
     var requestStart: UInt64 = 0
     /// Whether a request is in flight.
-    var busy = false
-    private var outbound: [UInt8] = []
-    private var outboundOffset = 0
+    private(set) var busy = false
+    private(set) var connected = false
+    private var owner: (any ClientConnectionOwner)?
+    private var connection: TCPConnection?
+    /// Bytes of an answer that has not arrived whole yet.
     private var inbound: [UInt8] = []
 
-    /// Starts a non-blocking connect; nil if the socket cannot even be created.
-    init?(to address: sockaddr_in) {
-        // A local until the connect has started: once every stored property is set, a failing init runs deinit,
-        // which would close the number a second time (by then possibly another file's).
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var target = address
-        let result = withUnsafePointer(to: &target) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if result != 0 && errno != EINPROGRESS {
-            close(fd)
-            return nil
-        }
-        self.fd = fd
-        connected = result == 0
+    private init(index: Int, owner: any ClientConnectionOwner) {
+        self.index = index
+        self.owner = owner
     }
 
-    deinit { close(fd) }
-
-    /// Called when the socket turns writable while connecting: true once connected.
-    func finishConnect() -> Bool {
-        var error: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else { return false }
-        connected = true
-        return true
+    /// Starts connecting; the owner hears `clientDidConnect` or `didFailToConnect`. Throws when not even the
+    /// socket can be made (descriptors ran out, say).
+    static func open(
+        _ index: Int, to address: ResolvedAddress, on loop: EventLoop, owner: any ClientConnectionOwner
+    ) throws(LoadError) -> ClientConnection {
+        let client = ClientConnection(index: index, owner: owner)
+        do {
+            client.connection = try TCPConnection.connect(on: loop, to: address, delegate: client)
+        } catch {
+            throw LoadError(.failed, "cannot connect: \(error.reason)")
+        }
+        return client
     }
 
-    /// Whether bytes are still waiting to be written.
-    var wantsWrite: Bool { outboundOffset < outbound.count }
-
-    /// Queues a request and writes what the socket takes; false if the connection broke.
-    func send(_ request: [UInt8]) -> Bool {
-        if outboundOffset == outbound.count {
-            outbound = request
-            outboundOffset = 0
-        } else {
-            outbound.append(contentsOf: request)
-        }
+    /// Sends a request (the connection must be established); its answer reaches the owner.
+    func send(_ request: [UInt8]) {
         busy = true
-        return flush()
+        connection?.write(request)
     }
 
-    /// Writes pending bytes; false if the connection broke.
-    func flush() -> Bool {
-        while outboundOffset < outbound.count {
-            let written = outbound.withUnsafeBytes { bytes in
-                Glibc.send(fd, bytes.baseAddress! + outboundOffset, bytes.count - outboundOffset, Int32(MSG_NOSIGNAL))
-            }
-            if written > 0 {
-                outboundOffset += written
-            } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                return true
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
+    /// Closes the connection; the owner hears nothing more from it.
+    func close() {
+        owner = nil
+        connection?.close()
     }
 
-    /// Reads what has arrived and returns the answers completed by it; nil once the peer closed or failed.
-    func readResponses() -> [Response]? {
-        let chunkSize = 16384
-        var closed = false
-        while true {
-            var count = 0
-            inbound.reserveCapacity(inbound.count + chunkSize)
-            let chunk = [UInt8](unsafeUninitializedCapacity: chunkSize) { buffer, initialized in
-                count = recv(fd, buffer.baseAddress, chunkSize, 0)
-                initialized = max(count, 0)
+    // MARK: TCPConnectionDelegate
+
+    func connectionDidConnect(_ connection: TCPConnection) {
+        connected = true
+        connection.startReading()
+        owner?.clientDidConnect(self)
+    }
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        let instant = MonotonicClock.now()
+        if inbound.isEmpty {
+            // The usual case, a whole answer in one read: framed in the loop's buffer, nothing copied.
+            let consumed = deliver(from: bytes, at: instant)
+            if consumed < bytes.count && owner != nil {
+                inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
             }
-            if count > 0 {
-                inbound.append(contentsOf: chunk)
-                if count < chunkSize { break }
-            } else if count == 0 {
-                closed = true
-                break
-            } else if errno == EINTR {
-                continue
-            } else if errno == EAGAIN || errno == EWOULDBLOCK {
-                break
-            } else {
-                closed = true
-                break
+        } else {
+            inbound.append(contentsOf: bytes)
+            let consumed = inbound.withUnsafeBytes { deliver(from: $0, at: instant) }
+            if owner == nil {
+                inbound = []
+            } else if consumed > 0 {
+                inbound.removeFirst(consumed)
             }
         }
-        var responses: [Response] = []
+    }
+
+    /// Hands every complete answer at the start of `bytes` to the owner; returns the bytes they took.
+    private func deliver(from bytes: UnsafeRawBufferPointer, at instant: UInt64) -> Int {
         var consumed = 0
-        while let (response, length) = Self.parse(inbound[consumed...]) {
-            responses.append(response)
-            consumed += length
-        }
-        if consumed > 0 {
-            inbound.removeFirst(consumed)
+        while let owner, consumed < bytes.count,
+            let response = HTTPResponseFraming.response(at: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+        {
+            let body = UnsafeRawBufferPointer(
+                rebasing: bytes[(consumed + response.body.lowerBound)..<(consumed + response.body.upperBound)])
+            consumed += response.length
             busy = false
+            owner.client(self, didReceive: response.status, body: body, at: instant)
         }
-        if closed && responses.isEmpty { return nil }
-        return responses
+        return consumed
     }
 
-    /// One complete response at the start of `bytes`, and its length; nil if incomplete.
-    static func parse(_ bytes: ArraySlice<UInt8>) -> (Response, Int)? {
-        guard let headEnd = find([13, 10, 13, 10], in: bytes) else { return nil }
-        let start = bytes.startIndex
-        // "HTTP/1.1 200 ..."
-        guard headEnd - start >= 12 else { return (Response(status: 0, body: []), headEnd + 4 - start) }
-        var status = 0
-        for index in start + 9..<start + 12 {
-            status = status * 10 + Int(bytes[index] &- 48)
-        }
-        var contentLength = 0
-        var lineStart = start
-        while lineStart < headEnd {
-            var lineEnd = lineStart
-            while lineEnd < headEnd && bytes[lineEnd] != 13 { lineEnd += 1 }
-            let name = Array("content-length:".utf8)
-            if lineEnd - lineStart > name.count {
-                var matches = true
-                for (offset, expected) in name.enumerated() where bytes[lineStart + offset] | 0x20 != expected {
-                    matches = false
-                    break
-                }
-                if matches {
-                    contentLength = 0
-                    for byte in bytes[(lineStart + name.count)..<lineEnd] where byte >= 48 && byte <= 57 {
-                        contentLength = contentLength * 10 + Int(byte - 48)
-                    }
-                }
-            }
-            lineStart = lineEnd + 2
-        }
-        let bodyStart = headEnd + 4
-        guard bytes.endIndex - bodyStart >= contentLength else { return nil }
-        let body = bytes[bodyStart..<bodyStart + contentLength]
-        return (Response(status: status, body: body), bodyStart + contentLength - start)
+    func connectionDidReachEnd(_ connection: TCPConnection) {
+        end()
     }
 
-    private static func find(_ needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        var index = haystack.startIndex
-        let last = haystack.endIndex - needle.count
-        while index <= last {
-            if haystack[index] == needle[0] && haystack[index + 1] == needle[1] && haystack[index + 2] == needle[2]
-                && haystack[index + 3] == needle[3]
-            {
-                return index
-            }
-            index += 1
+    func connection(_ connection: TCPConnection, didFail error: LoopError) {
+        guard connected else {
+            let owner = self.owner
+            close()
+            owner?.client(self, didFailToConnect: error)
+            return
         }
-        return nil
+        end()
     }
 
-    /// `127.0.0.1:8787` as a socket address (IPv4 literals only: the benchmark stays on loopback).
-    static func address(_ text: String) -> sockaddr_in? {
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
-            return nil
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, String(text[..<colon]), &address.sin_addr) == 1 else { return nil }
-        return address
+    private func end() {
+        let owner = self.owner
+        close()
+        owner?.clientDidEnd(self)
     }
 }

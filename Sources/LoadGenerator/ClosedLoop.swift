@@ -1,17 +1,16 @@
-import CSystem
-import Glibc
+import Loop
 
 /// `closed-loop`: every connection sends its next request as soon as its previous one is answered
 /// (saturation), for a warm-up and then a measured window; counts the answers within the window,
 /// their latencies, and the watched processes' CPU over exactly that window.
-struct ClosedLoop {
-    var address: sockaddr_in
+struct ClosedLoop: Sendable {
+    var address: ResolvedAddress
     var requests: [[UInt8]]
     var connections: Int
     var seconds: Double
     var warmupSeconds: Double
 
-    struct Report {
+    struct Report: Sendable {
         var statuses: [Int: Int] = [:]
         var latencies: [UInt64] = []
         var failures = 0
@@ -22,48 +21,55 @@ struct ClosedLoop {
         var successes: Int { statuses[200] ?? 0 }
     }
 
-    func run(watching watched: inout WatchedProcesses) throws(LoadError) -> Report {
+    func run(watching watched: WatchedProcesses) throws(LoadError) -> Report {
         IdleConnections.raiseDescriptorLimit(to: connections + 64)
-        let poll = EventPoll()
+        return try LoadLoop.run("load-closed") { [self] loop, finish throws(LoadError) in
+            try Run(self, watching: watched, loop: loop, finish: finish).start()
+        }
+    }
+
+    /// One run, on its loop's thread.
+    private final class Run: ClientConnectionOwner {
+        let settings: ClosedLoop
+        var watched: WatchedProcesses
+        let loop: EventLoop
+        let finish: (Result<Report, LoadError>) -> Void
         var pool: [ClientConnection] = []
-        var next = Int.random(in: 0..<requests.count)
-        let begin = MonotonicClock.now()
-        let measureFrom = begin + UInt64(warmupSeconds * 1e9)
-        let measureUntil = measureFrom + UInt64(seconds * 1e9)
+        var next: Int
+        var measureFrom: UInt64 = 0
+        var measureUntil: UInt64 = 0
         var measuring = false
         var report = Report()
-        var failure: LoadError?
+        /// Fires at the window's start and end.
+        var window: LoopTimer?
+        var finished = false
 
-        func send(_ index: Int) {
-            let connection = pool[index]
-            connection.requestStart = MonotonicClock.now()
-            if !connection.send(requests[next % requests.count]) {
-                report.failures += 1
-                reopen(index)
-            } else if connection.wantsWrite {
-                poll.modify(connection.fd, token: UInt64(index), writable: true)
-            }
-            next += 1
-        }
-        func open() throws(LoadError) -> ClientConnection {
-            guard let connection = ClientConnection(to: address) else {
-                throw LoadError(.failed, "cannot connect (errno \(errno))")
-            }
-            return connection
-        }
-        func reopen(_ index: Int) {
-            poll.remove(pool[index].fd)
-            do throws(LoadError) {
-                pool[index] = try open()
-                poll.add(pool[index].fd, token: UInt64(index), writable: true)
-            } catch { failure = error }
-        }
-        for index in 0..<connections {
-            pool.append(try open())
-            poll.add(pool[index].fd, token: UInt64(index), writable: true)
+        init(
+            _ settings: ClosedLoop, watching watched: WatchedProcesses, loop: EventLoop,
+            finish: @escaping (Result<Report, LoadError>) -> Void
+        ) {
+            self.settings = settings
+            self.watched = watched
+            self.loop = loop
+            self.finish = finish
+            next = Int.random(in: 0..<settings.requests.count)
         }
 
-        while failure == nil {
+        func start() throws(LoadError) {
+            let begin = MonotonicClock.now()
+            measureFrom = begin + UInt64(settings.warmupSeconds * 1e9)
+            measureUntil = measureFrom + UInt64(settings.seconds * 1e9)
+            for index in 0..<settings.connections {
+                pool.append(try ClientConnection.open(index, to: settings.address, on: loop, owner: self))
+            }
+            // The timer holds the run until it closes.
+            window = LoopTimer(on: loop) { [self] in boundary() }
+            boundary()
+        }
+
+        /// Starts or ends the measured window when its time has come; otherwise waits for it.
+        func boundary() {
+            guard !finished, let window else { return }
             let now = MonotonicClock.now()
             if !measuring && now >= measureFrom {
                 measuring = true
@@ -71,48 +77,59 @@ struct ClosedLoop {
             }
             if now >= measureUntil {
                 report.usage = watched.finish(answers: report.answers)
-                break
+                end(.success(report))
+                return
             }
-            let untilBoundary = (measuring ? measureUntil : measureFrom) - now
-            let timeout = Int32(min(100, untilBoundary / 1_000_000 + 1))
-            poll.wait(timeoutMilliseconds: timeout) { token, events in
-                let index = Int(token)
-                let connection = pool[index]
-                if events & EPOLLOUT.rawValue != 0 {
-                    if !connection.connected {
-                        guard connection.finishConnect() else {
-                            report.failures += 1
-                            reopen(index)
-                            return
-                        }
-                        poll.modify(connection.fd, token: token, writable: false)
-                        send(index)
-                        return
-                    }
-                    guard connection.flush() else {
-                        report.failures += 1
-                        reopen(index)
-                        return
-                    }
-                    if !connection.wantsWrite { poll.modify(connection.fd, token: token, writable: false) }
-                }
-                let readable = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
-                guard events & readable != 0, connection.connected else { return }
-                let answeredAt = MonotonicClock.now()
-                guard let responses = connection.readResponses() else {
-                    if connection.busy { report.failures += 1 }
-                    reopen(index)
-                    return
-                }
-                guard !responses.isEmpty else { return }
-                if measuring && answeredAt < measureUntil {
-                    for response in responses { report.statuses[response.status, default: 0] += 1 }
-                    report.latencies.append(answeredAt - connection.requestStart)
-                }
-                if !connection.busy { send(index) }
+            // Whole milliseconds, rounded up: the loop's timers are no finer.
+            let wait = (measuring ? measureUntil : measureFrom) - now
+            window.schedule(afterMilliseconds: (wait + 999_999) / 1_000_000)
+        }
+
+        func end(_ result: Result<Report, LoadError>) {
+            guard !finished else { return }
+            finished = true
+            window?.close()
+            for client in pool { client.close() }
+            finish(result)
+        }
+
+        func send(_ client: ClientConnection) {
+            client.requestStart = MonotonicClock.now()
+            client.send(settings.requests[next % settings.requests.count])
+            next += 1
+        }
+
+        func clientDidConnect(_ client: ClientConnection) {
+            guard !finished else { return }
+            send(client)
+        }
+
+        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
+            end(.failure(LoadError(.failed, "cannot connect: \(error.reason)")))
+        }
+
+        func client(
+            _ client: ClientConnection, didReceive status: Int, body: UnsafeRawBufferPointer, at instant: UInt64
+        ) {
+            guard !finished else { return }
+            if measuring && instant < measureUntil {
+                report.statuses[status, default: 0] += 1
+                report.latencies.append(instant - client.requestStart)
+            }
+            if !client.busy { send(client) }
+        }
+
+        /// The relay closed a connection (or it broke): a request in flight on it is a failure; a new
+        /// connection takes its place.
+        func clientDidEnd(_ client: ClientConnection) {
+            guard !finished else { return }
+            if client.busy { report.failures += 1 }
+            do throws(LoadError) {
+                pool[client.index] = try ClientConnection.open(
+                    client.index, to: settings.address, on: loop, owner: self)
+            } catch {
+                end(.failure(error))
             }
         }
-        if let failure { throw failure }
-        return report
     }
 }

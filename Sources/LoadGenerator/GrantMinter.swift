@@ -1,77 +1,105 @@
-import CSystem
 import Foundation
-import Glibc
+import Loop
 import RelayCore
 import RelayCrypto
 
 /// `mint`: asks the relay for one grant per fresh random device token (over a few keep-alive
 /// connections), then writes one `POST /v1/push` body per grant, each with its own random `sealed`,
 /// `id` and `thread`, as JSON lines.
-struct GrantMinter {
-    var address: sockaddr_in
+struct GrantMinter: Sendable {
+    var address: ResolvedAddress
     var host: String
     var count: Int
     var connections: Int
     var environment: String
 
     func run() throws(LoadError) -> [String] {
-        let poll = EventPoll()
-        var pool: [ClientConnection] = []
-        var assigned: [Int] = []
-        for index in 0..<max(1, min(connections, count)) {
-            guard let connection = ClientConnection(to: address) else {
-                throw LoadError(.failed, "cannot connect (errno \(errno))")
-            }
-            pool.append(connection)
-            assigned.append(-1)
-            poll.add(connection.fd, token: UInt64(index), writable: true)
+        guard count > 0 else { return [] }
+        let grants = try LoadLoop.run("load-mint") { [self] loop, finish throws(LoadError) in
+            try Run(self, loop: loop, finish: finish).start()
         }
-        var grants = [String](repeating: "", count: count)
+        return grants.map(Self.pushBody(grant:))
+    }
+
+    /// One run, on its loop's thread: each connection asks for the next grant once it has its answer.
+    private final class Run: ClientConnectionOwner {
+        let settings: GrantMinter
+        let loop: EventLoop
+        let finish: (Result<[String], LoadError>) -> Void
+        var pool: [ClientConnection] = []
+        /// Per connection, the grant its request in flight is for.
+        var assigned: [Int] = []
+        var grants: [String]
         var next = 0
         var done = 0
-        func start(_ index: Int) {
-            guard next < count else { return }
-            let token = Hex.encode(SecureRandom.bytes(count: 32))
-            let body = Array(#"{"token":"\#(token)","environment":"\#(environment)"}"#.utf8)
-            assigned[index] = next
-            next += 1
-            _ = pool[index].send(HTTPRequestBytes.post(path: "/v1/grant", host: host, body: body))
+        var deadline: LoopTimer?
+        var finished = false
+
+        init(_ settings: GrantMinter, loop: EventLoop, finish: @escaping (Result<[String], LoadError>) -> Void) {
+            self.settings = settings
+            self.loop = loop
+            self.finish = finish
+            grants = [String](repeating: "", count: settings.count)
         }
-        let deadline = MonotonicClock.now() + 120_000_000_000
-        var failure: LoadError?
-        while done < count && failure == nil {
-            guard MonotonicClock.now() < deadline else { throw LoadError(.failed, "minting grants took too long") }
-            poll.wait(timeoutMilliseconds: 100) { token, events in
-                let index = Int(token)
-                let connection = pool[index]
-                if !connection.connected {
-                    guard events & EPOLLOUT.rawValue != 0 else { return }
-                    guard connection.finishConnect() else {
-                        failure = LoadError(.failed, "cannot connect to the relay")
-                        return
-                    }
-                    poll.modify(connection.fd, token: token, writable: false)
-                    start(index)
-                    return
-                }
-                if connection.wantsWrite { _ = connection.flush() }
-                guard let responses = connection.readResponses() else {
-                    failure = LoadError(.failed, "the relay closed a connection while minting")
-                    return
-                }
-                for response in responses {
-                    guard response.status == 200, let grant = Self.grant(in: response.body) else {
-                        failure = LoadError(.failed, "POST /v1/grant answered \(response.status)")
-                        return
-                    }
-                    grants[assigned[index]] = grant
-                    done += 1
-                    start(index)
-                }
+
+        func start() throws(LoadError) {
+            for index in 0..<max(1, min(settings.connections, settings.count)) {
+                pool.append(try ClientConnection.open(index, to: settings.address, on: loop, owner: self))
+                assigned.append(-1)
+            }
+            let deadline = LoopTimer(on: loop) { [self] in
+                end(.failure(LoadError(.failed, "minting grants took too long")))
+            }
+            deadline.schedule(afterMilliseconds: 120_000)
+            self.deadline = deadline
+        }
+
+        func ask(_ client: ClientConnection) {
+            guard next < settings.count else { return }
+            let token = Hex.encode(SecureRandom.bytes(count: 32))
+            let body = Array(#"{"token":"\#(token)","environment":"\#(settings.environment)"}"#.utf8)
+            assigned[client.index] = next
+            next += 1
+            client.send(HTTPRequestBytes.post(path: "/v1/grant", host: settings.host, body: body))
+        }
+
+        func end(_ result: Result<[String], LoadError>) {
+            guard !finished else { return }
+            finished = true
+            deadline?.close()
+            for client in pool { client.close() }
+            finish(result)
+        }
+
+        func clientDidConnect(_ client: ClientConnection) {
+            guard !finished else { return }
+            ask(client)
+        }
+
+        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
+            end(.failure(LoadError(.failed, "cannot connect to the relay")))
+        }
+
+        func client(
+            _ client: ClientConnection, didReceive status: Int, body: UnsafeRawBufferPointer, at instant: UInt64
+        ) {
+            guard !finished else { return }
+            guard status == 200, let grant = GrantMinter.grant(in: Array(body)[...]) else {
+                end(.failure(LoadError(.failed, "POST /v1/grant answered \(status)")))
+                return
+            }
+            grants[assigned[client.index]] = grant
+            done += 1
+            if done == settings.count {
+                end(.success(grants))
+            } else {
+                ask(client)
             }
         }
-        if let failure { throw failure }
-        return grants.map(Self.pushBody(grant:))
+
+        func clientDidEnd(_ client: ClientConnection) {
+            end(.failure(LoadError(.failed, "the relay closed a connection while minting")))
+        }
     }
 
     /// The `grant` value of `{"grant":"...","expires_at":"..."}`.

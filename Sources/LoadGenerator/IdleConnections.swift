@@ -1,17 +1,17 @@
-import CSystem
 import Foundation
 import Glibc
+import Loop
 
 /// `idle`: opens many keep-alive connections, makes one request on each (so each is a used keep-alive
 /// connection, as a channel's would be), then holds them all idle and reads the relay's memory.
-struct IdleConnections {
-    var address: sockaddr_in
+struct IdleConnections: Sendable {
+    var address: ResolvedAddress
     var host: String
     var count: Int
     var relayPID: Int32
     var settleSeconds: Double
 
-    struct Report {
+    struct Report: Sendable {
         var answered = 0
         var stillOpen = 0
         var failures = 0
@@ -21,59 +21,123 @@ struct IdleConnections {
 
     func run() throws(LoadError) -> Report {
         Self.raiseDescriptorLimit(to: count + 64)
-        let poll = EventPoll()
-        var pool: [ClientConnection?] = []
-        pool.reserveCapacity(count)
+        return try LoadLoop.run("load-idle") { [self] loop, finish throws(LoadError) in
+            try Run(self, loop: loop, finish: finish).start()
+        }
+    }
+
+    /// One run, on its loop's thread: at most 256 connections opening at once; once every connection is
+    /// answered (or failed), they are held for `settleSeconds` and the relay's memory is read.
+    private final class Run: ClientConnectionOwner {
+        let settings: IdleConnections
+        let loop: EventLoop
+        let finish: (Result<Report, LoadError>) -> Void
+        let request: [UInt8]
+        var pool: [ClientConnection] = []
+        /// Per connection: answered and now held open.
+        var held: [Bool] = []
         var report = Report()
         var inProgress = 0
-        var opened = 0
-        let request = HTTPRequestBytes.get(path: "/healthz", host: host)
-        let deadline = MonotonicClock.now() + 120_000_000_000
-        while report.answered + report.failures < count {
-            while opened < count && inProgress < 256 {
-                guard let connection = ClientConnection(to: address) else {
-                    throw LoadError(.failed, "cannot open connection \(opened + 1) (errno \(errno))")
+        var heldCount = 0
+        /// Held connections that the relay closed since.
+        var closed = 0
+        /// The bound on opening them all, then the settling time.
+        var timer: LoopTimer?
+        var holding = false
+        var finished = false
+
+        init(_ settings: IdleConnections, loop: EventLoop, finish: @escaping (Result<Report, LoadError>) -> Void) {
+            self.settings = settings
+            self.loop = loop
+            self.finish = finish
+            request = HTTPRequestBytes.get(path: "/healthz", host: settings.host)
+            pool.reserveCapacity(settings.count)
+            held.reserveCapacity(settings.count)
+        }
+
+        func start() throws(LoadError) {
+            let timer = LoopTimer(on: loop) { [self] in
+                end(.failure(LoadError(.failed, "opening connections took too long")))
+            }
+            timer.schedule(afterMilliseconds: 120_000)
+            self.timer = timer
+            try openMore()
+            settleIfDone()
+        }
+
+        func openMore() throws(LoadError) {
+            while pool.count < settings.count && inProgress < 256 {
+                do {
+                    pool.append(try ClientConnection.open(pool.count, to: settings.address, on: loop, owner: self))
+                } catch {
+                    throw LoadError(.failed, "cannot open connection \(pool.count + 1) (\(error.reason))")
                 }
-                poll.add(connection.fd, token: UInt64(opened), writable: true)
-                pool.append(connection)
-                opened += 1
+                held.append(false)
                 inProgress += 1
             }
-            guard MonotonicClock.now() < deadline else { throw LoadError(.failed, "opening connections took too long") }
-            poll.wait(timeoutMilliseconds: 100) { token, events in
-                guard let connection = pool[Int(token)] else { return }
-                if !connection.busy {
-                    guard events & EPOLLOUT.rawValue != 0 else { return }
-                    guard connection.connected || connection.finishConnect(), connection.send(request) else {
-                        poll.remove(connection.fd)
-                        pool[Int(token)] = nil
-                        report.failures += 1
-                        inProgress -= 1
-                        return
-                    }
-                    poll.modify(connection.fd, token: token, writable: false)
-                    return
-                }
-                guard let responses = connection.readResponses() else {
-                    poll.remove(connection.fd)
-                    pool[Int(token)] = nil
-                    report.failures += 1
-                    inProgress -= 1
-                    return
-                }
-                if let response = responses.first {
-                    if response.status == 200 { report.answered += 1 } else { report.failures += 1 }
-                    inProgress -= 1
-                }
+        }
+
+        /// Once every connection is answered or failed: hold them, let the relay settle, read its memory.
+        func settleIfDone() {
+            guard !holding, report.answered + report.failures == settings.count, let timer else { return }
+            holding = true
+            timer.close()
+            let settle = LoopTimer(on: loop) { [self] in
+                (report.rssKilobytes, report.peakKilobytes) = IdleConnections.memory(of: settings.relayPID)
+                report.stillOpen = heldCount - closed
+                end(.success(report))
+            }
+            settle.schedule(afterMilliseconds: UInt64(settings.settleSeconds * 1e3))
+            self.timer = settle
+        }
+
+        func end(_ result: Result<Report, LoadError>) {
+            guard !finished else { return }
+            finished = true
+            timer?.close()
+            for client in pool { client.close() }
+            finish(result)
+        }
+
+        /// An opening connection failed before its answer: counted, and the next one may open.
+        func failed() {
+            report.failures += 1
+            inProgress -= 1
+            do throws(LoadError) { try openMore() } catch { end(.failure(error)) }
+            settleIfDone()
+        }
+
+        func clientDidConnect(_ client: ClientConnection) {
+            guard !finished else { return }
+            client.send(request)
+        }
+
+        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
+            guard !finished else { return }
+            failed()
+        }
+
+        func client(
+            _ client: ClientConnection, didReceive status: Int, body: UnsafeRawBufferPointer, at instant: UInt64
+        ) {
+            guard !finished, !held[client.index] else { return }
+            // Held open whatever the answer, as a channel's connection would be; only a 200 counts as answered.
+            held[client.index] = true
+            heldCount += 1
+            if status == 200 { report.answered += 1 } else { report.failures += 1 }
+            inProgress -= 1
+            do throws(LoadError) { try openMore() } catch { end(.failure(error)) }
+            settleIfDone()
+        }
+
+        func clientDidEnd(_ client: ClientConnection) {
+            guard !finished else { return }
+            if held[client.index] {
+                closed += 1
+            } else {
+                failed()
             }
         }
-        // Let the relay settle, then read its memory while every connection is held.
-        usleep(UInt32(settleSeconds * 1e6))
-        (report.rssKilobytes, report.peakKilobytes) = Self.memory(of: relayPID)
-        var closed = 0
-        poll.wait(timeoutMilliseconds: 0) { _, _ in closed += 1 }
-        report.stillOpen = pool.reduce(0) { $0 + ($1 == nil ? 0 : 1) } - closed
-        return report
     }
 
     /// VmRSS and VmHWM of a process, in kB (0 if unreadable).

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Loop
 import RelayCore
 import RelayCrypto
 import RelayServer
@@ -91,12 +92,12 @@ enum LoadCommand {
         }
     }
 
-    private static func target(_ options: Arguments) throws(LoadError) -> (sockaddr_in, String) {
+    private static func target(_ options: Arguments) throws(LoadError) -> (ResolvedAddress, String) {
         let text = try options.string("target")
-        guard let address = ClientConnection.address(text) else {
+        guard let target = LoadTarget(text) else {
             throw LoadError(.usage, "--target must be an IPv4 HOST:PORT")
         }
-        return (address, text)
+        return (target.address, text)
     }
 
     private static func mint(_ options: Arguments) throws {
@@ -155,8 +156,8 @@ enum LoadCommand {
         guard loop.connections > 0, loop.seconds > 0 else {
             throw LoadError(.usage, "--connections and --seconds must be positive")
         }
-        var watched = try WatchedProcesses(options)
-        let report = try loop.run(watching: &watched)
+        let watched = try WatchedProcesses(options)
+        let report = try loop.run(watching: watched)
         let sorted = report.latencies.sorted()
         let statuses = report.statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }
         let rate = JSONText.number(Double(report.successes) / loop.seconds, digits: 0)
@@ -216,7 +217,7 @@ enum LoadCommand {
 
     private static func forwarder(_ options: Arguments) throws {
         let target = try options.string("to")
-        guard ClientConnection.address(target) != nil, let colon = target.lastIndex(of: ":"),
+        guard LoadTarget(target) != nil, let colon = target.lastIndex(of: ":"),
             let port = UInt16(target[target.index(after: colon)...])
         else { throw LoadError(.usage, "--to must be an IPv4 HOST:PORT") }
         let delay = try options.number("delay-ms", default: 0.5)

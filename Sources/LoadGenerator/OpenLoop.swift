@@ -1,18 +1,21 @@
-import CSystem
-import Glibc
+import Loop
 
 /// `open-loop`: sends requests on a fixed schedule whatever the answers (an open loop), over a pool of
 /// keep-alive connections, and measures each request's latency from the instant it was due, so that a
 /// slow answer delays no measurement (no coordinated omission).
-struct OpenLoop {
-    var address: sockaddr_in
+///
+/// The schedule is kept by a `PreciseTimer` (nanoseconds): a `LoopTimer`'s milliseconds would send in
+/// bursts at the higher rates (five at once every millisecond at 5,000/s) and each request up to a
+/// millisecond late, counted as the target's latency.
+struct OpenLoop: Sendable {
+    var address: ResolvedAddress
     var requests: [[UInt8]]
     var rate: Double
     var seconds: Double
     var warmupSeconds: Double
     var connections: Int
 
-    struct Report {
+    struct Report: Sendable {
         var scheduled = 0
         var measured: [UInt64] = []
         var statuses: [Int: Int] = [:]
@@ -22,126 +25,154 @@ struct OpenLoop {
     }
 
     func run() throws(LoadError) -> Report {
-        let poll = EventPoll()
+        try LoadLoop.run("load-open") { [self] loop, finish throws(LoadError) in
+            try Run(self, loop: loop, finish: finish).start()
+        }
+    }
+
+    /// One run, on its loop's thread: requests fall due in order; each goes out on an idle connection as soon
+    /// as there is one (waiting in the backlog meanwhile, its due time kept).
+    private final class Run: ClientConnectionOwner {
+        let settings: OpenLoop
+        let loop: EventLoop
+        let finish: (Result<Report, LoadError>) -> Void
         var pool: [ClientConnection] = []
         var idle: [Int] = []
-        var connecting = Set<Int>()
-        func open(_ index: Int) throws(LoadError) {
-            guard let connection = ClientConnection(to: address) else {
-                throw LoadError(.failed, "cannot connect (errno \(errno))")
-            }
-            if index < pool.count {
-                idle.removeAll { $0 == index }
-                poll.remove(pool[index].fd)
-                pool[index] = connection
-            } else {
-                pool.append(connection)
-            }
-            if connection.connected {
-                poll.add(connection.fd, token: UInt64(index))
-                idle.append(index)
-            } else {
-                poll.add(connection.fd, token: UInt64(index), writable: true)
-                connecting.insert(index)
-            }
-        }
-        for index in 0..<connections { try open(index) }
-
-        let timer = MonotonicClock.makeTimer()
-        defer { close(timer) }
-        let timerToken = UInt64.max
-        poll.add(timer, token: timerToken)
-
-        let interval = 1e9 / rate
-        let total = Int((rate * (warmupSeconds + seconds)).rounded())
-        let begin = MonotonicClock.now() + 50_000_000
-        let measureFrom = begin + UInt64(warmupSeconds * 1e9)
-        let giveUp = begin + UInt64((warmupSeconds + seconds) * 1e9) + 10_000_000_000
-        func due(_ index: Int) -> UInt64 { begin + UInt64(Double(index) * interval) }
-
+        var connecting = 0
         var report = Report()
-        report.scheduled = total
-        report.measured.reserveCapacity(Int(rate * seconds) + 16)
+        var total = 0
+        var interval = 0.0
+        var begin: UInt64 = 0
+        var measureFrom: UInt64 = 0
+        /// The next request to fall due.
         var next = 0
+        /// Due times of requests waiting for a connection, from `backlogHead` on.
         var backlog: [UInt64] = []
         var backlogHead = 0
         var sent = 0
-        var failure: LoadError?
+        var pacer: PreciseTimer?
+        var giveUp: LoopTimer?
+        var finished = false
 
-        while true {
+        init(_ settings: OpenLoop, loop: EventLoop, finish: @escaping (Result<Report, LoadError>) -> Void) {
+            self.settings = settings
+            self.loop = loop
+            self.finish = finish
+        }
+
+        func start() throws(LoadError) {
+            for index in 0..<settings.connections { try open(index) }
+            do {
+                // The timers hold the run until they close.
+                pacer = try PreciseTimer(on: loop) { [self] in pump() }
+            } catch {
+                throw LoadError(.failed, "cannot make a timer: \(error.reason)")
+            }
+            interval = 1e9 / settings.rate
+            total = Int((settings.rate * (settings.warmupSeconds + settings.seconds)).rounded())
+            begin = MonotonicClock.now() + 50_000_000
+            measureFrom = begin + UInt64(settings.warmupSeconds * 1e9)
+            report.scheduled = total
+            report.measured.reserveCapacity(Int(settings.rate * settings.seconds) + 16)
+            // Answers still missing 10 s after the last request fell due are given up.
+            let giveUpAfter = UInt64((settings.warmupSeconds + settings.seconds) * 1e3) + 50 + 10_000
+            let timer = LoopTimer(on: loop) { [self] in
+                report.unanswered = busy + backlog.count - backlogHead
+                complete()
+            }
+            timer.schedule(afterMilliseconds: giveUpAfter)
+            giveUp = timer
+            pump()
+        }
+
+        func due(_ index: Int) -> UInt64 { begin + UInt64(Double(index) * interval) }
+
+        var busy: Int { pool.count - idle.count - connecting }
+
+        func open(_ index: Int) throws(LoadError) {
+            let client = try ClientConnection.open(index, to: settings.address, on: loop, owner: self)
+            if index < pool.count {
+                pool[index] = client
+            } else {
+                pool.append(client)
+            }
+            connecting += 1
+        }
+
+        /// Moves the requests now due to the backlog, sends what idle connections can take, and sets the timer
+        /// for the next request (or ends the run once every request is answered).
+        func pump() {
+            guard !finished else { return }
             let now = MonotonicClock.now()
             while next < total && due(next) <= now {
                 backlog.append(due(next))
                 next += 1
             }
             while backlogHead < backlog.count, let index = idle.popLast() {
-                let connection = pool[index]
-                connection.requestStart = backlog[backlogHead]
+                let client = pool[index]
+                client.requestStart = backlog[backlogHead]
                 backlogHead += 1
-                if !connection.send(requests[sent % requests.count]) {
-                    report.failures += 1
-                    do throws(LoadError) { try open(index) } catch { failure = error }
-                } else if connection.wantsWrite {
-                    poll.modify(connection.fd, token: UInt64(index), writable: true)
-                }
+                client.send(settings.requests[sent % settings.requests.count])
                 sent += 1
             }
             if backlogHead > 4096 && backlogHead * 2 > backlog.count {
                 backlog.removeFirst(backlogHead)
                 backlogHead = 0
             }
-            if let failure { throw failure }
-            let busy = pool.count - idle.count - connecting.count
-            if next == total && backlogHead == backlog.count && busy == 0 { break }
-            if now > giveUp {
-                report.unanswered = busy + backlog.count - backlogHead
-                break
+            if next == total && backlogHead == backlog.count && busy == 0 {
+                complete()
+                return
             }
-            if next < total { MonotonicClock.arm(timer, at: due(next)) }
-            poll.wait(timeoutMilliseconds: 100) { token, events in
-                if token == timerToken {
-                    MonotonicClock.drain(timer)
-                    return
-                }
-                let index = Int(token)
-                let connection = pool[index]
-                if events & EPOLLOUT.rawValue != 0 {
-                    if connecting.contains(index) {
-                        connecting.remove(index)
-                        if connection.finishConnect() {
-                            poll.modify(connection.fd, token: token, writable: false)
-                            idle.append(index)
-                        } else {
-                            report.failures += 1
-                            do throws(LoadError) { try open(index) } catch { failure = error }
-                        }
-                        return
-                    }
-                    if !connection.flush() {
-                        report.failures += 1
-                        do throws(LoadError) { try open(index) } catch { failure = error }
-                        return
-                    }
-                    if !connection.wantsWrite { poll.modify(connection.fd, token: token, writable: false) }
-                }
-                let readable = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
-                guard events & readable != 0, !connecting.contains(index) else { return }
-                let answeredAt = MonotonicClock.now()
-                guard let responses = connection.readResponses() else {
-                    if connection.busy { report.failures += 1 }
-                    do throws(LoadError) { try open(index) } catch { failure = error }
-                    return
-                }
-                for response in responses {
-                    report.statuses[response.status, default: 0] += 1
-                    if connection.requestStart >= measureFrom {
-                        report.measured.append(answeredAt - connection.requestStart)
-                    }
-                }
-                if !responses.isEmpty && !connection.busy { idle.append(index) }
+            if next < total, let pacer, pacer.deadline != due(next) {
+                pacer.schedule(atNanoseconds: due(next))
             }
         }
-        report.elapsedNanoseconds = MonotonicClock.now() - begin
-        return report
+
+        func complete() {
+            report.elapsedNanoseconds = MonotonicClock.now() - begin
+            end(.success(report))
+        }
+
+        func end(_ result: Result<Report, LoadError>) {
+            guard !finished else { return }
+            finished = true
+            pacer?.close()
+            giveUp?.close()
+            for client in pool { client.close() }
+            finish(result)
+        }
+
+        func clientDidConnect(_ client: ClientConnection) {
+            guard !finished else { return }
+            connecting -= 1
+            idle.append(client.index)
+            pump()
+        }
+
+        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
+            end(.failure(LoadError(.failed, "cannot connect: \(error.reason)")))
+        }
+
+        func client(
+            _ client: ClientConnection, didReceive status: Int, body: UnsafeRawBufferPointer, at instant: UInt64
+        ) {
+            guard !finished else { return }
+            report.statuses[status, default: 0] += 1
+            if client.requestStart >= measureFrom {
+                report.measured.append(instant - client.requestStart)
+            }
+            guard !client.busy else { return }
+            idle.append(client.index)
+            if backlogHead < backlog.count || next == total { pump() }
+        }
+
+        /// The relay closed a connection (or it broke): a request in flight on it is a failure; a new
+        /// connection takes its place.
+        func clientDidEnd(_ client: ClientConnection) {
+            guard !finished else { return }
+            if client.busy { report.failures += 1 }
+            idle.removeAll { $0 == client.index }
+            do throws(LoadError) { try open(client.index) } catch { end(.failure(error)) }
+        }
     }
 }

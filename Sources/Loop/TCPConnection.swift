@@ -371,6 +371,20 @@ public final class TCPConnection: LoopHandle {
         uv_tcp_nodelay(tcp, enabled ? 1 : 0)
     }
 
+    /// Turns TCP keep-alive on: probes after `idleSeconds` without traffic, then every `intervalSeconds`, so that a
+    /// peer that vanished (a dropped NAT entry, a crashed host) is found even on a connection nothing is sent on.
+    public func setKeepAlive(idleSeconds: Int32, intervalSeconds: Int32) {
+        loop.preconditionCurrent()
+        guard !isClosing else { return }
+        uv_tcp_keepalive(tcp, 1, UInt32(idleSeconds))
+        var descriptor: uv_os_fd_t = -1
+        if uv_fileno(CUV_handle(handle), &descriptor) == 0 {
+            var interval = intervalSeconds
+            _ = setsockopt(
+                descriptor, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &interval, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
     override func willClose() {
         isReading = false
     }

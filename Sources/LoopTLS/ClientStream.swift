@@ -1,5 +1,6 @@
 import COpenSSL
 import ClientTLS
+import Glibc
 import Loop
 import OpenSSLSupport
 
@@ -136,6 +137,7 @@ public final class ClientStream: TCPConnectionDelegate {
         on loop: EventLoop, host: String, port: UInt16, tls: TLS?, delegate: any ClientStreamDelegate
     ) -> ClientStream {
         loop.preconditionCurrent()
+        _ = brokenPipesIgnored
         let stream = ClientStream(loop: loop, port: port, tls: tls, delegate: delegate)
         HostResolver.resolve(host: host, port: port, on: loop) { result in
             guard case .resolving = stream.state else { return }
@@ -149,6 +151,13 @@ public final class ClientStream: TCPConnectionDelegate {
         }
         return stream
     }
+
+    /// Once per process: libuv writes with `write(2)`, and a write to a connection the server has closed must fail
+    /// with EPIPE, not kill the process with SIGPIPE (the HTTP server and the simulator set the same).
+    private static let brokenPipesIgnored: Bool = {
+        signal(SIGPIPE, SIG_IGN)
+        return true
+    }()
 
     // MARK: Writing
 
@@ -178,12 +187,17 @@ public final class ClientStream: TCPConnectionDelegate {
             _ = connection.write(bytes)
             return
         }
-        ERR_clear_error()
-        // A memory BIO takes everything: SSL_write writes it all or fails.
-        let written = SSL_write(ssl, bytes.baseAddress, Int32(bytes.count))
-        if written <= 0 {
-            fail(.tls, OpenSSLErrorQueue.drain(keeping: 1))
-            return
+        // A memory BIO takes everything, but with partial writes enabled (the client context enables them)
+        // SSL_write returns after each record (16 KiB of plaintext): write until all of it is taken.
+        var offset = 0
+        while offset < bytes.count {
+            ERR_clear_error()
+            let written = SSL_write(ssl, bytes.baseAddress! + offset, Int32(clamping: bytes.count - offset))
+            if written <= 0 {
+                fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be written")
+                return
+            }
+            offset += Int(written)
         }
         flushRecords()
     }
@@ -283,6 +297,9 @@ public final class ClientStream: TCPConnectionDelegate {
 
     public func connectionDidConnect(_ connection: TCPConnection) {
         guard case .connecting = state else { return }
+        // A server that vanished is found even while nothing is sent (the owner's own checks, such as HTTP/2 PING,
+        // come on top).
+        connection.setKeepAlive(idleSeconds: 30, intervalSeconds: 15)
         connection.startReading()
         guard let tlsSettings else {
             opened()

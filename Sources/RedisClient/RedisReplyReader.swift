@@ -3,7 +3,7 @@ import CHiredis
 /// hiredis's RESP reader: bytes in, whole replies out.
 ///
 /// Owns one `redisReader` (freed in `deinit`); each reply object hiredis builds is converted and
-/// freed at once. Used by one thread at a time (the pipeline's I/O thread).
+/// freed at once. Used on the pipeline's loop only.
 final class RedisReplyReader {
     private let reader: UnsafeMutablePointer<redisReader>
 
@@ -29,16 +29,9 @@ final class RedisReplyReader {
         return Self.convert(object.assumingMemoryBound(to: redisReply.self))
     }
 
-    /// A reply as the pipeline matches it: the script's usual answer `{tag, integer}` read straight
-    /// from hiredis's object (no Swift copy of it is made), or any other reply, converted.
-    enum Parsed {
-        /// A two-element array of a 16-hex-digit tag (its value) and an integer.
-        case tagged(tag: UInt64, value: Int64)
-        case other(RedisReply)
-    }
-
-    /// The next whole reply, sorted for matching; nil when more bytes are needed.
-    func nextParsed() throws(RedisClientError) -> Parsed? {
+    /// The next whole reply, sorted for matching (the script's usual answer `{tag, integer[, integer]}` read
+    /// straight from hiredis's object, without a Swift copy of it); nil when more bytes are needed.
+    func nextParsed() throws(RedisClientError) -> RedisPipelineReply? {
         var object: UnsafeMutableRawPointer?
         guard redisReaderGetReply(reader, &object) == REDIS_OK else { throw failure() }
         guard let object else { return nil }
@@ -48,14 +41,21 @@ final class RedisReplyReader {
         return .other(Self.convert(reply))
     }
 
-    private static func tagged(_ reply: UnsafeMutablePointer<redisReply>) -> Parsed? {
+    /// A two- or three-element array of a 16-hex-digit tag and one or two integers.
+    private static func tagged(_ reply: UnsafeMutablePointer<redisReply>) -> RedisPipelineReply? {
         let value = reply.pointee
-        guard value.type == REDIS_REPLY_ARRAY, value.elements == 2, let elements = value.element,
-            let first = elements[0]?.pointee, let second = elements[1]?.pointee,
-            first.type == REDIS_REPLY_STRING, second.type == REDIS_REPLY_INTEGER,
+        guard value.type == REDIS_REPLY_ARRAY, value.elements == 2 || value.elements == 3, let elements = value.element,
+            let first = elements[0]?.pointee, first.type == REDIS_REPLY_STRING,
             let tag = RedisTag.parse(UnsafeRawBufferPointer(start: first.str, count: first.len))
         else { return nil }
-        return .tagged(tag: tag, value: Int64(second.integer))
+        func integer(_ index: Int) -> Int64? {
+            guard let element = elements[index]?.pointee, element.type == REDIS_REPLY_INTEGER else { return nil }
+            return Int64(element.integer)
+        }
+        guard let first = integer(1) else { return nil }
+        guard value.elements == 3 else { return .tagged(tag: tag, answer: RedisScriptAnswer(first)) }
+        guard let second = integer(2) else { return nil }
+        return .tagged(tag: tag, answer: RedisScriptAnswer(first, second))
     }
 
     private func failure() -> RedisClientError {

@@ -1,14 +1,20 @@
+import COpenSSL
 import CSystem
 import Dispatch
 import Foundation
 import HTTP2Client
 import HTTPServer
+import Loop
 import RelayCore
 import Synchronization
 
 /// A running relay: its HTTP server, its APNs gateways, and its lifecycle (DESIGN.md, "Lifecycle").
 public final class Relay: Sendable {
     private let service: RelayHTTPHandler
+    /// The workers' event loops (DESIGN.md, worker model): each runs the HTTP connections it accepted, and will run
+    /// its own APNs and Redis connections, so that a push is read, limited, sent and answered on one thread. The
+    /// relay owns them: the server leaves them running when it stops, and `stop()` ends them last.
+    private let loops: [EventLoop]
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     private let clock: any RelayClock
@@ -32,7 +38,18 @@ public final class Relay: Sendable {
         self.clock = clock
         reloadSource = reload
         let gateways = try Self.gateways(setup, clock: clock)
-        let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
+        let loops = try Self.workerLoops(config.server.threads)
+        self.loops = loops
+        let limitsStore: SharedLimitsStore?
+        do {
+            limitsStore = try Self.limitsStore(
+                config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
+        } catch {
+            for loop in loops { loop.stop() }
+            throw error
+        }
+        // Each worker counts through its own Redis connection (on its loop), so a decision never changes threads;
+        // connected before the first request comes.
         limitsStore?.start()
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
@@ -48,8 +65,10 @@ public final class Relay: Sendable {
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
         do {
-            server = try HTTPServer(configuration: serverConfig, handler: service)
+            server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
+            limitsStore?.shutdown()
+            for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
         }
         if let listen = config.metricsListen {
@@ -61,6 +80,9 @@ public final class Relay: Sendable {
                     configuration: metricsConfig,
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
+                server.stop()
+                limitsStore?.shutdown()
+                for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
             }
         } else {
@@ -73,6 +95,29 @@ public final class Relay: Sendable {
         timer.setEventHandler { [weak service] in service?.maintain() }
         timer.resume()
         maintenance = TimerBox(timer)
+    }
+
+    deinit {
+        // A relay dropped without `stop()` (a test's): its connections close first, then the loops end.
+        server.stop()
+        service.limitsStore?.shutdown()
+        for loop in loops where !loop.isCurrent { loop.stop() }
+    }
+
+    /// One event loop per worker, named as `top -H` shows them.
+    private static func workerLoops(_ count: Int) throws(ConfigurationError) -> [EventLoop] {
+        var loops: [EventLoop] = []
+        for index in 0..<count {
+            do {
+                // OpenSSL's per-thread state is freed on the loop's thread as it ends (the APNs and Redis clients'
+                // TLS runs there).
+                loops.append(try EventLoop(name: "duo-http-\(index)", onThreadExit: { OPENSSL_thread_stop() }))
+            } catch {
+                for loop in loops { loop.stop() }
+                throw ConfigurationError(.invalid, "server.threads", "cannot start a worker: " + error.reason)
+            }
+        }
+        return loops
     }
 
     /// What `check` runs of the start-up (all but listening, which it cannot try beside a running relay): the
@@ -98,7 +143,7 @@ public final class Relay: Sendable {
         }
         do throws(ConfigurationError) {
             // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
-            _ = try limitsStore(configuration, password: redisPassword)
+            _ = try limitsStore(configuration, password: redisPassword, clock: SystemClock(), loops: [])
         } catch {
             problems.append(error)
         }
@@ -119,7 +164,7 @@ public final class Relay: Sendable {
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
     private static func limitsStore(
-        _ configuration: RelayConfiguration, password: String?
+        _ configuration: RelayConfiguration, password: String?, clock: any RelayClock, loops: [EventLoop]
     ) throws(ConfigurationError) -> SharedLimitsStore? {
         let settings = configuration.limitsStore
         guard settings.kind == .redis, let url = settings.url else { return nil }
@@ -127,7 +172,7 @@ public final class Relay: Sendable {
             try requireReadableFile(path, "limits_store.ca_file")
         }
         do {
-            return try SharedLimitsStore(settings: settings, url: url, password: password)
+            return try SharedLimitsStore(settings: settings, url: url, password: password, clock: clock, loops: loops)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)
@@ -251,13 +296,14 @@ public final class Relay: Sendable {
         // `overloaded`, and those answers are written before the connections close.
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         if !server.waitUntilDrained(until: grace) {
-            service.abandonPending()
+            server.answerWaiting { [service] route in service.abandoned(route: route) }
             _ = server.waitUntilDrained(until: .now() + .seconds(1))
         }
         server.stop()
         metricsServer?.stop()
         for gateway in service.current.gateways.values { gateway.shutdown() }
         service.limitsStore?.shutdown()
+        for loop in loops { loop.stop() }
         stopped.signal()
     }
 

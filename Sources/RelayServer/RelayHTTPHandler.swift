@@ -10,8 +10,7 @@ final class RelayHTTPHandler: HTTPHandler {
     typealias Endpoint = Route.Endpoint
 
     private let state: Mutex<RelayState>
-    private let ipLimiter: LimiterPath
-    private let phoneLimiter: LimiterPath
+    private let limits: LimiterPath
     private let clock: any RelayClock
     /// The key for hashing client addresses: random per process, or, with a shared store, derived
     /// from RELAY_KEYS so every instance hashes an address alike.
@@ -20,7 +19,6 @@ final class RelayHTTPHandler: HTTPHandler {
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
     private let sealFailureLogged = Atomic<Bool>(false)
-    let pending = PendingAnswers()
     let metrics = Metrics()
 
     init(state: RelayState, clock: any RelayClock, limitsStore: SharedLimitsStore? = nil) {
@@ -29,16 +27,15 @@ final class RelayHTTPHandler: HTTPHandler {
         let config = state.configuration
         let capacity = config.server.maxTrackedKeys
         if let store = limitsStore {
-            ipLimiter = .shared(
-                SharedRateLimiter(
-                    name: "address", kind: "a", policy: config.ipLimit, capacity: capacity, store: store, clock: clock))
-            phoneLimiter = .shared(
-                SharedRateLimiter(
-                    name: "phone", kind: "p", policy: config.pushLimit, capacity: capacity, store: store, clock: clock))
+            limits = .shared(
+                SharedLimits(
+                    addressPolicy: config.ipLimit, phonePolicy: config.pushLimit, capacity: capacity, store: store,
+                    clock: clock))
             addressSecret = LimiterKey.sharedAddressSecret(state.secrets.relayKeys)
         } else {
-            ipLimiter = .immediate(InMemoryRateLimiter(policy: config.ipLimit, capacity: capacity))
-            phoneLimiter = .immediate(InMemoryRateLimiter(policy: config.pushLimit, capacity: capacity))
+            limits = .immediate(
+                address: InMemoryRateLimiter(policy: config.ipLimit, capacity: capacity),
+                phone: InMemoryRateLimiter(policy: config.pushLimit, capacity: capacity))
             addressSecret = SecureRandom.bytes(count: 32)
         }
         self.limitsStore = limitsStore
@@ -48,9 +45,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// The limiters that count in the shared store (none without one).
     var sharedLimiters: [SharedRateLimiter] {
-        [ipLimiter, phoneLimiter].compactMap { path in
-            if case .shared(let limiter) = path { limiter } else { nil }
-        }
+        if case .shared(let limits) = limits { [limits.address, limits.phone] } else { [] }
     }
 
     /// Switches to a new state (rotation); requests already past their state lookup finish with the old one.
@@ -65,8 +60,7 @@ final class RelayHTTPHandler: HTTPHandler {
     /// check whether they have recovered.
     func maintain() {
         let now = clock.uptimeNanoseconds
-        ipLimiter.sweep(now: now)
-        phoneLimiter.sweep(now: now)
+        limits.sweep(now: now)
         for gateway in current.gateways.values { gateway.probeIfFailing() }
     }
 
@@ -83,14 +77,16 @@ final class RelayHTTPHandler: HTTPHandler {
         guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint)) }
         let config = current.configuration
         let key = addressKey(head, config)
-        switch ipLimiter {
-        case .immediate(let limiter):
-            return afterAddressLimit(limiter.admit(key, now: clock.uptimeNanoseconds), route, head.method)
-        case .shared(let limiter):
-            // No server thread waits for Redis: the request is suspended until the decision comes.
+        switch limits {
+        case .immediate(let address, _):
+            return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method)
+        case .shared(let limits):
+            // The body is read first: one call then decides the address and the phone (`request`).
+            if route.endpoint != .other && route.allows(head.method) { return .readBody(limit: route.bodyLimit) }
+            // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
             let pending = PendingHeadDecision()
             let method = head.method
-            limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
+            limits.admit(worker: head.worker, address: key, phone: nil) { [self] decision, _ in
                 pending.decide(afterAddressLimit(decision, route, method))
             }
             return .later(pending)
@@ -99,37 +95,45 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// What the head of a `/v1/` request gets once the per-address limit has decided.
     private func afterAddressLimit(_ decision: LimitDecision, _ route: Route, _ method: String) -> HeadDecision {
-        switch decision {
-        case .allowed: break
-        case .limited(let retryAfter):
-            metrics.limited("address")
-            return .respond(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), route.endpoint))
-        case .unavailable(let retryAfter):
-            return .respond(answer(RelayError(.overloaded, retryAfter: retryAfter), route.endpoint))
-        }
+        if let refusal = addressRefusal(decision, route.endpoint) { return .respond(refusal) }
         guard route.endpoint != .other else { return .respond(answer(.notFound, route.endpoint)) }
         guard route.allows(method) else { return .respond(answer(.methodNotAllowed, route.endpoint)) }
         return .readBody(limit: route.bodyLimit)
     }
 
+    /// The answer to a request whose address the limit refused (429, or 503 with `on_failure: refuse`); nil when
+    /// admitted.
+    private func addressRefusal(_ decision: LimitDecision, _ endpoint: Endpoint) -> HTTPResponse? {
+        switch decision {
+        case .allowed:
+            return nil
+        case .limited(let retryAfter):
+            metrics.limited("address")
+            return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
+        case .unavailable(let retryAfter):
+            return answer(RelayError(.overloaded, retryAfter: retryAfter), endpoint)
+        }
+    }
+
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
-    /// the client's address like every request there, and a blocked address gets its 429. A refusal of a body
-    /// (broken chunks) was counted once already, with its head.
+    /// the client's address like every request there, and (in memory) a blocked address gets its 429. In memory, a
+    /// refusal of a body (broken chunks) was counted once already, with its head; with a shared store the head was
+    /// not counted (its one call comes once the body is read), so the refusal is.
     func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
         let error = RelayError.refusal(refusal.rule, status: refusal.status)
         let route = Route(number: head.route)
         let endpoint = route.endpoint
-        if route.countsAgainstAddress && !refusal.followsHead {
-            let key = addressKey(head, current.configuration)
-            switch ipLimiter {
-            case .immediate(let limiter):
-                if case .limited(let retryAfter) = limiter.admit(key, now: clock.uptimeNanoseconds) {
+        if route.countsAgainstAddress {
+            switch limits {
+            case .immediate(let address, _):
+                guard !refusal.followsHead else { break }
+                let key = addressKey(head, current.configuration)
+                if case .limited(let retryAfter) = address.admit(key, now: clock.uptimeNanoseconds) {
                     metrics.limited("address")
                     return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
                 }
-            case .shared(let limiter):
-                // Counted in the shared store; the refusal itself does not wait for Redis's decision.
-                limiter.admit(key, now: clock.uptimeNanoseconds) { _ in }
+            case .shared(let limits):
+                countInStore(head, limits)
             }
         }
         var response = answer(error, endpoint)
@@ -139,13 +143,26 @@ final class RelayHTTPHandler: HTTPHandler {
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
         let route = Route(number: head.route)
+        // In memory the address was counted with the head; with a shared store it is counted now.
+        if case .shared(let limits) = limits { countInStore(head, limits) }
         return answer(route.tooLarge, route.endpoint)
+    }
+
+    /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
+    private func countInStore(_ head: HTTPRequestHead, _ limits: SharedLimits) {
+        limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) { _, _ in }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
         switch Route(number: head.route).endpoint {
-        case .grant: responder.respond(grant(body))
-        case .push: push(body, responder: responder)
+        case .grant:
+            guard case .shared(let limits) = limits else { return responder.respond(grant(body)) }
+            // The address decided now, whatever the body (DESIGN.md, "Several instances").
+            limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) {
+                [self] decision, _ in
+                responder.respond(addressRefusal(decision, .grant) ?? grant(body))
+            }
+        case .push: push(head, body, responder: responder)
         case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other))
         }
     }
@@ -203,43 +220,70 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
-    private func push(_ body: [UInt8], responder: HTTPResponder) {
+    private func push(_ head: HTTPRequestHead, _ body: [UInt8], responder: HTTPResponder) {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
-        let ticket = pending.add(responder)
         let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
             pushesInFlight.subtract(1, ordering: .relaxed)
-            if pending.claim(ticket) { responder.respond(response) }
+            responder.respond(response)
         }
-        guard admitted <= state.configuration.server.maxPushesInFlight else {
-            finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
-            return
+        let overloaded = admitted > state.configuration.server.maxPushesInFlight
+        // Not even read when overloaded: the push is refused, and its phone not counted.
+        let opened = overloaded ? nil : openPush(body, state)
+        switch limits {
+        case .immediate(_, let phone):
+            // The address was decided with the head.
+            guard let opened, !overloaded else {
+                return finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
+            }
+            switch opened {
+            case .failure(let error): finish(answer(error, .push))
+            case .success(let push):
+                metrics.grantOpened(keyID: push.keyID)
+                let decision = phone.admit(LimiterKey.phone(token: push.grant.token), now: clock.uptimeNanoseconds)
+                send(push.request, push.grant, state, decision, finish)
+            }
+        case .shared(let limits):
+            // One call: the address, then (only for a push whose grant opened) the phone. The answers keep their
+            // order: a limited address first, whatever the body; then a bad body or grant; then the phone.
+            let phoneKey = (try? opened?.get()).map { LimiterKey.phone(token: $0.grant.token) }
+            let address = addressKey(head, state.configuration)
+            limits.admit(worker: head.worker, address: address, phone: phoneKey) {
+                [self] addressDecision, phoneDecision in
+                if let refusal = addressRefusal(addressDecision, .push) { return finish(refusal) }
+                guard let opened, !overloaded else {
+                    return finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
+                }
+                switch opened {
+                case .failure(let error): finish(answer(error, .push))
+                case .success(let push):
+                    metrics.grantOpened(keyID: push.keyID)
+                    send(push.request, push.grant, state, phoneDecision ?? .unavailable(retryAfter: 1), finish)
+                }
+            }
         }
+    }
+
+    /// A push's body parsed and its grant opened, or the error that answers it.
+    private struct OpenedPush: Sendable {
         let request: PushRequest
         let grant: Grant
+        let keyID: UInt8
+    }
+
+    private func openPush(_ body: [UInt8], _ state: RelayState) -> Result<OpenedPush, RelayError> {
         do throws(RelayError) {
-            request = try PushRequest.parse(body)
+            let request = try PushRequest.parse(body)
             do throws(GrantError) {
                 let opened = try GrantCodec.openNamingKey(
                     request.grant, keys: state.secrets.relayKeys, now: clock.unixSeconds,
                     lifetime: state.configuration.grantLifetimeSeconds)
-                grant = opened.grant
-                metrics.grantOpened(keyID: opened.keyID)
+                return .success(OpenedPush(request: request, grant: opened.grant, keyID: opened.keyID))
             } catch {
                 throw error.relayError
             }
         } catch {
-            finish(answer(error, .push))
-            return
-        }
-        let key = LimiterKey.phone(token: grant.token)
-        switch phoneLimiter {
-        case .immediate(let limiter):
-            send(request, grant, state, limiter.admit(key, now: clock.uptimeNanoseconds), finish)
-        case .shared(let limiter):
-            limiter.admit(key, now: clock.uptimeNanoseconds) { [self] decision in
-                send(request, grant, state, decision, finish)
-            }
+            return .failure(error)
         }
     }
 
@@ -279,11 +323,9 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
-    /// Answers every push still waiting with 503 `overloaded` (the grace period has ended).
-    func abandonPending() {
-        for responder in pending.claimAll() {
-            responder.respond(answer(RelayError(.overloaded, retryAfter: 1), .push))
-        }
+    /// The answer to a request still waiting when a stopping relay's grace period has ended: 503 `overloaded`.
+    func abandoned(route: Int) -> HTTPResponse {
+        answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint)
     }
 
     // MARK: Helpers

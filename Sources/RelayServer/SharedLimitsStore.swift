@@ -1,10 +1,12 @@
+import Loop
 import RedisClient
 import RelayCore
 import Synchronization
 
-/// The Redis limits store that every instance shares (DESIGN.md, "Several instances"): one
-/// pipelined connection, whose state decides where limit decisions come from while it is down
-/// (`on_failure`), one log line when it is lost and one when it is back, and the metrics.
+/// The Redis limits store that every instance shares (DESIGN.md, "Several instances"): one pipelined connection per
+/// worker loop (so that a request's decision never leaves the thread that read it), their state together deciding
+/// where limit decisions come from while Redis is away (`on_failure`), one log line for the process when Redis is
+/// lost and one when it is back, and the metrics.
 final class SharedLimitsStore: Sendable {
     enum Health: String {
         case shared, local, unavailable
@@ -15,21 +17,74 @@ final class SharedLimitsStore: Sendable {
         var decision: String
     }
 
-    let pipeline: RedisPipeline
     let settings: LimitsStore
-    private let link = Link()
+    /// Each worker's pipeline, on its loop, by the worker's index (``HTTPServer/HTTPRequestHead/worker``).
+    private let pipelines: [RedisPipeline]
+    private let link: Link
     private let fallbacks = Mutex<[FallbackKey: Int]>([:])
 
-    /// The connection's state as last reported; a class, so that the event handler can hold it.
+    /// The pipelines' states together: a class, so that their event handlers can hold it (and not the store).
     private final class Link: Sendable {
-        let connected = Atomic<Bool>(false)
-        /// Whether a loss has been reported: the next connection is a return.
-        let lost = Atomic<Bool>(false)
+        private struct State {
+            var pipelines = 0
+            var connected = Set<Int>()
+            /// The first connection has been announced.
+            var announced = false
+            /// A loss has been logged: the next time every pipeline is connected is a return.
+            var lost = false
+        }
+
+        private let state = Mutex(State())
+        /// Every pipeline is connected: limits are shared (read on every `/readyz`).
+        let shared = Atomic<Bool>(false)
+        let location: String
+        let onFailure: LimitsStore.OnFailure
+
+        init(location: String, onFailure: LimitsStore.OnFailure, pipelines: Int) {
+            self.location = location
+            self.onFailure = onFailure
+            state.withLock { $0.pipelines = pipelines }
+        }
+
+        /// One pipeline's event: the process logs its first connection, its first loss, and its return once every
+        /// pipeline is connected again (not one line per worker).
+        func report(_ event: RedisPipeline.Event, from index: Int) {
+            let line: String? = state.withLock { state in
+                switch event {
+                case .connected:
+                    state.connected.insert(index)
+                    guard state.connected.count == state.pipelines else { return nil }
+                    shared.store(true, ordering: .releasing)
+                    if state.lost {
+                        state.lost = false
+                        return "duo-relay: limits store: Redis at \(location) is back; limits are shared again"
+                    }
+                    guard !state.announced else { return nil }
+                    state.announced = true
+                    return "duo-relay: limits store: connected to Redis at \(location); limits are shared"
+                case .lost(let error):
+                    state.connected.remove(index)
+                    shared.store(false, ordering: .releasing)
+                    guard !state.lost else { return nil }
+                    state.lost = true
+                    let meanwhile =
+                        onFailure == .local
+                        ? "each instance limits with its own memory until it is back"
+                        : "limited requests are refused with 503 until it is back"
+                    return "duo-relay: limits store: lost Redis at \(location) (\(error)); \(meanwhile)"
+                }
+            }
+            if let line { Log.line(line) }
+        }
     }
 
-    init(settings: LimitsStore, url: RedisURL, password: String?) throws(RedisClientError) {
+    /// A pipeline for each of `loops` (the workers'; none for a check of the settings, such as a `rediss://` CA
+    /// file that must load); connects nothing until ``start()``.
+    init(
+        settings: LimitsStore, url: RedisURL, password: String?, clock: any RelayClock, loops: [EventLoop]
+    ) throws(RedisClientError) {
         self.settings = settings
-        var client = RedisClientConfiguration(host: url.host, port: url.port, script: SharedWindowScript.source)
+        var client = RedisClientConfiguration(host: url.host, port: url.port, script: SharedLimitsScript.source)
         client.useTLS = url.tls
         client.caFile = settings.caFile
         client.database = url.database
@@ -37,40 +92,43 @@ final class SharedLimitsStore: Sendable {
         client.password = password
         client.timeout = .milliseconds(settings.timeoutMilliseconds)
         client.connectTimeout = .milliseconds(max(1_000, min(5_000, settings.timeoutMilliseconds * 10)))
-        let link = self.link
-        let onFailure = settings.onFailure
-        let location = "\(url.host):\(url.port)"
-        pipeline = try RedisPipeline(configuration: client) { event in
-            switch event {
-            case .connected:
-                link.connected.store(true, ordering: .releasing)
-                if link.lost.exchange(false, ordering: .acquiringAndReleasing) {
-                    Log.line("duo-relay: limits store: Redis at \(location) is back; limits are shared again")
-                } else {
-                    Log.line("duo-relay: limits store: connected to Redis at \(location); limits are shared")
-                }
-            case .lost(let error):
-                link.connected.store(false, ordering: .releasing)
-                link.lost.store(true, ordering: .releasing)
-                let meanwhile =
-                    onFailure == .local
-                    ? "each instance limits with its own memory until it is back"
-                    : "limited requests are refused with 503 until it is back"
-                Log.line("duo-relay: limits store: lost Redis at \(location) (\(error)); \(meanwhile)")
-            }
+        let link = Link(location: "\(url.host):\(url.port)", onFailure: settings.onFailure, pipelines: loops.count)
+        self.link = link
+        var pipelines: [RedisPipeline] = []
+        for (index, loop) in loops.enumerated() {
+            // The events are reported to the link, not the store: a pipeline never holds the store.
+            pipelines.append(
+                try RedisPipeline(
+                    configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
+                    onEvent: { event in link.report(event, from: index) }))
+        }
+        if loops.isEmpty { try RedisPipeline.validate(client) }
+        self.pipelines = pipelines
+    }
+
+    /// Connects every worker's pipeline; waits (at most 6 s) for every first attempt, so that a relay whose Redis is
+    /// up starts shared.
+    func start() {
+        for pipeline in pipelines { pipeline.start() }
+        let deadline = ContinuousClock.now + .seconds(6)
+        for pipeline in pipelines {
+            _ = pipeline.awaitFirstAttempt(timeout: max(.zero, deadline - ContinuousClock.now))
         }
     }
 
-    /// Connects; waits for the first attempt so a relay whose Redis is up starts shared.
-    func start() {
-        pipeline.start()
-        _ = pipeline.awaitFirstAttempt(timeout: .seconds(6))
+    /// The pipeline of `worker` (whose loop runs the request's callbacks); nil for a worker without one.
+    func pipeline(worker: Int) -> RedisPipeline? {
+        worker < pipelines.count ? pipelines[worker] : nil
     }
 
-    func shutdown() { pipeline.shutdown() }
+    /// Closes every pipeline (requests still waiting are decided without Redis), each on its loop; before the
+    /// worker loops stop. Idempotent.
+    func shutdown() {
+        for pipeline in pipelines { pipeline.shutdown() }
+    }
 
     var health: Health {
-        if link.connected.load(ordering: .acquiring) { return .shared }
+        if link.shared.load(ordering: .acquiring) { return .shared }
         return settings.onFailure == .local ? .local : .unavailable
     }
 
@@ -80,9 +138,26 @@ final class SharedLimitsStore: Sendable {
         fallbacks.withLock { $0[key, default: 0] += 1 }
     }
 
+    /// Every pipeline's counters added up.
+    private var statistics: RedisPipelineStatistics {
+        var total = RedisPipelineStatistics()
+        for pipeline in pipelines {
+            let statistics = pipeline.currentStatistics
+            for index in total.latencyBuckets.indices {
+                total.latencyBuckets[index] += statistics.latencyBuckets[index]
+            }
+            total.latencyCount += statistics.latencyCount
+            total.latencySum += statistics.latencySum
+            total.errors.merge(statistics.errors, uniquingKeysWith: +)
+            total.connectionsOpened += statistics.connectionsOpened
+            total.scriptReloads += statistics.scriptReloads
+        }
+        return total
+    }
+
     /// The store's metrics in the Prometheus text format (names in /readyz's terms).
     func renderMetrics() -> String {
-        let statistics = pipeline.currentStatistics
+        let statistics = self.statistics
         let health = self.health
         var out = "# HELP duo_relay_limits_store_up 1 while the Redis limits store is connected and shared.\n"
         out += "# TYPE duo_relay_limits_store_up gauge\nduo_relay_limits_store_up \(health == .shared ? 1 : 0)\n"
@@ -104,7 +179,7 @@ final class SharedLimitsStore: Sendable {
             let value = counts[FallbackKey(limit: limit, decision: decision)] ?? 0
             out += #"duo_relay_limits_store_fallback_total{limit="\#(limit)",decision="\#(decision)"} \#(value)"# + "\n"
         }
-        out += "# HELP duo_relay_limits_store_latency_seconds Redis round trip per limit decision.\n"
+        out += "# HELP duo_relay_limits_store_latency_seconds Redis round trip per request's limit decisions.\n"
         out += "# TYPE duo_relay_limits_store_latency_seconds histogram\n"
         var cumulative = 0
         for (index, bound) in RedisPipelineStatistics.latencyBounds.enumerated() {

@@ -1,72 +1,135 @@
 import RedisClient
 import RelayCore
 
-/// One limit (phone or address) counted in the shared store, with this instance's in-memory
-/// limiter (same policy) as the fallback while the store cannot answer.
-final class SharedRateLimiter: AsynchronousRateLimiter {
+/// One limit (phone or address) counted in the shared store: its name, where its keys live in Redis, and this
+/// instance's in-memory limiter (same policy) as the fallback while the store cannot answer.
+final class SharedRateLimiter: Sendable {
     /// `phone` or `address`: the metrics' label and the 429's limit.
     let name: String
-    let store: SharedLimitsStore
     let local: InMemoryRateLimiter
-    /// The script's call for this limit, formatted once (only the key and the tag change per request).
-    private let call: RedisPipeline.PreparedCall
     /// The store key before its hex digest (``LimiterKey/storeKey(prefix:kind:)``): the prefix, the kind and `:`.
-    private let keyStart: [UInt8]
-    private let clock: any RelayClock
+    let keyStart: [UInt8]
 
-    init(
-        name: String, kind: Character, policy: LimitPolicy, capacity: Int, store: SharedLimitsStore,
-        clock: any RelayClock
-    ) {
+    init(name: String, kind: Character, policy: LimitPolicy, capacity: Int, keyPrefix: String) {
         self.name = name
-        self.store = store
-        self.clock = clock
         local = InMemoryRateLimiter(policy: policy, capacity: capacity)
         let anyKey = LimiterKey(digest: [UInt8](repeating: 0, count: 32))
-        keyStart = Array(anyKey.storeKey(prefix: store.settings.keyPrefix, kind: kind).dropLast(64))
-        // The server's clock (empty time argument): every instance counts one window alike.
-        call = store.pipeline.prepare(keyLength: keyStart.count + 64, arguments: SharedWindowScript.arguments(policy))
+        keyStart = Array(anyKey.storeKey(prefix: keyPrefix, kind: kind).dropLast(64))
     }
 
-    func admit(_ key: LimiterKey, now: UInt64, completion: @escaping @Sendable (LimitDecision) -> Void) {
-        let start = keyStart
-        let sent = store.pipeline.evaluate(
-            call,
-            writingKey: { target in
-                start.withUnsafeBytes { target.copyMemory(from: $0) }
-                key.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: target[start.count...]))
-            }
-        ) {
-            [self] result in
-            if case .success(let value) = result, let decision = SharedWindowScript.decision(value) {
-                completion(decision)
-            } else {
-                completion(fallback(key))
-            }
-        }
-        if !sent { completion(fallback(key)) }
-    }
+    /// The length of every store key of this limit.
+    var keyLength: Int { keyStart.count + 64 }
 
-    /// The decision without Redis: this instance's own window, or 503 with `refuse`.
-    private func fallback(_ key: LimiterKey) -> LimitDecision {
-        store.countFallback(limit: name)
-        switch store.settings.onFailure {
-        case .local: return local.admit(key, now: clock.uptimeNanoseconds)
-        case .refuse: return .unavailable(retryAfter: 1)
-        }
+    /// Writes `key`'s store key into `target` (of ``keyLength`` bytes).
+    func writeStoreKey(_ key: LimiterKey, into target: UnsafeMutableRawBufferPointer) {
+        keyStart.withUnsafeBytes { target.copyMemory(from: $0) }
+        key.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: target[keyStart.count...]))
     }
 }
 
-/// How RelayHTTPHandler reaches one limit: decided at once in memory (no work added to the request's
-/// path), or through the shared store.
+/// Both limits counted in the shared store, one script call per request (DESIGN.md, "Several instances"): the
+/// address, and then, only if it is admitted, the phone, on the pipeline of the worker that read the request.
+final class SharedLimits: Sendable {
+    let address: SharedRateLimiter
+    let phone: SharedRateLimiter
+    let store: SharedLimitsStore
+    private let clock: any RelayClock
+    /// The script's calls, formatted once (only the keys and the tag change per request).
+    private let addressOnly: RedisPipeline.PreparedCall
+    private let addressAndPhone: RedisPipeline.PreparedCall
+
+    /// The two decisions: the address's, and the phone's when it was asked for and the address was admitted.
+    typealias Completion = @Sendable (_ address: LimitDecision, _ phone: LimitDecision?) -> Void
+
+    init(
+        addressPolicy: LimitPolicy, phonePolicy: LimitPolicy, capacity: Int, store: SharedLimitsStore,
+        clock: any RelayClock
+    ) {
+        let prefix = store.settings.keyPrefix
+        address = SharedRateLimiter(
+            name: "address", kind: "a", policy: addressPolicy, capacity: capacity, keyPrefix: prefix)
+        phone = SharedRateLimiter(name: "phone", kind: "p", policy: phonePolicy, capacity: capacity, keyPrefix: prefix)
+        self.store = store
+        self.clock = clock
+        // The server's clock (no time argument): every instance counts one window alike.
+        let arguments = SharedLimitsScript.arguments(address: addressPolicy, phone: phonePolicy)
+        addressOnly = RedisPipeline.prepare(
+            script: SharedLimitsScript.source, keyLengths: [address.keyLength], arguments: arguments)
+        addressAndPhone = RedisPipeline.prepare(
+            script: SharedLimitsScript.source, keyLengths: [address.keyLength, phone.keyLength], arguments: arguments)
+    }
+
+    /// Counts one request for `addressKey` and, if the address is admitted, for `phoneKey`, in one round trip on
+    /// the pipeline of `worker` (whose loop runs this); `completion` runs on this thread (later, or at once when
+    /// Redis cannot be asked).
+    func admit(
+        worker: Int, address addressKey: LimiterKey, phone phoneKey: LimiterKey?, completion: @escaping Completion
+    ) {
+        guard let pipeline = store.pipeline(worker: worker) else {
+            fallback(addressKey, phoneKey, completion)
+            return
+        }
+        let call = phoneKey == nil ? addressOnly : addressAndPhone
+        let sent = pipeline.evaluate(
+            call,
+            writingKeys: { index, target in
+                if index == 0 {
+                    address.writeStoreKey(addressKey, into: target)
+                } else if let phoneKey {
+                    phone.writeStoreKey(phoneKey, into: target)
+                }
+            }
+        ) { [self] result in
+            if case .success(let answer) = result,
+                let decisions = SharedLimitsScript.decisions(address: answer.first, phone: answer.second),
+                (decisions.phone == nil) == (phoneKey == nil || decisions.address != .allowed)
+            {
+                completion(decisions.address, decisions.phone)
+            } else {
+                fallback(addressKey, phoneKey, completion)
+            }
+        }
+        if !sent { fallback(addressKey, phoneKey, completion) }
+    }
+
+    /// The decisions without Redis: this instance's own windows (the phone only if the address is admitted), or
+    /// 503 with `refuse`.
+    private func fallback(_ addressKey: LimiterKey, _ phoneKey: LimiterKey?, _ completion: Completion) {
+        store.countFallback(limit: address.name)
+        let now = clock.uptimeNanoseconds
+        let addressDecision: LimitDecision
+        switch store.settings.onFailure {
+        case .local: addressDecision = address.local.admit(addressKey, now: now)
+        case .refuse:
+            completion(.unavailable(retryAfter: 1), nil)
+            return
+        }
+        guard addressDecision == .allowed, let phoneKey else {
+            completion(addressDecision, nil)
+            return
+        }
+        store.countFallback(limit: phone.name)
+        completion(addressDecision, phone.local.admit(phoneKey, now: now))
+    }
+
+    func sweep(now: UInt64) {
+        address.local.sweep(now: now)
+        phone.local.sweep(now: now)
+    }
+}
+
+/// How RelayHTTPHandler reaches the limits: decided at once in memory (the address at head time, no work added to
+/// the request's path), or through the shared store (both in one call once the body is read).
 enum LimiterPath: Sendable {
-    case immediate(InMemoryRateLimiter)
-    case shared(SharedRateLimiter)
+    case immediate(address: InMemoryRateLimiter, phone: InMemoryRateLimiter)
+    case shared(SharedLimits)
 
     func sweep(now: UInt64) {
         switch self {
-        case .immediate(let limiter): limiter.sweep(now: now)
-        case .shared(let limiter): limiter.local.sweep(now: now)
+        case .immediate(let address, let phone):
+            address.sweep(now: now)
+            phone.sweep(now: now)
+        case .shared(let limits): limits.sweep(now: now)
         }
     }
 }

@@ -29,6 +29,21 @@ struct HTTPServerTests {
         #expect(response.header("connection")?.lowercased() != "close")
     }
 
+    @Test func theHandlerRunsOnTheWorkerTheHeadNames() throws {
+        let server = try makeServer { $0.threads = 2 }
+        defer { server.stop() }
+        var seen: Set<String> = []
+        // Connections are spread over the workers by whichever wakes first: enough of them to see both, bounded.
+        for _ in 0..<200 where seen.count < 2 {
+            let client = try RawHTTPClient(port: server.port)
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            let worker = try client.readResponse().header("x-worker") ?? ""
+            #expect(["0 duo-http-0", "1 duo-http-1"].contains(worker), "\(worker)")
+            seen.insert(worker)
+        }
+        #expect(seen.count == 2)
+    }
+
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
         let server = try makeServer()
         defer { server.stop() }
@@ -57,6 +72,33 @@ struct HTTPServerTests {
         #expect(brew.status == 404)
         #expect(brew.text.contains("BREW"))
         #expect(handler.methodsSeen.withLock { $0 } == ["HEAD", "BREW"])
+    }
+
+    @Test func theServerAnswersWaitingRequestsInTheHandlersStead() throws {
+        let handler = TestHandler()
+        let server = try makeServer(handler) { $0.threads = 2 }
+        defer { server.stop() }
+        var clients: [RawHTTPClient] = []
+        for id in ["a", "b", "c"] {
+            let client = try RawHTTPClient(port: server.port)
+            try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: \(id)\r\nContent-Length: 2\r\n\r\nhi")
+            clients.append(client)
+        }
+        let responders = try ["a", "b", "c"].map { try handler.responder($0) }
+        server.answerWaiting { route in HTTPResponse.json(503, #"{"route":\#(route)}"#) }
+        for client in clients {
+            let answer = try client.readResponse()
+            #expect(answer.status == 503)
+            // The route the server resolved for /async (its length, in TestHandler).
+            #expect(answer.text == #"{"route":6}"#)
+        }
+        #expect(server.pendingResponses == 0)
+        // The handler's own answer, coming later, is ignored; the connections go on.
+        for responder in responders { responder.respond(.json(200, "{}")) }
+        for client in clients {
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == #"{"hello":"world"}"#)
+        }
     }
 
     @Test func asynchronousAnswerDoesNotHoldUpOtherConnections() throws {

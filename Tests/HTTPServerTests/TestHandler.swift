@@ -1,4 +1,5 @@
 import Glibc
+import Loop
 import RelayTestSupport
 import Synchronization
 
@@ -59,7 +60,13 @@ final class TestHandler: HTTPHandler {
             parked.withLock { $0[head.headers["x-id"] ?? ""] = responder }
         } else {
             responder.respond(
-                HTTPResponse(status: 200, headers: [("x-echo", "yes"), ("x-route", String(head.route))], body: body))
+                HTTPResponse(
+                    status: 200,
+                    headers: [
+                        ("x-echo", "yes"), ("x-route", String(head.route)),
+                        // Which worker the head names, and which loop's thread runs this callback.
+                        ("x-worker", "\(head.worker) \(EventLoop.current?.name ?? "none")"),
+                    ], body: body))
         }
     }
 

@@ -211,6 +211,47 @@ struct SimulatorFixture {
         #expect(events.bytesRead.count >= 9 && events.bytesRead[3] == 4)
     }
 
+    @Test func aTLSWriteOfSeveralRecordsArrivesWhole() throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let context = try TLSClientContext(extraCAFile: fixture.caFile, alpn: ["h2"])
+        let events = StreamEvents()
+        // One write of more than one TLS record (16 KiB of plaintext): the preface, an empty SETTINGS frame and
+        // 980 PING frames (17 bytes each), each with its number as its data. The server answers every PING it
+        // reads whole with a PING ACK carrying the same data (nghttp2 lets at most 1,000 acknowledgements queue).
+        let pings = 980
+        var bytes = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+        bytes += [0, 0, 0, 4, 0, 0, 0, 0, 0]
+        for number in 0..<pings {
+            bytes += [0, 0, 8, 6, 0, 0, 0, 0, 0] + withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) }
+        }
+        #expect(bytes.count > 16 * 1024)
+        _ = try openStream(
+            on: loop, host: "127.0.0.1", port: fixture.simulator.port,
+            tls: ClientStream.TLS(context: context, serverName: "127.0.0.1"), events: events, greeting: bytes)
+        #expect(events.wait { Self.pingAcknowledgements(in: StreamEvents.bytes(in: $0)).count >= pings })
+        let acknowledged = Self.pingAcknowledgements(in: events.bytesRead)
+        #expect(acknowledged == Array(0..<UInt64(pings)), "\(acknowledged.count) acknowledged")
+        #expect(!events.all.contains { if case .failed = $0 { true } else { false } })
+    }
+
+    /// The data of the PING ACK frames among the whole frames of `bytes`, in order.
+    static func pingAcknowledgements(in bytes: [UInt8]) -> [UInt64] {
+        var index = 0
+        var numbers: [UInt64] = []
+        while index + 9 <= bytes.count {
+            let length = Int(bytes[index]) << 16 | Int(bytes[index + 1]) << 8 | Int(bytes[index + 2])
+            guard index + 9 + length <= bytes.count else { break }
+            if bytes[index + 3] == 6 && bytes[index + 4] & 1 == 1 && length == 8 {
+                numbers.append(bytes[index + 9..<index + 17].reduce(0) { $0 << 8 | UInt64($1) })
+            }
+            index += 9 + length
+        }
+        return numbers
+    }
+
     @Test func tlsOnAnIPLiteralChecksTheCertificatesAddress() throws {
         let fixture = try SimulatorFixture()
         defer { fixture.stop() }

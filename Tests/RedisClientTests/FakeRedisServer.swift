@@ -17,7 +17,8 @@ final class FakeRedisServer: Sendable {
         case closeAfter(Int)
         /// Answers nothing after the set-up.
         case silent
-        /// An extra reply that no request asked for, right after the set-up.
+        /// An extra reply that no request asked for, right after the first EVALSHA's answer (while others are in
+        /// flight: the pipeline reads the set-up's replies and a reply sent with them in one go, before any request).
         case unsolicited
     }
 
@@ -80,15 +81,17 @@ final class FakeRedisServer: Sendable {
                 let name = String(decoding: command[0], as: UTF8.self).uppercased()
                 if name == "SCRIPT" {
                     reply += Array("$\(digest.utf8.count)\r\n\(digest)\r\n".utf8)
-                    // A reply that no request asked for, with a tag no request has (tags start at 1).
-                    if case .unsolicited = behaviour { reply += Array("*2\r\n$1\r\n0\r\n:0\r\n".utf8) }
                     continue
                 }
                 guard name == "EVALSHA", let tag = command.last else { continue }
                 answered += 1
                 let proper = Array("*2\r\n$\(tag.count)\r\n".utf8) + tag + Array("\r\n:0\r\n".utf8)
                 switch behaviour {
-                case .allow, .unsolicited: reply += proper
+                case .allow: reply += proper
+                case .unsolicited:
+                    reply += proper
+                    // A reply that no request asked for, with a tag no request has (tags start at 1).
+                    if answered == 1 { reply += Array("*2\r\n$16\r\n0000000000000000\r\n:0\r\n".utf8) }
                 case .garbage: reply += Array("?this is not RESP\r\n".utf8)
                 case .wrongType: reply += Array("$3\r\nabc\r\n".utf8)
                 case .closeAfter(let limit):

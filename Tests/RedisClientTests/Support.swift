@@ -4,6 +4,7 @@ import RedisClient
 import RedisTestSupport
 import RelayTestSupport
 import Synchronization
+import Testing
 
 /// Collects a pipeline's events, for waiting on them.
 final class EventLog: Sendable {
@@ -21,14 +22,23 @@ final class EventLog: Sendable {
 extension RedisPipeline {
     /// One evaluation, waited for: nil when the pipeline refused at once (not connected).
     func evaluateAndWait(keys: [[UInt8]], arguments: [[UInt8]]) -> Result<Int64, RedisClientError>? {
-        let box = Mutex<Result<Int64, RedisClientError>?>(nil)
+        answerAndWait(keys: keys, arguments: arguments)?.map(\.first)
+    }
+
+    /// One evaluation's whole answer (the integers after the tag), waited for: nil when refused at once.
+    func answerAndWait(keys: [[UInt8]], arguments: [[UInt8]]) -> Result<RedisScriptAnswer, RedisClientError>? {
+        let box = Mutex<Result<RedisScriptAnswer, RedisClientError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let sent = evaluate(keys: keys, arguments: arguments) { result in
             box.withLock { $0 = result }
             done.signal()
         }
         guard sent else { return nil }
-        done.wait()
+        // Bounded, so that a pipeline that never answers fails the test instead of hanging the suite.
+        guard done.wait(timeout: .now() + 60) == .success else {
+            Issue.record("no answer within 60 s")
+            return .failure(RedisClientError(.unavailable, "no answer within 60 s"))
+        }
         return box.withLock { $0 }
     }
 
@@ -46,10 +56,4 @@ extension RedisPipeline {
         _ = pipeline.awaitFirstAttempt(timeout: .seconds(10))
         return pipeline
     }
-}
-
-/// Seconds since `start`, for bounds on how long something took.
-func elapsed(since start: ContinuousClock.Instant) -> Double {
-    let duration = ContinuousClock.now - start
-    return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }

@@ -1,6 +1,6 @@
-// glibc interfaces that Swift's Glibc module leaves out: epoll(7) and timerfd (the load
-// generator), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits malloc's per-thread
-// arenas), and naming the calling thread or making the process undumpable (prctl is variadic, so
+// glibc interfaces that Swift's Glibc module leaves out: epoll(7) (LoopSpike's baseline server),
+// timerfd (Loop's PreciseTimer), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits
+// malloc's per-thread arenas), and naming the calling thread or making the process undumpable (prctl is variadic, so
 // Swift cannot call it directly).
 #include <malloc.h>
 #include <sys/epoll.h>

@@ -44,7 +44,8 @@ public struct RelayConfiguration: Equatable, Sendable {
         public var maxPushesInFlight = 8_192
         /// How long a stopping relay lets pushes finish.
         public var shutdownGraceSeconds = 10
-        public var threads = 2
+        /// Workers, each one event loop (DESIGN.md, worker model); by default one per core this process may use.
+        public var threads = Server.defaultThreads
         /// Keys each limiter remembers at most (about 150 bytes each); the least recently used go first.
         public var maxTrackedKeys = 200_000
         public init() {}

@@ -90,11 +90,9 @@ public enum LimitDecision: Equatable, Sendable {
     case unavailable(retryAfter: Int)
 }
 
-/// The one interface behind which limiter state lives, so a shared store can replace the
-/// in-memory one when the relay runs as several instances.
-///
-/// It decides at once (the in-memory limiter: no work added to the request's path); a limiter whose
-/// state lives in a shared store is an ``AsynchronousRateLimiter`` instead.
+/// A limiter that decides at once (the in-memory one: no work added to the request's path). With a
+/// shared store, both limits of a request are decided together in one round trip instead
+/// (``SharedLimitsScript``), and this limiter is each instance's fallback.
 public protocol RateLimiter: Sendable {
     /// Counts one request for `key` at `now` (monotonic nanoseconds) and decides it.
     func admit(_ key: LimiterKey, now: UInt64) -> LimitDecision
@@ -102,12 +100,4 @@ public protocol RateLimiter: Sendable {
     func sweep(now: UInt64)
     /// How many keys are currently held.
     var trackedKeys: Int { get }
-}
-
-/// The asynchronous path: a limiter whose decision takes a round trip to a shared store. The caller
-/// must not block waiting for it: `completion` is called exactly once, from any thread, within the
-/// store's timeout (with the fallback's decision when the store fails), possibly before `admit` returns.
-public protocol AsynchronousRateLimiter: Sendable {
-    /// Counts one request for `key` and decides it through `completion`.
-    func admit(_ key: LimiterKey, now: UInt64, completion: @escaping @Sendable (LimitDecision) -> Void)
 }

@@ -1,0 +1,429 @@
+/// The logic of one pipelined Redis connection that runs one Lua script, without I/O, C or a clock of its own:
+/// the shell (``RedisPipeline``) feeds it what happened (connected, bytes parsed into replies, a timer fired, the
+/// stream failed) with the time, and carries out what each input returns (write the pending output, connect,
+/// close, answer these requests).
+///
+/// - Set-up: once connected, `AUTH`, `SELECT` and `SCRIPT LOAD` go out in one write and their replies are checked
+///   in order, all within the connect timeout.
+/// - Requests: each is one `EVALSHA` whose bytes the shell formatted with a tag from ``makeTag()``; the script
+///   returns that tag first, so a reply is matched to its request by order and by tag.
+/// - Batching: a request goes out at once on an idle connection; while others are in flight to a near server
+///   (recent round trip at most ``Configuration/batchingRoundTrip``), it waits in the output for the next
+///   replies, and everything that queued meanwhile leaves in one write.
+/// - Deadlines: no request waits past ``Configuration/timeout``; a request that does drops the connection (a late
+///   reply would answer nobody), failing every request in flight.
+/// - NOSCRIPT (the server lost its scripts): the script is loaded again and the request sent once more.
+/// - Reconnection: 50 ms doubling to 5 s, with up to a fifth more of jitter; a loss and a return are each
+///   reported once (``RedisPipelineEvent``), however many attempts fail in between.
+///
+/// `Request` is whatever the shell answers a request through (its completion); the machine only holds it.
+struct RedisPipelineMachine<Request> {
+    struct Configuration {
+        /// How long a request may wait for its reply (nanoseconds).
+        var timeout: UInt64
+        /// How long connecting, TLS and the set-up commands may take together (nanoseconds).
+        var connectTimeout: UInt64
+        /// The set-up commands, formatted, in the order they are sent; the last is `SCRIPT LOAD`.
+        var setUp: [SetUpCommand]
+        /// `SCRIPT LOAD` of the script, formatted (sent again after NOSCRIPT).
+        var scriptLoad: [UInt8]
+        /// The script's SHA-1 in lowercase hex, as `SCRIPT LOAD` answers it.
+        var scriptDigest: [UInt8]
+        /// The longest recent round trip at which requests wait for the replies in flight rather than go out
+        /// at once: a Redis on the same host or in the same rack (nanoseconds).
+        var batchingRoundTrip: UInt64 = 250_000
+    }
+
+    struct SetUpCommand {
+        enum Kind: Equatable {
+            case auth, select, scriptLoad
+        }
+        var kind: Kind
+        var bytes: [UInt8]
+    }
+
+    /// A connection that ended, and what the shell does about it.
+    struct Loss {
+        /// Why; every request in ``failed`` is answered with it.
+        var error: RedisClientError
+        var failed: [Request]
+        /// `.lost` when this loss is the first since the pipeline was last connected.
+        var event: RedisPipelineEvent?
+        /// When the next attempt is made (``timerFired(now:)`` returns `.connect` then).
+        var retryAt: UInt64
+    }
+
+    enum SubmitResult: Equatable {
+        /// Not connected (or stopped): nothing was taken; the caller decides without the store.
+        case refused
+        /// Write the pending output now.
+        case flush
+        /// Taken; it leaves with the next write (after the replies in flight).
+        case deferred
+    }
+
+    enum ReplyResult {
+        /// A request's answer, and how long it waited (nanoseconds).
+        case answer(Request, Result<RedisScriptAnswer, RedisClientError>, latency: UInt64)
+        /// The set-up has finished: requests are taken from now on (`event`: `.connected`, when it is news).
+        case ready(RedisPipelineEvent?)
+        /// NOSCRIPT: the script's load and the request again are in the output: write it.
+        case reloading
+        /// Nothing to do (a set-up step or a reloaded script acknowledged; a reply on no connection).
+        case none
+        /// The reply broke the protocol or the set-up failed: close the connection.
+        case lost(Loss)
+    }
+
+    enum TimerResult {
+        case none
+        /// Time for the next attempt: connect (the connect timeout runs from now).
+        case connect
+        /// A deadline passed (a request's, or the connect timeout): close the connection.
+        case lost(Loss)
+    }
+
+    private enum State {
+        case idle
+        case waiting(until: UInt64)
+        case connecting(deadline: UInt64)
+        case settingUp(deadline: UInt64, step: Int)
+        case ready
+        case stopped
+    }
+
+    /// A command written and not yet answered.
+    private struct InFlight {
+        /// nil: a `SCRIPT LOAD` sent after NOSCRIPT, whose reply answers nobody.
+        var request: Request?
+        var tag: UInt64
+        var command: [UInt8]
+        var submitted: UInt64
+        var deadline: UInt64
+        var retried: Bool
+    }
+
+    let configuration: Configuration
+    private var state = State.idle
+    /// Bytes not yet handed to the stream.
+    private(set) var output: [UInt8] = []
+    /// Written (or in ``output``) and not yet answered, oldest first: replies come in this order.
+    private var inFlight: [InFlight] = []
+    private var inFlightHead = 0
+    /// Requests in flight sent again after NOSCRIPT: they wait behind later requests, whose deadlines are later.
+    private var retriedInFlight = 0
+    private var nextTag: UInt64 = 1
+    /// Failed attempts since the last connection was ready (the reconnection delay grows with them).
+    private var failures = 0
+    /// The last event reported: nil before any.
+    private var reportedUp: Bool?
+    /// The recent round trip (a moving average of the shortest wait of each read's replies); nil before any.
+    private var roundTrip: UInt64?
+    private var shortestInRead: UInt64?
+    private var random: JitterGenerator
+
+    /// - Parameter seed: the reconnection jitter's seed (a test gives a fixed one).
+    init(configuration: Configuration, seed: UInt64) {
+        self.configuration = configuration
+        random = JitterGenerator(state: seed)
+    }
+
+    /// Requests are taken (connected, set up, not stopped).
+    var isReady: Bool {
+        if case .ready = state { true } else { false }
+    }
+
+    var isStopped: Bool {
+        if case .stopped = state { true } else { false }
+    }
+
+    /// Requests written or waiting to be, not yet answered.
+    var inFlightCount: Int { inFlight.count - inFlightHead }
+
+    /// The earliest time at which ``timerFired(now:)`` has something to do: the oldest request's deadline, the
+    /// connect timeout, or the next attempt. The shell keeps one timer at (or before) it.
+    var nextDeadline: UInt64? {
+        switch state {
+        case .idle, .stopped: return nil
+        case .waiting(let until): return until
+        case .connecting(let deadline), .settingUp(let deadline, _): return deadline
+        case .ready:
+            // Deadlines grow with submission: the oldest request's is the first, unless one was sent again.
+            var earliest: UInt64?
+            for index in inFlightHead..<inFlight.count where inFlight[index].request != nil {
+                earliest = min(earliest ?? .max, inFlight[index].deadline)
+                if retriedInFlight == 0 { break }
+            }
+            return earliest
+        }
+    }
+
+    /// The tag for the next request's command.
+    mutating func makeTag() -> UInt64 {
+        defer { nextTag &+= 1 }
+        return nextTag
+    }
+
+    // MARK: Inputs
+
+    /// The first attempt: true when the shell should connect now.
+    mutating func start(now: UInt64) -> Bool {
+        guard case .idle = state else { return false }
+        state = .connecting(deadline: now &+ configuration.connectTimeout)
+        return true
+    }
+
+    /// The stream is connected (TLS handshaken): the set-up commands are in the output, to be written.
+    mutating func connected(now: UInt64) {
+        guard case .connecting(let deadline) = state else { return }
+        state = .settingUp(deadline: deadline, step: 0)
+        output.removeAll(keepingCapacity: true)
+        for command in configuration.setUp { output.append(contentsOf: command.bytes) }
+    }
+
+    /// The stream failed or closed, or could not be made.
+    mutating func failed(_ error: RedisClientError, now: UInt64) -> Loss? {
+        switch state {
+        case .idle, .stopped, .waiting: return nil
+        case .connecting, .settingUp, .ready: return lose(error, now: now)
+        }
+    }
+
+    /// One request: `command` is its `EVALSHA`, formatted with `tag` (from ``makeTag()``).
+    mutating func submit(_ command: [UInt8], tag: UInt64, request: Request, now: UInt64) -> SubmitResult {
+        guard case .ready = state else { return .refused }
+        // Near server and replies due soon: wait for them and leave together with whatever queues meanwhile.
+        let waits = inFlightCount > 0 && (roundTrip ?? .max) <= configuration.batchingRoundTrip
+        inFlight.append(
+            InFlight(
+                request: request, tag: tag, command: command, submitted: now, deadline: now &+ configuration.timeout,
+                retried: false))
+        output.append(contentsOf: command)
+        return waits ? .deferred : .flush
+    }
+
+    /// One whole reply, as the reader parsed it.
+    mutating func received(_ reply: RedisPipelineReply, now: UInt64) -> ReplyResult {
+        switch state {
+        case .idle, .waiting, .connecting, .stopped:
+            return .none
+        case .settingUp(let deadline, let step):
+            return setUpReply(reply, step: step, deadline: deadline, now: now)
+        case .ready:
+            break
+        }
+        guard inFlightHead < inFlight.count else {
+            return .lost(lose(RedisClientError(.protocolError, "a reply that no request asked for"), now: now))
+        }
+        let entry = inFlight[inFlightHead]
+        guard let request = entry.request else {
+            popHead()
+            if case .other(.bulk(let digest?)) = reply, lowercased(digest) == configuration.scriptDigest {
+                return .none
+            }
+            return .lost(
+                lose(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"), now: now))
+        }
+        switch reply {
+        case .tagged(let tag, let answer) where tag == entry.tag:
+            popHead()
+            let latency = now &- entry.submitted
+            shortestInRead = min(shortestInRead ?? .max, latency)
+            return .answer(request, .success(answer), latency: latency)
+        case .other(.error(let message)) where message.hasPrefix("NOSCRIPT") && !entry.retried:
+            // The server lost its scripts (a restart without our reconnecting, SCRIPT FLUSH, a failover): load it
+            // again and send this request once more, both at the back of the line, in one write.
+            popHead()
+            var again = entry
+            again.retried = true
+            inFlight.append(
+                InFlight(request: nil, tag: 0, command: [], submitted: now, deadline: entry.deadline, retried: true))
+            inFlight.append(again)
+            retriedInFlight += 1
+            output.append(contentsOf: configuration.scriptLoad)
+            output.append(contentsOf: entry.command)
+            return .reloading
+        case .other(.error(let message)):
+            popHead()
+            return .answer(
+                request,
+                .failure(RedisClientError(.script, "the script failed (\(RedisPipelineMachine.errorName(message)))")),
+                latency: now &- entry.submitted)
+        case .other(.array(let parts?)) where parts.first == .bulk(RedisTag.bytes(entry.tag)):
+            // Its own tag, but not integers with it.
+            return .lost(lose(RedisClientError(.protocolError, "an unexpected reply type"), now: now))
+        default:
+            // A reply of another shape, or another request's tag: nothing after it can be trusted.
+            return .lost(lose(RedisClientError(.protocolError, "a reply for another request"), now: now))
+        }
+    }
+
+    /// Every reply of one read has been given: the round trip is updated, and the output (requests that waited
+    /// for these replies) should be written if it is not empty.
+    mutating func endOfRead() {
+        guard let shortest = shortestInRead else { return }
+        shortestInRead = nil
+        // The read's shortest wait: the round trip with the least queueing in it (under load the later replies of
+        // a read also waited for the ones before them).
+        roundTrip = roundTrip.map { ($0 * 7 + shortest) / 8 } ?? shortest
+    }
+
+    mutating func timerFired(now: UInt64) -> TimerResult {
+        switch state {
+        case .idle, .stopped:
+            return .none
+        case .waiting(let until):
+            guard now >= until else { return .none }
+            state = .connecting(deadline: now &+ configuration.connectTimeout)
+            return .connect
+        case .connecting(let deadline), .settingUp(let deadline, _):
+            guard now >= deadline else { return .none }
+            return .lost(lose(RedisClientError(.timeout, "no connection set up within the connect timeout"), now: now))
+        case .ready:
+            guard let deadline = nextDeadline, now >= deadline else { return .none }
+            return .lost(
+                lose(
+                    RedisClientError(.timeout, "no reply within \(configuration.timeout / 1_000_000) ms"), now: now))
+        }
+    }
+
+    /// Stops for good: the requests in flight are returned, to be answered `.unavailable`.
+    mutating func stop() -> [Request] {
+        state = .stopped
+        output.removeAll()
+        return drain()
+    }
+
+    /// Hands the pending output to `write` and empties it.
+    mutating func flush(_ write: (UnsafeRawBufferPointer) -> Void) {
+        guard !output.isEmpty else { return }
+        output.withUnsafeBytes(write)
+        output.removeAll(keepingCapacity: output.capacity <= 65_536)
+    }
+
+    // MARK: Helpers
+
+    private mutating func setUpReply(
+        _ reply: RedisPipelineReply, step: Int, deadline: UInt64, now: UInt64
+    ) -> ReplyResult {
+        let command = configuration.setUp[step]
+        if case .other(.error(let message)) = reply {
+            let name = RedisPipelineMachine.errorName(message)
+            // NOAUTH: the server wants a password and none was configured; WRONGPASS: refused.
+            if command.kind == .auth || message.hasPrefix("NOAUTH") || message.hasPrefix("WRONGPASS") {
+                return .lost(lose(RedisClientError(.auth, "the server refused AUTH (\(name))"), now: now))
+            }
+            let what = command.kind == .select ? "SELECT" : "SCRIPT LOAD"
+            return .lost(lose(RedisClientError(.script, "\(what) was refused (\(name))"), now: now))
+        }
+        switch command.kind {
+        case .scriptLoad:
+            guard case .other(.bulk(let digest?)) = reply, lowercased(digest) == configuration.scriptDigest else {
+                return .lost(
+                    lose(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"), now: now))
+            }
+        case .auth, .select:
+            guard case .other(.status("OK")) = reply else {
+                let what = command.kind == .auth ? "AUTH" : "SELECT"
+                return .lost(lose(RedisClientError(.protocolError, "an unexpected reply to \(what)"), now: now))
+            }
+        }
+        guard step + 1 == configuration.setUp.count else {
+            state = .settingUp(deadline: deadline, step: step + 1)
+            return .none
+        }
+        state = .ready
+        failures = 0
+        guard reportedUp != true else { return .ready(nil) }
+        reportedUp = true
+        return .ready(.connected)
+    }
+
+    private mutating func lose(_ error: RedisClientError, now: UInt64) -> Loss {
+        output.removeAll(keepingCapacity: true)
+        let failed = drain()
+        failures += 1
+        let base = UInt64(min(5_000, 50 << min(failures - 1, 7)))
+        let delay = (base + random.next() % (base / 5 + 1)) * 1_000_000
+        state = .waiting(until: now &+ delay)
+        var event: RedisPipelineEvent?
+        if reportedUp != false {
+            reportedUp = false
+            event = .lost(error)
+        }
+        return Loss(error: error, failed: failed, event: event, retryAt: now &+ delay)
+    }
+
+    private mutating func drain() -> [Request] {
+        let requests = inFlight[inFlightHead...].compactMap(\.request)
+        inFlight.removeAll(keepingCapacity: inFlight.capacity <= 4_096)
+        inFlightHead = 0
+        retriedInFlight = 0
+        roundTrip = nil
+        shortestInRead = nil
+        return requests
+    }
+
+    private mutating func popHead() {
+        if inFlight[inFlightHead].retried && inFlight[inFlightHead].request != nil { retriedInFlight -= 1 }
+        inFlight[inFlightHead].request = nil
+        inFlight[inFlightHead].command = []
+        inFlightHead += 1
+        if inFlightHead == inFlight.count {
+            inFlight.removeAll(keepingCapacity: inFlight.capacity <= 4_096)
+            inFlightHead = 0
+        } else if inFlightHead >= 1_024 && inFlightHead * 2 >= inFlight.count {
+            inFlight.removeFirst(inFlightHead)
+            inFlightHead = 0
+        }
+    }
+
+    private func lowercased(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+    }
+
+    /// The first word of an error reply (`WRONGPASS`, `NOSCRIPT`, `ERR`): its code, never the rest, which may
+    /// quote a command's arguments.
+    static func errorName(_ message: String) -> String {
+        String(
+            message.prefix { $0 != " " }.prefix(32).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+    }
+}
+
+/// What a pipeline reports: each loss once, and each return (or first connection) once.
+public enum RedisPipelineEvent: Sendable, Equatable {
+    /// Connected, authenticated, script loaded: requests are sent from now on.
+    case connected
+    /// The connection was lost or could not be made (reported once per loss, not per attempt).
+    case lost(RedisClientError)
+}
+
+/// What the script answers after the request's tag: one integer, or two.
+public struct RedisScriptAnswer: Sendable, Equatable {
+    public var first: Int64
+    public var second: Int64?
+
+    public init(_ first: Int64, _ second: Int64? = nil) {
+        self.first = first
+        self.second = second
+    }
+}
+
+/// One whole reply, sorted for matching: the script's usual answer `{tag, integer[, integer]}`, or anything else.
+enum RedisPipelineReply: Equatable {
+    case tagged(tag: UInt64, answer: RedisScriptAnswer)
+    case other(RedisReply)
+}
+
+/// SplitMix64: the reconnection jitter, seeded (a test replays it).
+struct JitterGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

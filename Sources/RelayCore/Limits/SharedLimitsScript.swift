@@ -1,0 +1,87 @@
+/// The Lua script that keeps ``LimitWindow``'s fixed windows and blocks in Redis and decides one request in one
+/// call (DESIGN.md, "Several instances"): its client address, and then, only if the address is admitted, its
+/// phone. Several relays count one key together, atomically per request.
+///
+/// `KEYS[1]`: the address's key, `KEYS[2]` (optional): the phone's (``LimiterKey/storeKey(prefix:kind:)``).
+/// `ARGV`: the address's policy (requests, period and block in microseconds), the phone's, the time in
+/// microseconds or an empty string for the server's own clock (`TIME`, which every instance then shares), and the
+/// caller's request tag, returned first so that a reply is matched to its request. Each key is a hash `s` (window
+/// start), `c` (count), `b` (blocked until, 0: not blocked), expiring when its window or block has passed.
+///
+/// Returns `{tag, address}` (no phone key, or the address refused: the phone is not counted) or
+/// `{tag, address, phone}`, each 0 (allowed) or the microseconds until a retry may succeed.
+public enum SharedLimitsScript {
+    /// Within a window (the usual case) a decision only counts (`HINCRBY`); the key's expiry, set when its
+    /// window or block starts, already ends with it.
+    public static let source = """
+        local function decide(key, requests, period, block, now)
+          local state = redis.call('HMGET', key, 's', 'c', 'b')
+          local start = tonumber(state[1])
+          local blocked = tonumber(state[3]) or 0
+          if start and now < blocked then
+            return blocked - now
+          end
+          if start and blocked == 0 and now < start + period then
+            local count = redis.call('HINCRBY', key, 'c', 1)
+            if count <= requests then return 0 end
+            if block > 0 then
+              redis.call('HSET', key, 'b', string.format('%d', now + block))
+              redis.call('PEXPIRE', key, math.max(1, math.ceil(block / 1000)))
+              return block
+            end
+            return start + period - now
+          end
+          redis.call('HSET', key, 's', string.format('%d', now), 'c', 1, 'b', 0)
+          redis.call('PEXPIRE', key, math.max(1, math.ceil(period / 1000)))
+          if requests >= 1 then return 0 end
+          if block > 0 then
+            redis.call('HSET', key, 'b', string.format('%d', now + block))
+            redis.call('PEXPIRE', key, math.max(1, math.ceil(block / 1000)))
+            return block
+          end
+          return period
+        end
+        local now = tonumber(ARGV[7])
+        if not now then
+          local time = redis.call('TIME')
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+        local address = decide(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), now)
+        if address ~= 0 or not KEYS[2] then
+          return {ARGV[8], address}
+        end
+        return {ARGV[8], address, decide(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), now)}
+        """
+
+    /// The script's `ARGV` (all but the tag) for the two policies at `now` (microseconds; nil: the server's clock).
+    public static func arguments(
+        address: LimitPolicy, phone: LimitPolicy, nowMicroseconds: UInt64? = nil
+    ) -> [[UInt8]] {
+        func policy(_ policy: LimitPolicy) -> [[UInt8]] {
+            [
+                Array(String(policy.requests).utf8), Array(String(policy.period / 1_000).utf8),
+                Array(String(policy.block / 1_000).utf8),
+            ]
+        }
+        return policy(address) + policy(phone) + [nowMicroseconds.map { Array(String($0).utf8) } ?? []]
+    }
+
+    /// The decisions a reply stands for: the address's, and the phone's when it was decided (nil when the call
+    /// named no phone or refused the address). Nil for values the script never returns.
+    public static func decisions(
+        address: Int64, phone: Int64?
+    ) -> (address: LimitDecision, phone: LimitDecision?)? {
+        guard let addressDecision = decision(address) else { return nil }
+        guard let phone else { return (addressDecision, nil) }
+        // The phone is decided only after the address was admitted.
+        guard addressDecision == .allowed, let phoneDecision = decision(phone) else { return nil }
+        return (addressDecision, phoneDecision)
+    }
+
+    /// The decision one value stands for; nil for a value the script never returns.
+    public static func decision(_ reply: Int64) -> LimitDecision? {
+        guard reply >= 0 else { return nil }
+        if reply == 0 { return .allowed }
+        return .limited(retryAfter: LimitWindow.seconds(UInt64(reply) * 1_000))
+    }
+}

@@ -1,0 +1,123 @@
+import Dispatch
+import Foundation
+import Loop
+import RedisClient
+import RedisTestSupport
+import RelayCore
+import RelayTestSupport
+import Synchronization
+import Testing
+
+/// The pipeline's shell on an event loop it is given (a worker's): everything happens on that loop's thread.
+@Suite("RedisPipeline on a worker's loop", .serialized)
+struct RedisPipelineLoopTests {
+    static let arguments = SharedLimitsScript.arguments(
+        address: LimitPolicy(requests: 1_000_000, periodSeconds: 60), phone: LimitPolicy(requests: 1, periodSeconds: 1))
+
+    /// The process's threads (their ids).
+    static func threads() -> Set<String> {
+        Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [])
+    }
+
+    @Test func completionsRunOnTheLoopsThreadAndNoThreadStartsOnceConnected() throws {
+        let server = try RedisServerProcess()
+        let loop = try EventLoop(name: "test-worker")
+        defer { loop.stop() }
+        var configuration = RedisClientConfiguration(
+            host: "127.0.0.1", port: server.port, script: SharedLimitsScript.source)
+        configuration.password = server.password
+        configuration.timeout = .seconds(5)
+        let eventsOffLoop = Atomic<Int>(0)
+        let log = EventLog()
+        let pipeline = try RedisPipeline(configuration: configuration, loop: loop) { event in
+            if !loop.isCurrent { eventsOffLoop.add(1, ordering: .relaxed) }
+            log.record(event)
+        }
+        defer { pipeline.shutdown() }
+        pipeline.start()
+        try #require(pipeline.awaitFirstAttempt(timeout: .seconds(10)))
+        #expect(log.all == [.connected])
+
+        /// `count` requests made on the loop; the completions that ran elsewhere, and those that failed.
+        func burst(_ count: Int) -> (offLoop: Int, failed: Int) {
+            let offLoop = Atomic<Int>(0)
+            let failed = Atomic<Int>(0)
+            let answered = Atomic<Int>(0)
+            let done = DispatchSemaphore(value: 0)
+            loop.execute {
+                for index in 0..<count {
+                    let sent = pipeline.evaluate(keys: [Array("t:a:\(index % 10)".utf8)], arguments: Self.arguments) {
+                        result in
+                        if !loop.isCurrent { offLoop.add(1, ordering: .relaxed) }
+                        if case .failure = result { failed.add(1, ordering: .relaxed) }
+                        if answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
+                    }
+                    if !sent, answered.add(1, ordering: .relaxed).newValue == count {
+                        failed.add(1, ordering: .relaxed)
+                        done.signal()
+                    }
+                }
+            }
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            return (offLoop.load(ordering: .relaxed), failed.load(ordering: .relaxed))
+        }
+
+        let first = burst(500)
+        #expect(first.offLoop == 0)
+        #expect(first.failed == 0)
+        // Made from another thread, a request hops to the loop, and its completion runs there too.
+        let hopped = Mutex<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        #expect(
+            pipeline.evaluate(keys: [Array("t:a:hop".utf8)], arguments: Self.arguments) { _ in
+                hopped.withLock { $0 = loop.isCurrent }
+                done.signal()
+            })
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(hopped.withLock { $0 } == true)
+        #expect(eventsOffLoop.load(ordering: .relaxed) == 0)
+
+        // Connected, the pipeline starts no thread: a burst leaves the process's threads as they were. Other suites
+        // run beside this one and may start threads of their own, so a few windows are tried: one clean is proof.
+        var clean = false
+        for _ in 0..<5 where !clean {
+            let before = Self.threads()
+            let outcome = burst(300)
+            #expect(outcome.failed == 0)
+            clean = Self.threads().subtracting(before).isEmpty
+        }
+        #expect(clean, "every burst saw a new thread")
+        #expect(pipeline.currentStatistics.connectionsOpened == 1)
+    }
+
+    /// Shut down twice, then freed: its socket is closed once, at the first shutdown (the descriptor's number,
+    /// free after that, may belong to another file by the time the pipeline goes).
+    @Test func aPipelineShutDownTwiceClosesItsSocketOnce() throws {
+        let listener = try LoopbackListener(backlog: 4)
+        defer { close(listener.descriptor) }
+        var pipeline: RedisPipeline? = try RedisPipeline(
+            configuration: RedisClientConfiguration(
+                host: "127.0.0.1", port: listener.port, script: SharedLimitsScript.source)
+        ) { _ in }
+        pipeline?.start()
+        var entry = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&entry, 1, 10_000) == 1, "the pipeline did not connect")
+        let accepted = accept(listener.descriptor, nil, nil)
+        try #require(accepted >= 0)
+        defer { close(accepted) }
+        pipeline?.shutdown()
+        pipeline?.shutdown()
+        // The peer sees the connection end.
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(accepted, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var received = 1
+        while received > 0 { received = recv(accepted, &buffer, buffer.count, 0) }
+        #expect(received == 0 || errno == ECONNRESET)
+        let other = open("/dev/null", O_RDONLY)
+        try #require(other >= 0)
+        defer { close(other) }
+        pipeline = nil
+        #expect(fcntl(other, F_GETFD) != -1, "a file opened after the shutdown was closed")
+    }
+}

@@ -1,0 +1,416 @@
+import Testing
+
+@testable import RedisClient
+
+/// The pipeline's logic alone, with a test clock (nanoseconds given with each input) and no server: set-up,
+/// batching, deadlines, matching, NOSCRIPT, reconnection pacing and the events for the log.
+@Suite struct RedisPipelineMachineTests {
+    typealias Machine = RedisPipelineMachine<Int>
+
+    static let ms: UInt64 = 1_000_000
+    static let digest = Array("0123456789abcdef0123456789abcdef01234567".utf8)
+    static let auth = Array("AUTH-BYTES;".utf8)
+    static let select = Array("SELECT-BYTES;".utf8)
+    static let scriptLoad = Array("SCRIPT-LOAD-BYTES;".utf8)
+
+    static func machine(password: Bool = true, timeout: UInt64 = 100 * ms, seed: UInt64 = 7) -> Machine {
+        var setUp: [Machine.SetUpCommand] = []
+        if password { setUp.append(.init(kind: .auth, bytes: auth)) }
+        setUp.append(.init(kind: .select, bytes: select))
+        setUp.append(.init(kind: .scriptLoad, bytes: scriptLoad))
+        return Machine(
+            configuration: .init(
+                timeout: timeout, connectTimeout: 2_000 * ms, setUp: setUp, scriptLoad: scriptLoad,
+                scriptDigest: digest),
+            seed: seed)
+    }
+
+    /// The set-up replies, in order.
+    static let setUpReplies: [RedisPipelineReply] = [
+        .other(.status("OK")), .other(.status("OK")), .other(.bulk(digest)),
+    ]
+
+    /// A machine connected and set up at `now`.
+    static func ready(at now: UInt64 = 0, timeout: UInt64 = 100 * ms) -> Machine {
+        var machine = machine(timeout: timeout)
+        _ = machine.start(now: now)
+        machine.connected(now: now)
+        machine.flush { _ in }
+        for reply in setUpReplies { _ = machine.received(reply, now: now) }
+        return machine
+    }
+
+    static func command(_ tag: UInt64) -> [UInt8] { Array("EVALSHA-\(tag);".utf8) }
+
+    /// Submits request `id` with a fresh tag; returns the tag.
+    @discardableResult
+    static func submit(_ machine: inout Machine, _ id: Int, at now: UInt64) -> (UInt64, Machine.SubmitResult) {
+        let tag = machine.makeTag()
+        return (tag, machine.submit(command(tag), tag: tag, request: id, now: now))
+    }
+
+    static func written(_ machine: inout Machine) -> String {
+        var text = ""
+        machine.flush { text += String(decoding: $0, as: UTF8.self) }
+        return text
+    }
+
+    static func answered(_ result: Machine.ReplyResult) -> (Int, Result<RedisScriptAnswer, RedisClientError>)? {
+        if case .answer(let id, let result, _) = result { return (id, result) }
+        return nil
+    }
+
+    static func loss(_ result: Machine.ReplyResult) -> Machine.Loss? {
+        if case .lost(let loss) = result { return loss }
+        return nil
+    }
+
+    static func loss(_ result: Machine.TimerResult) -> Machine.Loss? {
+        if case .lost(let loss) = result { return loss }
+        return nil
+    }
+
+    // MARK: Set-up
+
+    @Test func theSetUpGoesOutInOneWriteAndRequestsAreRefusedUntilItsRepliesAreIn() {
+        var machine = Self.machine()
+        #expect(Self.submit(&machine, 1, at: 0).1 == .refused)
+        let started = machine.start(now: 0)
+        let again = machine.start(now: 0)
+        #expect(started)
+        #expect(!again, "one attempt at a time")
+        #expect(machine.nextDeadline == 2_000 * Self.ms, "the connect timeout runs")
+        machine.connected(now: 1 * Self.ms)
+        #expect(Self.written(&machine) == "AUTH-BYTES;SELECT-BYTES;SCRIPT-LOAD-BYTES;")
+        #expect(Self.submit(&machine, 1, at: 0).1 == .refused)
+        guard case .none = machine.received(Self.setUpReplies[0], now: 2 * Self.ms),
+            case .none = machine.received(Self.setUpReplies[1], now: 2 * Self.ms)
+        else {
+            Issue.record("AUTH and SELECT are steps")
+            return
+        }
+        #expect(!machine.isReady)
+        guard case .ready(let event) = machine.received(Self.setUpReplies[2], now: 2 * Self.ms) else {
+            Issue.record("the script's digest ends the set-up")
+            return
+        }
+        #expect(event == .connected)
+        #expect(machine.isReady)
+        #expect(machine.nextDeadline == nil, "nothing in flight, nothing to wait for")
+        // The digest is compared without regard to case.
+        var upper = Self.machine(password: false)
+        _ = upper.start(now: 0)
+        upper.connected(now: 0)
+        _ = upper.received(.other(.status("OK")), now: 0)
+        let digest = Self.digest.map { (0x61...0x66).contains($0) ? $0 - 0x20 : $0 }
+        guard case .ready = upper.received(.other(.bulk(digest)), now: 0) else {
+            Issue.record("an upper-case digest is the same digest")
+            return
+        }
+    }
+
+    @Test(arguments: [
+        (RedisReply.error("WRONGPASS invalid username-password pair"), 0, RedisClientError.Code.auth),
+        (.error("NOAUTH Authentication required."), 1, .auth),
+        (.error("ERR DB index is out of range"), 1, .script),
+        (.status("QUEUED"), 0, .protocolError),
+        (.bulk(Array("not-the-digest".utf8)), 2, .protocolError),
+    ])
+    func aRefusedSetUpStepLosesTheConnection(reply: RedisReply, step: Int, code: RedisClientError.Code) {
+        var machine = Self.machine()
+        _ = machine.start(now: 0)
+        machine.connected(now: 0)
+        for index in 0..<step { _ = machine.received(Self.setUpReplies[index], now: 0) }
+        let loss = Self.loss(machine.received(.other(reply), now: 10 * Self.ms))
+        #expect(loss?.error.code == code)
+        #expect(loss?.event == .lost(RedisClientError(code, "")))
+        // The reason names the error's code word only, never the rest of the server's text.
+        #expect(loss?.error.reason.contains("username-password") == false)
+        #expect(!machine.isReady)
+    }
+
+    @Test func theSetUpMustEndWithinTheConnectTimeout() {
+        var machine = Self.machine()
+        _ = machine.start(now: 0)
+        machine.connected(now: 5 * Self.ms)
+        guard case .none = machine.timerFired(now: 1_999 * Self.ms) else {
+            Issue.record("fired before the connect timeout")
+            return
+        }
+        let loss = Self.loss(machine.timerFired(now: 2_000 * Self.ms))
+        #expect(loss?.error.code == .timeout)
+        #expect(loss?.event == .lost(RedisClientError(.timeout, "")))
+    }
+
+    // MARK: Requests
+
+    @Test func repliesAreMatchedByOrderAndTag() throws {
+        var machine = Self.ready()
+        let (first, _) = Self.submit(&machine, 1, at: 1 * Self.ms)
+        let (second, _) = Self.submit(&machine, 2, at: 2 * Self.ms)
+        #expect(machine.inFlightCount == 2)
+        let one = Self.answered(machine.received(.tagged(tag: first, answer: .init(0)), now: 3 * Self.ms))
+        #expect(one?.0 == 1)
+        #expect(try one?.1.get() == RedisScriptAnswer(0))
+        guard
+            case .answer(let id, let result, let latency) = machine.received(
+                .tagged(tag: second, answer: .init(0, 5_000_000)), now: 5 * Self.ms)
+        else {
+            Issue.record("the second reply answers the second request")
+            return
+        }
+        #expect(id == 2)
+        #expect(try result.get() == RedisScriptAnswer(0, 5_000_000))
+        #expect(latency == 3 * Self.ms)
+        #expect(machine.inFlightCount == 0)
+    }
+
+    @Test func aReplyWithAnotherRequestsTagFailsEveryRequestInFlightAndLosesTheConnection() {
+        var machine = Self.ready()
+        let (first, _) = Self.submit(&machine, 1, at: 0)
+        Self.submit(&machine, 2, at: 0)
+        let loss = Self.loss(machine.received(.tagged(tag: first + 1, answer: .init(0)), now: 1 * Self.ms))
+        #expect(loss?.error.code == .protocolError)
+        #expect(loss?.failed == [1, 2])
+        #expect(loss?.event == .lost(RedisClientError(.protocolError, "")))
+        #expect(!machine.isReady)
+        #expect(Self.submit(&machine, 3, at: 2 * Self.ms).1 == .refused)
+    }
+
+    @Test(arguments: [
+        RedisPipelineReply.other(.integer(0)),
+        .other(.bulk(Array("abc".utf8))),
+        .other(.array([.bulk(RedisTag.bytes(1)), .bulk(Array("x".utf8))])),
+    ])
+    func aReplyOfAnotherShapeLosesTheConnection(reply: RedisPipelineReply) {
+        var machine = Self.ready()
+        Self.submit(&machine, 1, at: 0)
+        let loss = Self.loss(machine.received(reply, now: 0))
+        #expect(loss?.error.code == .protocolError)
+        #expect(loss?.failed == [1])
+    }
+
+    @Test func aReplyThatNoRequestAskedForLosesTheConnection() {
+        var machine = Self.ready()
+        let loss = Self.loss(machine.received(.tagged(tag: 0, answer: .init(0)), now: 0))
+        #expect(loss?.error.code == .protocolError)
+        #expect(loss?.failed == [])
+    }
+
+    @Test func aScriptErrorAnswersItsRequestAndKeepsTheConnection() {
+        var machine = Self.ready()
+        Self.submit(&machine, 1, at: 0)
+        let answer = Self.answered(
+            machine.received(.other(.error("WRONGTYPE Operation against a key holding the wrong kind")), now: 0))
+        #expect(answer?.0 == 1)
+        #expect(throws: RedisClientError(.script, "")) { try answer?.1.get() }
+        #expect(machine.isReady)
+    }
+
+    @Test func noScriptLoadsTheScriptAgainAndSendsTheRequestOnceMore() {
+        var machine = Self.ready()
+        let (tag, _) = Self.submit(&machine, 1, at: 0)
+        _ = Self.written(&machine)
+        guard case .reloading = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 1 * Self.ms)
+        else {
+            Issue.record("NOSCRIPT reloads")
+            return
+        }
+        #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-\(tag);")
+        guard case .none = machine.received(.other(.bulk(Self.digest)), now: 2 * Self.ms) else {
+            Issue.record("the reload's reply answers nobody")
+            return
+        }
+        #expect(Self.answered(machine.received(.tagged(tag: tag, answer: .init(0)), now: 3 * Self.ms))?.0 == 1)
+
+        // Once only: a second NOSCRIPT for the same request is the script's failure.
+        let (again, _) = Self.submit(&machine, 2, at: 4 * Self.ms)
+        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 5 * Self.ms)
+        _ = machine.received(.other(.bulk(Self.digest)), now: 5 * Self.ms)
+        let failed = Self.answered(machine.received(.other(.error("NOSCRIPT No matching script.")), now: 6 * Self.ms))
+        #expect(failed?.0 == 2)
+        #expect(throws: RedisClientError(.script, "")) { try failed?.1.get() }
+        #expect(again > tag)
+        #expect(machine.isReady)
+    }
+
+    @Test func aReloadThatDoesNotAnswerTheDigestLosesTheConnection() {
+        var machine = Self.ready()
+        Self.submit(&machine, 1, at: 0)
+        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 0)
+        let loss = Self.loss(machine.received(.other(.error("ERR no")), now: 0))
+        #expect(loss?.error.code == .protocolError)
+        #expect(loss?.failed == [1])
+    }
+
+    // MARK: Batching
+
+    @Test func requestsWaitForTheRepliesInFlightOnlyWhileTheServerIsNear() {
+        var machine = Self.ready()
+        // Idle: at once.
+        let (first, result) = Self.submit(&machine, 1, at: 0)
+        #expect(result == .flush)
+        _ = Self.written(&machine)
+        // No round trip measured yet: a far server is assumed, so at once too.
+        let (second, next) = Self.submit(&machine, 2, at: 0)
+        #expect(next == .flush)
+        _ = Self.written(&machine)
+        // Replies after 100 µs: a near server.
+        _ = machine.received(.tagged(tag: first, answer: .init(0)), now: 100_000)
+        machine.endOfRead()
+        #expect(Self.submit(&machine, 3, at: 100_000).1 == .deferred)
+        #expect(Self.submit(&machine, 4, at: 110_000).1 == .deferred)
+        // They leave together, after the reply in flight.
+        _ = machine.received(.tagged(tag: second, answer: .init(0)), now: 150_000)
+        machine.endOfRead()
+        #expect(Self.written(&machine) == "EVALSHA-3;EVALSHA-4;")
+
+        // A far server (1 ms round trips): every request goes out at once.
+        var far = Self.ready()
+        let (tag, _) = Self.submit(&far, 1, at: 0)
+        Self.submit(&far, 2, at: 0)
+        _ = far.received(.tagged(tag: tag, answer: .init(0)), now: 1 * Self.ms)
+        far.endOfRead()
+        #expect(Self.submit(&far, 3, at: 1 * Self.ms).1 == .flush)
+    }
+
+    // MARK: Deadlines
+
+    @Test func noRequestWaitsPastTheTimeout() {
+        var machine = Self.ready(timeout: 100 * Self.ms)
+        Self.submit(&machine, 1, at: 10 * Self.ms)
+        Self.submit(&machine, 2, at: 30 * Self.ms)
+        #expect(machine.nextDeadline == 110 * Self.ms)
+        guard case .none = machine.timerFired(now: 109 * Self.ms) else {
+            Issue.record("fired before the deadline")
+            return
+        }
+        let loss = Self.loss(machine.timerFired(now: 110 * Self.ms))
+        #expect(loss?.error.code == .timeout)
+        #expect(loss?.failed == [1, 2])
+        #expect(loss?.event == .lost(RedisClientError(.timeout, "")))
+        #expect(!machine.isReady)
+    }
+
+    @Test func theDeadlineFollowsTheOldestRequestStillWaiting() {
+        var machine = Self.ready(timeout: 100 * Self.ms)
+        let (first, _) = Self.submit(&machine, 1, at: 0)
+        Self.submit(&machine, 2, at: 40 * Self.ms)
+        _ = machine.received(.tagged(tag: first, answer: .init(0)), now: 50 * Self.ms)
+        #expect(machine.nextDeadline == 140 * Self.ms)
+    }
+
+    @Test func aRequestSentAgainAfterNoScriptKeepsItsDeadline() {
+        var machine = Self.ready(timeout: 100 * Self.ms)
+        let (first, _) = Self.submit(&machine, 1, at: 0)
+        Self.submit(&machine, 2, at: 50 * Self.ms)
+        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 60 * Self.ms)
+        // Request 1 now waits behind request 2, and its deadline is still the earliest.
+        #expect(machine.nextDeadline == 100 * Self.ms)
+        #expect(Self.loss(machine.timerFired(now: 100 * Self.ms))?.failed == [2, 1])
+        _ = first
+    }
+
+    // MARK: Reconnection and events
+
+    @Test func reconnectionWaitsFiftyMillisecondsDoublingToFiveSecondsWithJitter() {
+        var machine = Self.machine()
+        var now: UInt64 = 0
+        _ = machine.start(now: now)
+        var waits: [UInt64] = []
+        var events: [RedisPipelineEvent] = []
+        for _ in 0..<10 {
+            guard let loss = machine.failed(RedisClientError(.refused, "cannot connect"), now: now) else {
+                Issue.record("a failed attempt is a loss")
+                return
+            }
+            if let event = loss.event { events.append(event) }
+            waits.append(loss.retryAt - now)
+            #expect(machine.nextDeadline == loss.retryAt)
+            guard case .none = machine.timerFired(now: loss.retryAt - 1) else {
+                Issue.record("reconnected early")
+                return
+            }
+            now = loss.retryAt
+            guard case .connect = machine.timerFired(now: now) else {
+                Issue.record("no attempt when the wait is over")
+                return
+            }
+        }
+        let bases: [UInt64] = [50, 100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000, 5_000]
+        for (wait, base) in zip(waits, bases) {
+            #expect(wait >= base * Self.ms && wait <= (base + base / 5) * Self.ms, "\(wait) for \(base) ms")
+        }
+        // Jitter: not every wait is its base.
+        #expect(zip(waits, bases).contains { $0 != $1 * Self.ms })
+        // One loss reported, however many attempts failed.
+        #expect(events == [.lost(RedisClientError(.refused, ""))])
+    }
+
+    @Test func theSameSeedPacesAlikeAndAnotherDoesNot() {
+        func waits(seed: UInt64) -> [UInt64] {
+            var machine = Self.machine(seed: seed)
+            var now: UInt64 = 0
+            _ = machine.start(now: 0)
+            var waits: [UInt64] = []
+            for _ in 0..<6 {
+                let loss = machine.failed(RedisClientError(.refused, ""), now: now)!
+                waits.append(loss.retryAt - now)
+                now = loss.retryAt
+                _ = machine.timerFired(now: now)
+            }
+            return waits
+        }
+        #expect(waits(seed: 1) == waits(seed: 1))
+        #expect(waits(seed: 1) != waits(seed: 2))
+    }
+
+    @Test func aLossIsReportedOnceAndAReturnOnceAndThePacingStartsAgain() {
+        var machine = Self.ready()
+        var events: [RedisPipelineEvent] = [.connected]
+        var now: UInt64 = 0
+        // Lost while connected, then two failed attempts, then back.
+        let loss = machine.failed(RedisClientError(.closed, "the server closed the connection"), now: now)!
+        if let event = loss.event { events.append(event) }
+        for _ in 0..<2 {
+            now = machine.nextDeadline!
+            _ = machine.timerFired(now: now)
+            if let event = machine.failed(RedisClientError(.refused, ""), now: now)!.event { events.append(event) }
+        }
+        now = machine.nextDeadline!
+        guard case .connect = machine.timerFired(now: now) else {
+            Issue.record("no attempt")
+            return
+        }
+        machine.connected(now: now)
+        for reply in Self.setUpReplies {
+            if case .ready(let event?) = machine.received(reply, now: now) { events.append(event) }
+        }
+        #expect(events == [.connected, .lost(RedisClientError(.closed, "")), .connected])
+        // Connected again: the next loss waits 50 ms again, not 400.
+        let next = machine.failed(RedisClientError(.closed, ""), now: now)!
+        #expect(next.retryAt - now <= 60 * Self.ms)
+        #expect(next.event == .lost(RedisClientError(.closed, "")))
+    }
+
+    @Test func aFirstAttemptThatFailsIsReportedAsLost() {
+        var machine = Self.machine()
+        _ = machine.start(now: 0)
+        #expect(machine.failed(RedisClientError(.tls, ""), now: 0)?.event == .lost(RedisClientError(.tls, "")))
+    }
+
+    @Test func stoppingAnswersWhatIsInFlightAndRefusesTheRest() {
+        var machine = Self.ready()
+        Self.submit(&machine, 1, at: 0)
+        Self.submit(&machine, 2, at: 0)
+        #expect(machine.stop() == [1, 2])
+        #expect(machine.isStopped)
+        #expect(machine.nextDeadline == nil)
+        #expect(Self.submit(&machine, 3, at: 0).1 == .refused)
+        #expect(machine.failed(RedisClientError(.closed, ""), now: 0) == nil, "nothing more is reported")
+        guard case .none = machine.timerFired(now: 10_000 * Self.ms) else {
+            Issue.record("a stopped machine reconnects")
+            return
+        }
+    }
+}
