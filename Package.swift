@@ -62,7 +62,8 @@ let package = Package(
             name: "LoopSpike", dependencies: ["Loop", "CSystem", "CUV", "COpenSSL"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
-        // (the one ownership rule), bodies sent a part at a time, frames written to OpenSSL in batches.
+        // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
+        // to OpenSSL in batches (the simulator's).
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
@@ -70,9 +71,10 @@ let package = Package(
         // spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
+        // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
-            dependencies: ["CNGHTTP2", "COpenSSL", "CSystem", "HTTP2Wire", "ClientTLS", "OpenSSLSupport"],
+            dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS"],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
         // (hiredis's RESP reader and formatter, LoopTLS's client stream).
@@ -123,7 +125,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "RelayTestSupport"], swiftSettings: strict),
+            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "Loop", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),

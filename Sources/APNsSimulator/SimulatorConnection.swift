@@ -33,6 +33,8 @@ final class SimulatorConnection: TCPConnectionDelegate {
     var completedStreams: [Int32] = []
 
     private var writer = FrameWriter()
+    /// Reused for every answer's header block.
+    private var headerBlock = HeaderBlock()
     /// More than this queued on the connection (a client that does not read): nghttp2's frames wait.
     private static let queueLimit = 1 << 20
     private var tokenState = ProviderTokenVerifier.ConnectionState()
@@ -290,12 +292,13 @@ final class SimulatorConnection: TCPConnectionDelegate {
     private func submitResponse(stream: Int32, status: Int, apnsID: String, body: [UInt8]) {
         guard let session, let request = streams[stream] else { return }
         request.response = OutgoingBody(body)
-        var fields: [(String, String)] = [(":status", String(status)), ("apns-id", apnsID)]
+        var fields: [(name: String, value: String)] = [("apns-id", apnsID)]
         if !body.isEmpty {
             fields.append(("content-type", "application/json"))
             fields.append(("content-length", String(body.count)))
         }
-        HeaderBlock.withNameValuePairs(fields) { pairs, count in
+        headerBlock.setResponse(status: status, headers: fields)
+        headerBlock.withFields { pairs, count in
             if body.isEmpty {
                 _ = nghttp2_submit_response(session, stream, pairs, count, nil)
             } else {

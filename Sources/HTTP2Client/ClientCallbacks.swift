@@ -2,7 +2,9 @@ import CNGHTTP2
 import HTTP2Wire
 
 /// The nghttp2 client callbacks: non-capturing functions that find their ``HTTP2ClientConnection``
-/// through the session's user data (``HTTP2Session``, which states who owns what).
+/// through the session's user data (``HTTP2Session``, which states who owns what). nghttp2 calls them
+/// only from inside the connection's own `nghttp2_session_mem_recv` and `nghttp2_session_mem_send`, on its
+/// loop's thread.
 enum ClientCallbacks {
     /// One callback table for every session of the process (nghttp2 copies it into each session).
     nonisolated(unsafe) static let table: OpaquePointer = {

@@ -1,111 +1,202 @@
-import Foundation
+import Loop
 import Synchronization
 
-/// The shared heart of an ``HTTP2Client``: the ``PoolStateMachine`` and the running connections
-/// behind one lock. `send` hands requests in; connection threads exchange reports for work.
-/// Decisions are made under the lock; threads are started and completions called after it.
-final class ClientCore: Sendable {
-    struct State: ~Copyable {
-        var pool: PoolStateMachine
-        var connections: [Int: HTTP2ClientConnection] = [:]
-    }
+/// The heart of an ``HTTP2Client`` on its event loop: the ``PoolStateMachine`` and the connections,
+/// owned by the loop's thread (no lock). `send` hands requests in (on the loop, or through
+/// `EventLoop.execute`); connections hand in their reports; the core carries out what the pool answers
+/// (makes connections, gives them requests, calls completions) in the same turn.
+///
+/// Re-entrancy: a completion may call `send` (or `shutdown`) at once. Reports and completions wait in
+/// two queues that one `drain` empties, so the pool's decisions are applied one at a time, each on a
+/// pool whose last decision is fully carried out.
+final class ClientCore: @unchecked Sendable {
+    // @unchecked: every stored property but `counters` and `isShutDown` is used on `loop`'s thread only
+    // (each entry point checks it or hops there); those two are atomics, read from any thread.
 
-    /// What a connection's thread gets back from `exchange`.
-    struct Step {
-        var deliveries: [PoolStateMachine.Delivery]
-        var inbox: [PendingRequest]
-        var exit: Bool
-        var shutDown: Bool
-        var queueDeadline: ContinuousClock.Instant?
-    }
-
+    let loop: EventLoop
     let settings: ClientSettings
-    private let state: Mutex<State>
+    private var pool: PoolStateMachine
+    private var connections: [Int: HTTP2ClientConnection] = [:]
+    /// Connections whose report waits for `drain`.
+    private var reports: [HTTP2ClientConnection] = []
+    /// Completions that wait for `drain`.
+    private var deliveries: [PoolStateMachine.Delivery] = []
+    private var draining = false
+    /// Fails requests that waited in the pool's queue past their deadline.
+    private var queueTimer: LoopTimer?
+    private var queueTimerDue: UInt64?
 
-    init(settings: ClientSettings, maxConnections: Int) {
+    /// The statistics, published after every change for readers on any thread.
+    private let counters = Counters()
+    /// Set once `shutdown` has begun (read by `send` on any thread).
+    private let shutDownFlag = Atomic<Bool>(false)
+
+    private final class Counters: Sendable {
+        let opened = Atomic<Int>(0)
+        let replaced = Atomic<Int>(0)
+        let open = Atomic<Int>(0)
+        let retries = Atomic<Int>(0)
+        /// Accepted by `send` and not completed: counted from `send` on, on whatever thread it ran.
+        let inFlight = Atomic<Int>(0)
+    }
+
+    init(settings: ClientSettings, maxConnections: Int, loop: EventLoop) {
         self.settings = settings
-        state = Mutex(State(pool: PoolStateMachine(maxConnections: maxConnections, maxStreams: settings.maxStreams)))
+        self.loop = loop
+        pool = PoolStateMachine(maxConnections: maxConnections, maxStreams: settings.maxStreams)
     }
 
-    var statistics: HTTP2ClientStatistics { state.withLock { $0.pool.statistics } }
+    var statistics: HTTP2ClientStatistics {
+        HTTP2ClientStatistics(
+            connectionsOpened: counters.opened.load(ordering: .relaxed),
+            connectionsReplaced: counters.replaced.load(ordering: .relaxed),
+            connectionsOpen: counters.open.load(ordering: .relaxed),
+            requestsInFlight: counters.inFlight.load(ordering: .relaxed),
+            retries: counters.retries.load(ordering: .relaxed))
+    }
 
-    var isShutDown: Bool { state.withLock { $0.pool.isShutDown } }
+    var isShutDown: Bool { shutDownFlag.load(ordering: .relaxed) }
 
+    /// `send` accepted a request (any thread): it counts as in flight until its completion is called.
+    func accepted() {
+        counters.inFlight.add(1, ordering: .relaxed)
+    }
+
+    /// Completes a request that never reached the pool (the loop had stopped).
+    func rejected(_ request: PendingRequest) {
+        counters.inFlight.subtract(1, ordering: .relaxed)
+        request.completion(.failure(StreamOutcome.shutdown(written: false).error!))
+    }
+
+    // MARK: On the loop
+
+    /// A request from `send`.
     func submit(_ request: PendingRequest) {
-        var started: HTTP2ClientConnection?
-        var woken: HTTP2ClientConnection?
-        let placement = state.withLock { state -> PoolStateMachine.Placement in
-            let placement = state.pool.submit(request, now: .now)
-            switch placement {
-            case .slot(let id, let wake): if wake { woken = state.connections[id] }
-            case .newConnection(let id, let notBefore): started = register(id, notBefore: notBefore, in: &state)
-            case .queued, .rejected: break
+        switch pool.submit(request, now: EventLoop.monotonicNanoseconds()) {
+        case .connection(let id):
+            connections[id]?.accept(request)
+        case .newConnection(let id, let notBefore):
+            start(id, notBefore: notBefore)?.accept(request)
+        case .queued:
+            armQueueTimer()
+        case .rejected:
+            deliveries.append(.init(request: request, result: .failure(StreamOutcome.shutdown(written: false).error!)))
+        }
+        drain()
+    }
+
+    /// A connection's machine has news for the pool.
+    func connectionHasReport(_ connection: HTTP2ClientConnection) {
+        reports.append(connection)
+        drain()
+    }
+
+    private func start(_ id: Int, notBefore: UInt64?) -> HTTP2ClientConnection? {
+        let connection = HTTP2ClientConnection(id: id, core: self, notBefore: notBefore)
+        connections[id] = connection
+        connection.begin()
+        return connections[id]
+    }
+
+    /// Applies the pool's decisions for every waiting report, then calls the waiting completions, until
+    /// both queues are empty; then publishes the statistics.
+    private func drain() {
+        guard !draining else { return }
+        draining = true
+        while true {
+            if !reports.isEmpty {
+                let connection = reports.removeFirst()
+                apply(connection.takeReport(), of: connection)
+                continue
             }
-            return placement
-        }
-        // The wake-up is a system call that lets the connection's thread run at once: made after
-        // unlocking, so that thread does not find the lock still held (see `HTTP2ClientConnection.wake()`).
-        woken?.wake()
-        started?.start()
-        if placement == .rejected {
-            request.completion(
-                .failure(HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
-        }
-    }
-
-    private func register(_ id: Int, notBefore: ContinuousClock.Instant?, in state: inout State)
-        -> HTTP2ClientConnection
-    {
-        let connection = HTTP2ClientConnection(id: id, core: self, settings: settings, notBefore: notBefore)
-        state.connections[id] = connection
-        return connection
-    }
-
-    /// A connection's thread reports what ended and takes its new requests.
-    func exchange(connection: HTTP2ClientConnection, report: PoolStateMachine.Report, now: ContinuousClock.Instant)
-        -> Step
-    {
-        var started: [HTTP2ClientConnection] = []
-        var woken: [HTTP2ClientConnection] = []
-        let step = state.withLock { state -> Step in
-            let effects = state.pool.finish(connection: connection.id, report: report, now: now)
-            var deliveries = effects.deliveries
-            for request in state.pool.removeExpired(now: now) {
-                let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
-                deliveries.append(PoolStateMachine.Delivery(request: request, result: .failure(error)))
+            if !deliveries.isEmpty {
+                var batch: [PoolStateMachine.Delivery] = []
+                swap(&batch, &deliveries)
+                for delivery in batch {
+                    counters.inFlight.subtract(1, ordering: .relaxed)
+                    delivery.request.completion(delivery.result)
+                }
+                continue
             }
-            for id in effects.wake { if let connection = state.connections[id] { woken.append(connection) } }
-            for new in effects.start { started.append(register(new.id, notBefore: new.notBefore, in: &state)) }
-            if effects.exit { state.connections[connection.id] = nil }
-            return Step(
-                deliveries: deliveries, inbox: state.pool.takeInbox(of: connection.id), exit: effects.exit,
-                shutDown: state.pool.isShutDown, queueDeadline: state.pool.earliestQueuedDeadline)
+            break
         }
-        for connection in woken { connection.wake() }
-        for connection in started { connection.start() }
-        return step
+        draining = false
+        publish()
     }
 
-    /// A connection's thread leaves at shutdown, having failed `completed` requests.
-    func departed(connection: HTTP2ClientConnection, completed: Int) {
-        state.withLock { state in
-            state.pool.remove(connection: connection.id, completed: completed)
-            state.connections[connection.id] = nil
+    private func apply(_ report: PoolStateMachine.Report, of connection: HTTP2ClientConnection) {
+        if let onEvent = settings.onEvent { for event in report.events { onEvent(event) } }
+        guard connections[connection.id] === connection else {
+            // Not the pool's any more (shut down): what ended here ends for good.
+            for ended in report.results { deliveries.append(.init(request: ended.request, result: result(of: ended))) }
+            return
         }
+        let effects = pool.finish(connection: connection.id, report: report, now: EventLoop.monotonicNanoseconds())
+        if effects.exit {
+            connections[connection.id] = nil
+            connection.close(graceful: true)
+        }
+        for new in effects.start {
+            let started = start(new.id, notBefore: new.notBefore)
+            if let first = new.first { started?.accept(first) }
+        }
+        for assignment in effects.assignments { connections[assignment.connection]?.accept(assignment.request) }
+        deliveries.append(contentsOf: effects.deliveries)
+        armQueueTimer()
     }
 
-    /// Fails queued requests, tells every connection to fail its own and end, and waits for them.
+    private func result(of ended: PoolStateMachine.Ended) -> Result<HTTP2Response, HTTP2ClientError> {
+        if let response = ended.response, case .answered = ended.outcome { return .success(response) }
+        return .failure(
+            ended.outcome.error ?? HTTP2ClientError(.protocolError, "no answer", mayHaveBeenProcessed: true))
+    }
+
+    private func publish() {
+        let statistics = pool.statistics
+        counters.opened.store(statistics.connectionsOpened, ordering: .relaxed)
+        counters.replaced.store(statistics.connectionsReplaced, ordering: .relaxed)
+        counters.open.store(statistics.connectionsOpen, ordering: .relaxed)
+        counters.retries.store(statistics.retries, ordering: .relaxed)
+    }
+
+    /// Schedules the queue's timer for its earliest deadline, unless it is due before that already.
+    private func armQueueTimer() {
+        guard let next = pool.earliestQueuedDeadline, !pool.isShutDown else { return }
+        if let due = queueTimerDue, due <= next { return }
+        let timer = queueTimer ?? LoopTimer(on: loop) { [self] in queueTimerFired() }
+        queueTimer = timer
+        let now = EventLoop.monotonicNanoseconds()
+        timer.schedule(afterMilliseconds: next > now ? (next - now + 999_999) / 1_000_000 : 0)
+        queueTimerDue = next
+    }
+
+    private func queueTimerFired() {
+        queueTimerDue = nil
+        for request in pool.removeExpired(now: EventLoop.monotonicNanoseconds()) {
+            let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
+            deliveries.append(.init(request: request, result: .failure(error)))
+        }
+        armQueueTimer()
+        drain()
+    }
+
+    /// Fails queued and in-flight requests with `.shutdown` and closes every connection.
     func shutDown() {
-        let (queued, connections) = state.withLock { state in
-            let queued = state.pool.isShutDown ? [] : state.pool.shutDown()
-            let connections = Array(state.connections.values)
-            for connection in connections { connection.wake() }
-            return (queued, connections)
+        loop.preconditionCurrent()
+        guard !pool.isShutDown else { return }
+        shutDownFlag.store(true, ordering: .relaxed)
+        let notSent = Result<HTTP2Response, HTTP2ClientError>.failure(StreamOutcome.shutdown(written: false).error!)
+        for request in pool.shutDown() { deliveries.append(.init(request: request, result: notSent)) }
+        let closing = connections.keys.sorted().compactMap { connections[$0] }
+        connections = [:]
+        for connection in closing {
+            for ended in connection.shutDown() {
+                deliveries.append(.init(request: ended.request, result: .failure(ended.outcome.error!)))
+            }
         }
-        for request in queued {
-            request.completion(
-                .failure(HTTP2ClientError(.shutdown, "the client was shut down", mayHaveBeenProcessed: false)))
-        }
-        for connection in connections { connection.join() }
+        queueTimer?.close()
+        queueTimer = nil
+        queueTimerDue = nil
+        drain()
     }
 }

@@ -1,7 +1,7 @@
 import ClientTLS
 
 /// What every connection of one client shares: the origin, the TLS context, the limits.
-/// Built once by `HTTP2Client.init`, then only read by the connection threads.
+/// Built once by `HTTP2Client.init`, then only read (on the client's loop).
 final class ClientSettings: Sendable {
     /// The host to verify the certificate against (IPv6 literals without brackets).
     let host: String
@@ -9,18 +9,12 @@ final class ClientSettings: Sendable {
     let authority: String
     /// The host is an IP address literal: verified against the certificate's IP addresses, no SNI.
     let hostIsAddress: Bool
-    let connectTimeout: Duration
+    let port: UInt16
     let maxStreams: Int
     let tls: TLSClientContext
-    let resolver: OriginResolver
     let provesConnection: @Sendable (Int) -> Bool
     let timing: ConnectionStateMachine.Timing
     let onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
-
-    /// The largest response body kept; a larger one fails its request (`.protocolError`).
-    static let maxResponseBodyBytes = 1 << 20
-    /// The most response header fields kept (APNs sends two or three); further ones are dropped.
-    static let maxResponseHeaderFields = 64
 
     init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
         guard let origin = Origin(configuration.origin) else {
@@ -43,17 +37,18 @@ final class ClientSettings: Sendable {
         host = origin.host
         authority = origin.authority
         hostIsAddress = origin.isAddress
-        connectTimeout = configuration.connectTimeout
+        port = origin.port
         maxStreams = configuration.maxStreamsPerConnection
         do {
             tls = try TLSClientContext(extraCAFile: configuration.caFile, alpn: ["h2"])
         } catch {
             throw HTTP2ClientError(.invalidConfiguration, error.reason, mayHaveBeenProcessed: false)
         }
-        resolver = OriginResolver(host: origin.host, port: origin.port)
         provesConnection = configuration.provesConnection
         timing = ConnectionStateMachine.Timing(
-            pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout)
+            connectTimeout: configuration.connectTimeout.nanoseconds,
+            pingInterval: configuration.pingInterval.nanoseconds,
+            pingTimeout: configuration.pingTimeout.nanoseconds)
         onEvent = configuration.onEvent
     }
 }

@@ -1,22 +1,25 @@
-/// The life of one HTTP/2 connection as a pure state machine: no sockets, no threads, no clock
-/// of its own. ``HTTP2ClientConnection`` (the I/O layer) feeds it what happened (connected, a stream's end,
-/// GOAWAY, PING answered, time passing) and does what it answers.
+/// The life of one HTTP/2 connection as a pure state machine: no sockets, no loop, no clock of its
+/// own (time comes in as monotonic nanoseconds). ``HTTP2ClientConnection`` (the I/O shell) feeds it
+/// what happened (connected, a header or data received, a stream's end, GOAWAY, a PING answer, a
+/// timer) and does what each input's result says; the machine keeps the requests given to the
+/// connection, its streams and their answers, and the report the pool reads (``takeReport()``).
 ///
-/// It decides the two things that must never be wrong (DESIGN.md, "Lifecycle"):
-/// - whether a request that got no answer may have been processed: only a request whose
-///   HEADERS reached the socket may have been; a refused stream (RST_STREAM REFUSED_STREAM) or one
+/// It decides the things that must never be wrong (DESIGN.md, "Lifecycle"):
+/// - whether a request that got no answer may have been processed: only a request whose HEADERS
+///   were handed to the socket may have been; a refused stream (RST_STREAM REFUSED_STREAM) or one
 ///   above a GOAWAY's last stream id certainly was not (RFC 9113 8.7);
-/// - when the connection stops taking streams: after GOAWAY, a refused stream, a stream that
-///   passed its deadline, an unanswered PING, or a broken socket.
-struct ConnectionStateMachine: Sendable {
-    typealias Instant = ContinuousClock.Instant
-
-    /// Timing rules, from the client's configuration.
+/// - when the connection stops taking streams: after GOAWAY, a refused stream, a stream that passed
+///   its deadline, an unanswered PING, a broken connection, or a connect that failed or took too long;
+/// - when it is proven: an answer the client's `provesConnection` accepts (APNs: anything but 403).
+struct ConnectionStateMachine {
+    /// Timing rules, from the client's configuration (nanoseconds).
     struct Timing: Sendable, Equatable {
+        /// Resolving, connecting and the TLS handshake together.
+        var connectTimeout: UInt64 = 5_000_000_000
         /// Idle this long (nothing received, no stream open): send PING.
-        var pingInterval: Duration = .seconds(60)
+        var pingInterval: UInt64 = 60_000_000_000
         /// A PING unanswered this long retires the connection.
-        var pingTimeout: Duration = .seconds(10)
+        var pingTimeout: UInt64 = 10_000_000_000
     }
 
     /// What a GOAWAY said.
@@ -31,76 +34,146 @@ struct ConnectionStateMachine: Sendable {
 
     /// Why the connection takes no new streams.
     enum RetireCause: Sendable, Equatable {
-        case goaway(Goaway)
+        case goaway
         case refusedStream
-        /// A request passed its deadline on it: the connection is presumed silent.
+        /// A request passed its deadline on it: the connection is presumed silent (or, while
+        /// connecting, unreachable).
         case deadline
         case pingUnanswered
-        case lost(String)
+        case lost
     }
 
-    /// One stream the machine knows of.
-    struct Stream: Sendable, Equatable {
-        var deadline: Instant
+    /// Why the connection could not be made or broke, as the I/O shell saw it.
+    enum Failure: Sendable, Equatable {
+        /// The host name did not resolve (the resolver's words).
+        case resolve(String)
+        /// No TCP connection (the system's words).
+        case connect(String)
+        /// The server's certificate was not accepted (OpenSSL's words).
+        case certificate(String)
+        /// The TLS handshake failed otherwise, or the connection closed during it.
+        case handshake(String)
+        /// The connection closed or broke once up (`closedByPeer`: the server closed it).
+        case broken(String, closedByPeer: Bool)
+    }
+
+    /// One submitted stream: its request and what has arrived of the answer.
+    struct Stream {
+        let request: PendingRequest
         /// Its HEADERS frame was handed to the socket: from now on the server may process it.
         var written = false
-    }
-
-    struct Connecting: Sendable, Equatable {
-        var deadline: Instant
+        /// Bytes of the request's body handed to the session so far.
+        var bodySent = 0
+        /// The final `:status` (informational 1xx answers are skipped).
+        var status: Int?
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        /// The answer ended (END_STREAM received).
+        var ended = false
+        /// The body passed `maxResponseBodyBytes`: the stream was cancelled.
+        var tooLarge = false
     }
 
     struct Open: Sendable, Equatable {
-        var streams: [Int32: Stream] = [:]
         /// When something last arrived or a stream last ended.
-        var lastActivity: Instant
+        var lastActivity: UInt64
         /// A PING is out since then, unanswered.
-        var pingSentAt: Instant?
-    }
-
-    /// Retired: takes no new streams; the open ones may still be answered.
-    struct Draining: Sendable, Equatable {
-        var streams: [Int32: Stream]
-        var cause: RetireCause
-        var goaway: Goaway?
-    }
-
-    struct Closed: Sendable, Equatable {
-        /// Why requests not yet sent fail.
-        var unsent: HTTP2ClientError
-        /// The connection had been up: requests not yet sent go elsewhere as never sent, not as
-        /// victims of a connection that could not be made.
-        var wasOpen = false
+        var pingSentAt: UInt64?
     }
 
     enum State: Sendable, Equatable {
-        case connecting(Connecting)
+        /// Waiting to connect (reconnects after GOAWAYs in a row are paced).
+        case paced(until: UInt64)
+        /// Resolving, connecting, handshaking.
+        case connecting(deadline: UInt64)
         case open(Open)
-        case draining(Draining)
-        case closed(Closed)
+        /// Retired: takes no new streams; the open ones may still be answered.
+        case draining(goaway: Goaway?)
+        /// Why requests given to it now fail (not sent).
+        case closed(unsent: StreamOutcome)
     }
 
-    /// What the I/O layer must do.
-    enum Action: Sendable, Equatable {
-        case sendPing
-        /// Cancel the stream (RST_STREAM CANCEL) and fail its request with this outcome.
-        case cancel(stream: Int32, StreamOutcome)
-        /// The connection no longer takes streams (tell the pool).
-        case retire(RetireCause)
-        /// Close the socket.
+    /// What the shell does once `start` has run.
+    enum StartResult: Sendable, Equatable {
+        case connect
+        /// Wait for the timer (pacing).
+        case wait
+    }
+
+    /// What the shell does once the TLS connection is up.
+    enum ConnectedResult: Sendable, Equatable {
+        /// Make the nghttp2 session and send the connection preface.
+        case openSession
+        /// Close the connection (HTTP/2 not agreed, or the connection was given up meanwhile).
         case close
     }
 
+    /// What the shell does after `accept`.
+    enum AcceptResult: Sendable, Equatable {
+        /// Submit what waits (the session is open).
+        case submit
+        /// Nothing yet: it goes out once the connection is up.
+        case wait
+        /// It ended at once (the connection takes no streams): the report carries it.
+        case ended
+    }
+
+    /// What the shell does after data arrived on a stream.
+    enum DataResult: Sendable, Equatable {
+        case kept
+        /// The answer is too large: cancel the stream (RST_STREAM CANCEL).
+        case cancel
+    }
+
+    /// What the shell does after the timer fired.
+    struct TimerResult: Sendable, Equatable {
+        /// Start connecting (pacing is over).
+        var connect = false
+        var sendPing = false
+        /// Streams that passed their deadline: cancel them (RST_STREAM CANCEL).
+        var cancel: [Int32] = []
+        /// Close the connection at once (connect timed out, PING unanswered, given up).
+        var close = false
+    }
+
+    /// The largest response body kept; a larger one fails its request.
+    static let maxResponseBodyBytes = 1 << 20
+    /// The most response header fields kept (APNs sends two or three); further ones are dropped.
+    static let maxResponseHeaderFields = 64
+    /// RST_STREAM REFUSED_STREAM (RFC 9113 7).
+    static let refusedStreamCode: UInt32 = 0x7
+
     private(set) var state: State
     let timing: Timing
-    /// No open stream's deadline is before this (it may be stale, never late): rounds that come
-    /// before it skip the scan of every stream.
-    private var deadlineBound: Instant?
+    private let provesConnection: @Sendable (Int) -> Bool
+    /// Requests given to the connection and not yet submitted (it is connecting, or the server's
+    /// stream limit is reached), oldest first.
+    private(set) var waiting = RequestQueue()
+    /// Submitted streams by id, until they close. Kept beside `state` rather than in its payloads, so
+    /// that an answer's bytes are appended in place (open and draining connections have streams; the
+    /// others have none).
+    private(set) var streams: [Int32: Stream] = [:]
+    /// No open stream's deadline is before this (it may be stale, never late).
+    private var deadlineBound: UInt64?
+    private(set) var proven = false
+    private var established = false
+    private var sawGoaway = false
+    /// What the pool has not been told yet.
+    private var results: [PoolStateMachine.Ended] = []
+    private var events: [HTTP2ClientEvent] = []
+    /// The flags last reported (a change is news for the pool).
+    private var reportedFlags: (established: Bool, proven: Bool, retired: Bool) = (false, false, false)
 
-    init(connectDeadline: Instant, timing: Timing = Timing()) {
-        state = .connecting(Connecting(deadline: connectDeadline))
+    init(
+        timing: Timing = Timing(), notBefore: UInt64? = nil,
+        provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true }
+    ) {
         self.timing = timing
+        self.provesConnection = provesConnection
+        state = .paced(until: notBefore ?? 0)
     }
+
+    // MARK: Questions
 
     /// New streams may be submitted.
     var takesStreams: Bool {
@@ -113,50 +186,204 @@ struct ConnectionStateMachine: Sendable {
         return false
     }
 
-    var isConnecting: Bool {
-        if case .connecting = state { return true }
-        return false
+    /// The connection takes no new requests (retired or closed).
+    var isRetired: Bool {
+        switch state {
+        case .draining, .closed: true
+        case .paced, .connecting, .open: false
+        }
     }
 
     /// The GOAWAY received, if any.
     var goaway: Goaway? {
-        if case .draining(let draining) = state { return draining.goaway }
+        if case .draining(let goaway) = state { return goaway }
         return nil
     }
 
-    // MARK: Inputs
+    /// Open streams whose HEADERS were handed to the socket.
+    var writtenStreams: [Int32] { streams.filter { $0.value.written }.map(\.key).sorted() }
 
-    /// TLS and ALPN succeeded; the HTTP/2 session runs.
-    mutating func connected(now: Instant) {
-        guard case .connecting = state else { return }
+    // MARK: Connecting
+
+    /// Begins: connect now, or wait for the timer when reconnects are paced.
+    mutating func start(now: UInt64) -> StartResult {
+        guard case .paced(let until) = state else { return .wait }
+        if until > now { return .wait }
+        state = .connecting(deadline: now &+ timing.connectTimeout)
+        return .connect
+    }
+
+    /// TLS succeeded; `http2Agreed` tells whether ALPN chose h2.
+    mutating func connected(http2Agreed: Bool, now: UInt64) -> ConnectedResult {
+        guard case .connecting = state else { return .close }
+        guard http2Agreed else {
+            fail(.tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)", detail: "")
+            return .close
+        }
         state = .open(Open(lastActivity: now))
+        established = true
+        events.append(HTTP2ClientEvent(.connected))
+        return .openSession
     }
 
-    /// The connection could not be made; every request given to it fails unsent.
-    mutating func connectFailed(_ error: HTTP2ClientError) {
-        state = .closed(Closed(unsent: error))
+    /// The connection could not be made, or broke.
+    mutating func failed(_ failure: Failure) {
+        switch state {
+        case .paced, .connecting:
+            switch failure {
+            case .resolve(let text):
+                fail(.connectFailed, .cannotResolve, "cannot resolve the host: \(text)", detail: text)
+            case .connect(let text):
+                fail(.connectFailed, .cannotConnect, "cannot connect: \(text)", detail: text)
+            case .certificate(let text):
+                fail(.tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)", detail: text)
+            case .handshake(let text), .broken(let text, _):
+                fail(.tls, .tlsFailed, "the TLS handshake failed: \(text)", detail: text)
+            }
+        case .open, .draining:
+            let reason: String
+            switch failure {
+            case .broken(_, closedByPeer: true): reason = "the connection closed before the answer"
+            case .resolve(let text), .connect(let text), .certificate(let text), .handshake(let text),
+                .broken(let text, _):
+                reason = "the connection broke: \(text)"
+            }
+            lose(reason)
+        case .closed:
+            break
+        }
     }
 
-    /// A request was handed to nghttp2 as stream `id`.
-    mutating func streamSubmitted(_ id: Int32, deadline: Instant) {
-        modifyStreams { $0[id] = Stream(deadline: deadline) }
-        deadlineBound = min(deadlineBound ?? deadline, deadline)
+    /// Fails the connect: every request given to it ends unsent, and the event says why.
+    private mutating func fail(
+        _ code: HTTP2ClientError.Code, _ kind: HTTP2ClientEvent.Kind, _ reason: String, detail: String
+    ) {
+        state = .closed(unsent: .connectFailed(HTTP2ClientError(code, reason, mayHaveBeenProcessed: false)))
+        events.append(HTTP2ClientEvent(kind, detail))
+        endWaiting()
     }
 
-    /// The stream's HEADERS reached the socket.
+    // MARK: Requests
+
+    /// The pool gave the connection a request.
+    mutating func accept(_ request: PendingRequest) -> AcceptResult {
+        switch state {
+        case .paced, .connecting:
+            waiting.append(request)
+            return .wait
+        case .open:
+            waiting.append(request)
+            return .submit
+        case .draining, .closed:
+            end(request, unsentOutcome)
+            return .ended
+        }
+    }
+
+    /// A request waits and may be submitted now: the connection takes streams and fewer than `limit` are open.
+    func canSubmit(limit: Int) -> Bool {
+        takesStreams && streams.count < limit && !waiting.isEmpty
+    }
+
+    /// The next request to submit, while the connection takes streams and fewer than `limit` are open.
+    mutating func nextToSubmit(limit: Int) -> PendingRequest? {
+        guard takesStreams, streams.count < limit else { return nil }
+        return waiting.popFirst()
+    }
+
+    /// A request became stream `id` in the session.
+    mutating func submitted(_ request: PendingRequest, as id: Int32) {
+        streams[id] = Stream(request: request)
+        deadlineBound = min(deadlineBound ?? request.deadline, request.deadline)
+    }
+
+    /// The session refused to make a stream for the request: it was not sent.
+    mutating func submitFailed(_ request: PendingRequest) {
+        end(request, .notSent)
+    }
+
+    /// Copies the next part of stream `id`'s request body, at most `buffer.count` bytes, into `buffer`;
+    /// returns its size and whether it is the last part (a stream the machine no longer knows has nothing).
+    mutating func nextBodyPart(stream id: Int32, into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, last: Bool)
+    {
+        guard let stream = streams[id] else { return (0, true) }
+        let body = stream.request.request.body
+        let count = min(buffer.count, body.count - stream.bodySent)
+        if count > 0 {
+            body.withUnsafeBytes { bytes in
+                buffer.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: bytes[stream.bodySent..<stream.bodySent + count]))
+            }
+            streams[id]!.bodySent += count
+        }
+        return (count, stream.bodySent + count == body.count)
+    }
+
+    /// The stream's HEADERS were handed to the socket.
     mutating func headersWritten(_ id: Int32) {
-        modifyStreams { $0[id]?.written = true }
+        streams[id]?.written = true
     }
 
-    /// A frame arrived: the connection is alive.
-    mutating func received(now: Instant) {
+    /// A submitted stream was never sent (nghttp2 dropped it, for example after GOAWAY).
+    mutating func streamNotSent(_ id: Int32) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        if let goaway, id > goaway.lastStreamID {
+            end(stream.request, .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id))
+        } else {
+            end(stream.request, .notSent)
+        }
+    }
+
+    // MARK: Receiving
+
+    /// Bytes arrived: the connection is alive.
+    mutating func received(now: UInt64) {
         if case .open(var open) = state {
             open.lastActivity = now
             state = .open(open)
         }
     }
 
-    mutating func pingAnswered(now: Instant) {
+    /// A header field of an answer arrived.
+    mutating func headerReceived(stream id: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+    {
+        guard streams[id] != nil else { return }
+        if name.first == UInt8(ascii: ":") {
+            guard name.elementsEqual(":status".utf8) else { return }
+            var status = 0
+            for byte in value where byte >= 0x30 && byte <= 0x39 && status < 1000 {
+                status = status * 10 + Int(byte - 0x30)
+            }
+            if status >= 200 {
+                streams[id]!.status = status
+                streams[id]!.headers = []
+            } else {
+                streams[id]!.status = nil  // informational: its fields are not the answer's
+            }
+            return
+        }
+        // Fields of an informational answer are skipped; past `maxResponseHeaderFields`, the rest.
+        guard streams[id]!.status != nil, streams[id]!.headers.count < Self.maxResponseHeaderFields else { return }
+        streams[id]!.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+    }
+
+    /// Part of an answer's body arrived.
+    mutating func dataReceived(stream id: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> DataResult {
+        guard let stream = streams[id], !stream.tooLarge else { return .kept }
+        guard stream.body.count + bytes.count <= Self.maxResponseBodyBytes else {
+            streams[id]!.tooLarge = true
+            return .cancel
+        }
+        streams[id]!.body.append(contentsOf: bytes)
+        return .kept
+    }
+
+    /// The answer on `id` ended (END_STREAM).
+    mutating func answerEnded(stream id: Int32) {
+        streams[id]?.ended = true
+    }
+
+    mutating func pingAnswered(now: UInt64) {
         if case .open(var open) = state {
             open.pingSentAt = nil
             open.lastActivity = now
@@ -165,213 +392,247 @@ struct ConnectionStateMachine: Sendable {
     }
 
     /// GOAWAY arrived: no new streams; streams above `lastStreamID` will be closed refused.
-    mutating func goawayReceived(lastStreamID: Int32, errorCode: UInt32, reason: String?) -> [Action] {
+    mutating func goawayReceived(lastStreamID: Int32, errorCode: UInt32, reason: String?) {
         switch state {
-        case .open(let open):
+        case .open, .draining(nil):
             let goaway = Goaway(
-                lastStreamID: lastStreamID, errorCode: errorCode, reason: reason, streamsOpen: open.streams.count)
-            state = .draining(Draining(streams: open.streams, cause: .goaway(goaway), goaway: goaway))
-            return [.retire(.goaway(goaway))]
-        case .draining(var draining):
+                lastStreamID: lastStreamID, errorCode: errorCode, reason: reason, streamsOpen: streams.count)
+            let wasOpen = takesStreams
+            state = .draining(goaway: goaway)
+            sawGoaway = true
+            events.append(HTTP2ClientEvent(.goaway, reason ?? StreamOutcome.name(ofErrorCode: errorCode)))
+            if wasOpen { endWaiting() }
+        case .draining(let earlier?):
             // A second GOAWAY may only lower the last stream id (RFC 9113 6.8).
-            let lowest = min(draining.goaway?.lastStreamID ?? lastStreamID, lastStreamID)
-            let goaway = Goaway(
-                lastStreamID: lowest, errorCode: errorCode, reason: reason ?? draining.goaway?.reason,
-                streamsOpen: draining.goaway?.streamsOpen ?? draining.streams.count)
-            draining.goaway = goaway
-            state = .draining(draining)
-            return []
-        case .connecting, .closed:
-            return []
+            state = .draining(
+                goaway: Goaway(
+                    lastStreamID: min(earlier.lastStreamID, lastStreamID), errorCode: errorCode,
+                    reason: reason ?? earlier.reason, streamsOpen: earlier.streamsOpen))
+        case .paced, .connecting, .closed:
+            break
         }
     }
 
-    /// A stream ended. `status` is the final status if the whole answer arrived; `resetCode` is
-    /// the RST_STREAM (or close) code. Returns how its request ends, and actions.
-    mutating func streamClosed(_ id: Int32, status: Int?, resetCode: UInt32, now: Instant) -> (
-        StreamOutcome, [Action]
-    ) {
-        var stream: Stream?
-        modifyStreams { stream = $0.removeValue(forKey: id) }
-        let written = stream?.written ?? false
+    /// A stream ended, `errorCode` its RST_STREAM (or close) code. Returns how its request ended (nil
+    /// for a stream the machine no longer knows: one it cancelled).
+    @discardableResult
+    mutating func streamClosed(_ id: Int32, errorCode: UInt32, now: UInt64) -> StreamOutcome? {
+        guard let stream = streams.removeValue(forKey: id) else { return nil }
         if case .open(var open) = state {
             open.lastActivity = now
             state = .open(open)
         }
-        if let status { return (.answered(status: status), []) }
-        let goaway = self.goaway
-        if resetCode == Self.refusedStream || (goaway.map { id > $0.lastStreamID } ?? false) {
-            if let goaway, id > goaway.lastStreamID {
-                return (.refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id), [])
+        let outcome: StreamOutcome
+        if stream.tooLarge {
+            outcome = .tooLarge
+        } else if stream.ended, let status = stream.status {
+            outcome = .answered(status: status)
+            if !proven && provesConnection(status) {
+                proven = true
+                events.append(HTTP2ClientEvent(.proven))
             }
-            return (.refusedStream, retire(.refusedStream))
+            end(
+                stream.request, outcome,
+                response: HTTP2Response(status: status, headers: stream.headers, body: stream.body))
+            return outcome
+        } else if let goaway, id > goaway.lastStreamID {
+            outcome = .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id)
+        } else if errorCode == Self.refusedStreamCode {
+            outcome = .refusedStream
+            retire(.refusedStream)
+        } else if !stream.written {
+            outcome = .notSent
+        } else {
+            outcome = .reset(code: errorCode)
         }
-        if !written { return (.notSent, []) }
-        return (.reset(code: resetCode), [])
+        end(stream.request, outcome)
+        return outcome
     }
 
-    /// A submitted stream was never sent (nghttp2 dropped it, for example after GOAWAY).
-    mutating func streamNotSent(_ id: Int32) -> StreamOutcome {
-        modifyStreams { $0[id] = nil }
-        if let goaway, id > goaway.lastStreamID { return .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id) }
-        return .notSent
-    }
+    // MARK: Time
 
-    /// A stream that ended with its connection, and how its request ends.
-    struct LostStream: Sendable, Equatable {
-        var stream: Int32
-        var outcome: StreamOutcome
-    }
-
-    /// The socket broke: every open stream ends (processed if written, unless GOAWAY said not),
-    /// in stream order.
-    mutating func connectionLost(_ reason: String) -> [LostStream] {
-        let streams = currentStreams
-        let goaway = self.goaway
-        let wasOpen = !isConnecting
-        state = .closed(
-            Closed(unsent: HTTP2ClientError(.connectionLost, reason, mayHaveBeenProcessed: false), wasOpen: wasOpen))
-        return streams.keys.sorted().map { id in
-            let stream = streams[id]!
-            if let goaway, id > goaway.lastStreamID {
-                return LostStream(stream: id, outcome: .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id))
-            }
-            return LostStream(stream: id, outcome: stream.written ? .lost(reason) : .notSent)
-        }
-    }
-
-    /// Time passed: deadlines, PING, the connect timeout. Call on every round.
-    mutating func tick(now: Instant) -> [Action] {
-        var actions: [Action] = []
+    /// The timer fired: pacing over, connect timeout, deadlines, PING.
+    mutating func timerFired(now: UInt64) -> TimerResult {
+        var result = TimerResult()
         switch state {
-        case .connecting(let connecting):
-            if connecting.deadline <= now {
-                state = .closed(
-                    Closed(unsent: HTTP2ClientError(.connectFailed, "connect timed out", mayHaveBeenProcessed: false)))
-                actions.append(.close)
+        case .paced:
+            _ = expireWaiting(now: now)
+            if start(now: now) == .connect { result.connect = true }
+            return result
+        case .connecting(let deadline):
+            if deadline <= now {
+                fail(.connectFailed, .cannotConnect, "connect timed out", detail: "connect timed out")
+                result.close = true
+                return result
             }
+            // Still not connected by a request's deadline: presumed unreachable.
+            if expireWaiting(now: now) {
+                retire(.deadline)
+                result.close = true
+            }
+            return result
         case .open(var open):
-            if deadlineBound.map({ $0 <= now }) ?? false {
-                for (id, stream) in open.streams where stream.deadline <= now {
-                    open.streams[id] = nil
-                    actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
-                }
-                deadlineBound = open.streams.values.map(\.deadline).min()
-            }
+            result.cancel = expireStreams(now: now)
+            _ = expireWaiting(now: now)
             if let sent = open.pingSentAt {
-                if sent + timing.pingTimeout <= now {
-                    state = .open(open)
-                    actions += retire(.pingUnanswered)
-                    let lost = connectionLost("the connection did not answer PING")
-                    for ended in lost { actions.append(.cancel(stream: ended.stream, ended.outcome)) }
-                    actions.append(.close)
-                    return actions
+                if sent &+ timing.pingTimeout <= now {
+                    events.append(HTTP2ClientEvent(.pingUnanswered))
+                    lose("the connection did not answer PING")
+                    result.cancel = []
+                    result.close = true
+                    return result
                 }
-            } else if open.streams.isEmpty && open.lastActivity + timing.pingInterval <= now {
+            } else if streams.isEmpty && waiting.isEmpty && open.lastActivity &+ timing.pingInterval <= now {
                 open.pingSentAt = now
-                actions.append(.sendPing)
+                result.sendPing = true
             }
             state = .open(open)
-            if actions.contains(where: { if case .cancel = $0 { true } else { false } }) {
-                actions += retire(.deadline)
-            }
-        case .draining(var draining):
-            var expired = false
-            if deadlineBound.map({ $0 <= now }) ?? false {
-                for (id, stream) in draining.streams where stream.deadline <= now {
-                    draining.streams[id] = nil
-                    expired = true
-                    actions.append(.cancel(stream: id, .timedOut(written: stream.written)))
-                }
-                deadlineBound = draining.streams.values.map(\.deadline).min()
-            }
-            state = .draining(draining)
-            if expired && draining.streams.isEmpty { actions.append(.close) }
+            if !result.cancel.isEmpty { retire(.deadline) }
+        case .draining:
+            result.cancel = expireStreams(now: now)
         case .closed:
             break
         }
-        return actions
+        return result
     }
 
-    /// The latest instant by which `tick` must run again (a deadline, PING due or unanswered).
-    func nextWakeUp() -> Instant? {
+    /// The latest instant by which `timerFired` must run (a deadline, pacing, PING due or unanswered).
+    func nextWakeUp() -> UInt64? {
+        let requests = Self.earliest(streams.isEmpty ? nil : deadlineBound, waiting.earliestDeadline)
         switch state {
-        case .connecting(let connecting):
-            return connecting.deadline
+        case .paced(let until):
+            return Self.earliest(until, waiting.earliestDeadline)
+        case .connecting(let deadline):
+            return min(deadline, requests ?? deadline)
         case .open(let open):
-            var next = open.streams.isEmpty ? nil : deadlineBound
-            if let sent = open.pingSentAt {
-                next = min(next ?? sent + timing.pingTimeout, sent + timing.pingTimeout)
-            } else if open.streams.isEmpty {
-                next = min(next ?? open.lastActivity + timing.pingInterval, open.lastActivity + timing.pingInterval)
-            }
-            return next
-        case .draining(let draining):
-            return draining.streams.isEmpty ? nil : deadlineBound
+            let ping: UInt64? =
+                if let sent = open.pingSentAt {
+                    sent &+ timing.pingTimeout
+                } else if streams.isEmpty && waiting.isEmpty {
+                    open.lastActivity &+ timing.pingInterval
+                } else {
+                    nil
+                }
+            return Self.earliest(requests, ping)
+        case .draining:
+            return requests
         case .closed:
             return nil
         }
     }
 
-    /// The connection takes no new streams from now on (already-open ones may finish).
-    mutating func retire(_ cause: RetireCause) -> [Action] {
+    private static func earliest(_ a: UInt64?, _ b: UInt64?) -> UInt64? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
+    }
+
+    /// Ends the streams past their deadline; returns their ids (to cancel).
+    private mutating func expireStreams(now: UInt64) -> [Int32] {
+        guard let bound = deadlineBound, bound <= now else { return [] }
+        var expired: [Int32] = []
+        for (id, stream) in streams where stream.request.deadline <= now { expired.append(id) }
+        expired.sort()
+        for id in expired {
+            let stream = streams.removeValue(forKey: id)!
+            end(stream.request, .timedOut(written: stream.written))
+        }
+        deadlineBound = streams.values.lazy.map(\.request.deadline).min()
+        return expired
+    }
+
+    /// Ends the waiting requests past their deadline; true if any.
+    private mutating func expireWaiting(now: UInt64) -> Bool {
+        let expired = waiting.removeExpired(now: now)
+        for request in expired { end(request, .timedOut(written: false)) }
+        return !expired.isEmpty
+    }
+
+    // MARK: Ending
+
+    /// The connection takes no new streams from now on (open streams may finish); what waits goes
+    /// elsewhere, unsent.
+    mutating func retire(_ cause: RetireCause) {
         switch state {
-        case .open(let open):
-            state = .draining(Draining(streams: open.streams, cause: cause, goaway: nil))
-            return [.retire(cause)]
-        case .connecting:
+        case .open:
+            state = .draining(goaway: nil)
+            endWaiting()
+        case .paced, .connecting:
             state = .closed(
-                Closed(
-                    unsent: HTTP2ClientError(.connectionLost, "the connection was retired", mayHaveBeenProcessed: false)
-                ))
-            return [.retire(cause), .close]
+                unsent: .connectFailed(
+                    HTTP2ClientError(.connectionLost, "the connection was retired", mayHaveBeenProcessed: false)))
+            endWaiting()
         case .draining, .closed:
-            return []
-        }
-    }
-
-    /// Why a request that was never submitted fails here.
-    var unsentOutcome: StreamOutcome {
-        switch state {
-        case .closed(let closed): return closed.wasOpen ? .notSent : .connectFailed(closed.unsent)
-        default: return .notSent
-        }
-    }
-
-    /// Streams still open (submitted, not closed).
-    var openStreamCount: Int { currentStreams.count }
-
-    /// Open streams whose HEADERS reached the socket.
-    var writtenStreams: [Int32] { currentStreams.filter { $0.value.written }.map(\.key) }
-
-    private var currentStreams: [Int32: Stream] {
-        switch state {
-        case .open(let open): open.streams
-        case .draining(let draining): draining.streams
-        case .connecting, .closed: [:]
-        }
-    }
-
-    private mutating func modifyStreams(_ body: (inout [Int32: Stream]) -> Void) {
-        // A payload bound with `var` is a second reference to its dictionary while `state` still holds the first:
-        // `state` holds a stand-in meanwhile, so the dictionary is changed in place, not copied at every change.
-        switch state {
-        case .open(var open):
-            state = .connecting(Connecting(deadline: open.lastActivity))
-            body(&open.streams)
-            state = .open(open)
-        case .draining(var draining):
-            state = .closed(Closed(unsent: Self.standIn))
-            body(&draining.streams)
-            state = .draining(draining)
-        case .connecting, .closed:
             break
         }
     }
 
-    /// What `state` holds while a draining connection's streams change (never seen outside `modifyStreams`).
-    private static let standIn = HTTP2ClientError(.connectFailed, "", mayHaveBeenProcessed: false)
+    /// The connection broke: every open stream ends (processed if written, unless GOAWAY said not),
+    /// in stream order, and so does every request not yet sent.
+    private mutating func lose(_ reason: String) {
+        let goaway = self.goaway
+        state = .closed(unsent: .notSent)
+        for id in streams.keys.sorted() {
+            let stream = streams[id]!
+            if let goaway, id > goaway.lastStreamID {
+                end(stream.request, .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id))
+            } else {
+                end(stream.request, stream.written ? .lost(reason) : .notSent)
+            }
+        }
+        streams = [:]
+        deadlineBound = nil
+        endWaiting()
+    }
 
-    /// RST_STREAM REFUSED_STREAM (RFC 9113 7).
-    static let refusedStream: UInt32 = 0x7
+    /// The client shuts down: every request here ends with `.shutdown` (written or not), and the
+    /// connection is closed. Returns them, oldest stream first, then those never submitted.
+    mutating func shutDown() -> [PoolStateMachine.Ended] {
+        var ended: [PoolStateMachine.Ended] = []
+        for id in streams.keys.sorted() {
+            let stream = streams[id]!
+            ended.append(.init(request: stream.request, outcome: .shutdown(written: stream.written)))
+        }
+        for request in waiting.removeAll() { ended.append(.init(request: request, outcome: .shutdown(written: false))) }
+        streams = [:]
+        deadlineBound = nil
+        state = .closed(unsent: .shutdown(written: false))
+        return ended
+    }
+
+    /// Why a request given to the connection now fails here without being sent.
+    var unsentOutcome: StreamOutcome {
+        switch state {
+        case .closed(let unsent): unsent
+        case .paced, .connecting, .open, .draining: .notSent
+        }
+    }
+
+    private mutating func endWaiting() {
+        let outcome = unsentOutcome
+        for request in waiting.removeAll() { end(request, outcome) }
+    }
+
+    private mutating func end(_ request: PendingRequest, _ outcome: StreamOutcome, response: HTTP2Response? = nil) {
+        results.append(PoolStateMachine.Ended(request: request, outcome: outcome, response: response))
+    }
+
+    // MARK: The report
+
+    /// The pool has something to learn: requests ended, events, or the connection's standing changed.
+    var hasReport: Bool {
+        !results.isEmpty || !events.isEmpty
+            || (established, proven, isRetired) != reportedFlags
+    }
+
+    /// What the pool is told now (and forgets it).
+    mutating func takeReport() -> PoolStateMachine.Report {
+        reportedFlags = (established, proven, isRetired)
+        let report = PoolStateMachine.Report(
+            results: results, established: established, proven: proven, retire: isRetired, goaway: sawGoaway,
+            events: events)
+        results = []
+        events = []
+        return report
+    }
 }

@@ -22,7 +22,7 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var pingInterval: Duration
     /// A PING unanswered this long retires its connection (a replacement opens at once).
     public var pingTimeout: Duration
-    /// Told of connection problems and recoveries (never about a request), on a client thread;
+    /// Told of connection problems and recoveries (never about a request), on the client's loop thread;
     /// must return quickly.
     public var onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
 

@@ -1,11 +1,12 @@
 /// A request accepted by `send` and not yet completed, with its deadline, its completion and
-/// its history of tries. A reference: it is handed from queue to inbox to transfer and back, and
-/// copying a struct of this size retained every string, array and closure in it each time.
+/// its history of tries. A reference: it is handed from the pool's queue to a connection's stream and
+/// back, and copying a struct of this size retained every string, array and closure in it each time.
 final class PendingRequest: Sendable {
     typealias Completion = @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
 
     let request: HTTP2Request
-    let deadline: ContinuousClock.Instant
+    /// Monotonic nanoseconds (`EventLoop.monotonicNanoseconds()`): the answer must have arrived by then.
+    let deadline: UInt64
     let completion: Completion
     /// Times its HEADERS were written on earlier tries.
     let sends: Int
@@ -19,7 +20,7 @@ final class PendingRequest: Sendable {
     let drewGoawayAlone: Bool
 
     init(
-        request: HTTP2Request, deadline: ContinuousClock.Instant, completion: @escaping Completion, sends: Int = 0,
+        request: HTTP2Request, deadline: UInt64, completion: @escaping Completion, sends: Int = 0,
         tries: Int = 0, connectFailures: Int = 0, suspect: Bool = false, drewGoawayAlone: Bool = false
     ) {
         self.request = request

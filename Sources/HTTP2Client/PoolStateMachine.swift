@@ -1,6 +1,7 @@
-/// The client's connection pool as a pure state machine (no threads, no I/O, time passed in):
-/// which connection takes a request, when a connection opens, is retired or replaced, and which
-/// failed request is sent again. ``ClientCore`` keeps it behind its lock and acts on the effects.
+/// The client's connection pool as a pure state machine (no threads, no I/O, time passed in as
+/// monotonic nanoseconds): which connection takes a request, when a connection opens, is retired or
+/// replaced, and which failed request is sent again. ``ClientCore`` owns it on the client's event loop
+/// and carries out what it answers.
 ///
 /// Rules (DESIGN.md, "The APNs request" and "Lifecycle"):
 /// - A new connection carries one request at a time until an answer proves it (the client's
@@ -21,8 +22,6 @@
 ///   order of their refused stream ids: the first above the last stream id is the likeliest cause.
 /// - Connections started after GOAWAYs in a row are paced (APNs treats rapid reconnects as abuse).
 struct PoolStateMachine: Sendable {
-    typealias Instant = ContinuousClock.Instant
-
     /// The most times one request is sent (HEADERS written) in all.
     static let maxSends = 3
     /// The most connections one request is handed to (bounds requests that are never sent).
@@ -42,12 +41,8 @@ struct PoolStateMachine: Sendable {
     struct Slot: Sendable {
         let id: Int
         var phase: Phase = .probing
-        /// Requests given to this connection and not finished (in its inbox or on the wire).
+        /// Requests handed to this connection and not finished.
         var assigned = 0
-        /// Requests handed over and not yet picked up by the connection's thread.
-        var inbox: [PendingRequest] = []
-        /// A wake-up is on its way to the connection's thread.
-        var wakeRequested = false
         /// Its TLS connection has been up.
         var established = false
         /// Opened after a GOAWAY to carry suspects.
@@ -58,10 +53,10 @@ struct PoolStateMachine: Sendable {
 
     /// Where `submit` put a request.
     enum Placement: Sendable, Equatable {
-        /// In the inbox of a running connection; `wake` when its thread needs a wake-up.
-        case slot(id: Int, wake: Bool)
-        /// In the inbox of a new connection, whose thread the caller must start.
-        case newConnection(id: Int, notBefore: Instant?)
+        /// Handed to a running connection: the caller gives it to that connection.
+        case connection(id: Int)
+        /// Handed to a new connection, which the caller must make (and give the request to).
+        case newConnection(id: Int, notBefore: UInt64?)
         /// In the queue, until a connection has room.
         case queued
         /// Refused: the client is shut down.
@@ -75,7 +70,8 @@ struct PoolStateMachine: Sendable {
         var response: HTTP2Response?
     }
 
-    /// What a connection's thread tells after a round of work.
+    /// What a connection tells the pool (made by its ``ConnectionStateMachine``): the requests that
+    /// ended since its last report, and where the connection stands now.
     struct Report: Sendable {
         var results: [Ended] = []
         /// The connection's TLS connection has been up.
@@ -85,33 +81,39 @@ struct PoolStateMachine: Sendable {
         /// The connection is no longer usable; `goaway` when a GOAWAY retired it.
         var retire = false
         var goaway = false
+        /// For the client's `onEvent` (the pool does not read them).
+        var events: [HTTP2ClientEvent] = []
     }
 
-    /// A request's final result, for its completion (called outside the lock).
+    /// A request's final result, for its completion.
     struct Delivery: Sendable {
         var request: PendingRequest
         var result: Result<HTTP2Response, HTTP2ClientError>
-
-        /// Tells the request's sender.
-        func complete() { request.completion(result) }
     }
 
-    /// A connection the pool has made room for: its thread must be started, and must not connect
-    /// before `notBefore` (pacing after GOAWAY).
-    struct NewConnection: Sendable, Equatable {
+    /// A request handed to a running connection.
+    struct Assignment: Sendable {
+        var request: PendingRequest
+        var connection: Int
+    }
+
+    /// A connection the pool has made room for: the caller must make it, give it `first` if any, and it
+    /// must not connect before `notBefore` (pacing after GOAWAY).
+    struct NewConnection: Sendable {
         var id: Int
-        var notBefore: Instant?
+        var notBefore: UInt64?
+        var first: PendingRequest?
     }
 
     /// What the caller must do after `finish`.
     struct Effects: Sendable {
-        /// Completions to call, outside the lock.
+        /// Completions to call.
         var deliveries: [Delivery] = []
-        /// Connections whose threads need a wake-up (a request was put in their inbox).
-        var wake: [Int] = []
-        /// New connections whose threads must be started.
+        /// Requests to give to running connections.
+        var assignments: [Assignment] = []
+        /// New connections to make.
         var start: [NewConnection] = []
-        /// The reporting connection is retired and empty: it was removed and its thread ends.
+        /// The reporting connection is retired and empty: it was removed; close it.
         var exit = false
     }
 
@@ -127,13 +129,14 @@ struct PoolStateMachine: Sendable {
     /// GOAWAYs since a connection opened after one was proven.
     private(set) var goawayStreak = 0
     /// No connection starts before this (pacing after GOAWAY).
-    private(set) var pacedUntil: Instant?
+    private(set) var pacedUntil: UInt64?
 
     init(maxConnections: Int, maxStreams: Int) {
         self.maxConnections = maxConnections
         self.maxStreams = maxStreams
     }
 
+    /// The counters the pool keeps (`requestsInFlight` is the client's: it counts from `send` on).
     var statistics: HTTP2ClientStatistics {
         var result = counters
         result.connectionsOpen = liveCount
@@ -153,27 +156,22 @@ struct PoolStateMachine: Sendable {
     private func index(of id: Int) -> Int? { slots.firstIndex { $0.id == id } }
 
     /// The pause before the next connection after `streak` GOAWAYs in a row: none after one
-    /// (APNs sends GOAWAY when it restarts), then 250 ms, doubling, at most 4 s.
-    static func reconnectDelay(afterGoaways streak: Int) -> Duration {
-        guard streak >= 2 else { return .zero }
-        return .milliseconds(250 << min(streak - 2, 4))
+    /// (APNs sends GOAWAY when it restarts), then 250 ms, doubling, at most 4 s (nanoseconds).
+    static func reconnectDelay(afterGoaways streak: Int) -> UInt64 {
+        guard streak >= 2 else { return 0 }
+        return 250_000_000 << UInt64(min(streak - 2, 4))
     }
 
     /// Accepts a new request from `send`.
-    mutating func submit(_ request: PendingRequest, now: Instant) -> Placement {
+    mutating func submit(_ request: PendingRequest, now: UInt64) -> Placement {
         guard !isShutDown else { return .rejected }
-        counters.requestsInFlight += 1
-        return place(request, excluding: nil, front: false, now: now)
-    }
-
-    private mutating func place(_ request: PendingRequest, excluding: Int?, front: Bool, now: Instant) -> Placement {
-        if let placement = placeOnConnection(request, excluding: excluding, now: now) { return placement }
-        enqueue(request, front: front)
+        if let placement = placeOnConnection(request, excluding: nil, now: now) { return placement }
+        enqueue(request, front: false)
         return .queued
     }
 
     /// Puts a request on a connection with room, or a new one; nil when every connection is full.
-    private mutating func placeOnConnection(_ request: PendingRequest, excluding: Int?, now: Instant) -> Placement? {
+    private mutating func placeOnConnection(_ request: PendingRequest, excluding: Int?, now: UInt64) -> Placement? {
         var best: Int?
         for i in slots.indices where slots[i].id != excluding && slots[i].assigned < capacity(slots[i]) {
             // A suspect never shares a connection with traffic that was not refused beside it.
@@ -186,11 +184,8 @@ struct PoolStateMachine: Sendable {
             best = nil
         }
         if let i = best {
-            slots[i].inbox.append(request)
             slots[i].assigned += 1
-            let wake = !slots[i].wakeRequested
-            slots[i].wakeRequested = true
-            return .slot(id: slots[i].id, wake: wake)
+            return .connection(id: slots[i].id)
         }
         if liveCount < maxConnections {
             let started = startConnection(with: request, now: now)
@@ -207,32 +202,21 @@ struct PoolStateMachine: Sendable {
         }
     }
 
-    private mutating func startConnection(with request: PendingRequest?, now: Instant) -> NewConnection {
+    private mutating func startConnection(with request: PendingRequest?, now: UInt64) -> NewConnection {
         nextID += 1
         counters.connectionsOpened += 1
         var slot = Slot(id: nextID)
         if let request {
-            slot.inbox = [request]
             slot.assigned = 1
             slot.forSuspects = request.suspect
         }
-        slot.wakeRequested = true
         slot.afterGoaway = goawayStreak > 0
         slots.append(slot)
-        return NewConnection(id: nextID, notBefore: pacedUntil.flatMap { $0 > now ? $0 : nil })
+        return NewConnection(id: nextID, notBefore: pacedUntil.flatMap { $0 > now ? $0 : nil }, first: request)
     }
 
-    /// Hands a connection's thread the requests given to it since its last call.
-    mutating func takeInbox(of id: Int) -> [PendingRequest] {
-        guard let i = index(of: id) else { return [] }
-        slots[i].wakeRequested = false
-        let inbox = slots[i].inbox
-        slots[i].inbox = []
-        return inbox
-    }
-
-    /// Records a connection's round of work; returns what the caller must do.
-    mutating func finish(connection id: Int, report: Report, now: Instant) -> Effects {
+    /// Records a connection's report; returns what the caller must do.
+    mutating func finish(connection id: Int, report: Report, now: UInt64) -> Effects {
         var effects = Effects()
         guard let i = index(of: id) else { return effects }
         slots[i].assigned -= report.results.count
@@ -244,7 +228,6 @@ struct PoolStateMachine: Sendable {
                 pacedUntil = nil
             }
         }
-        var orphans: [PendingRequest] = []
         var replace = false
         if report.retire && slots[i].phase != .retired {
             slots[i].phase = .retired
@@ -253,12 +236,8 @@ struct PoolStateMachine: Sendable {
             if report.goaway {
                 goawayStreak += 1
                 let delay = Self.reconnectDelay(afterGoaways: goawayStreak)
-                pacedUntil = delay > .zero ? now + delay : nil
+                pacedUntil = delay > 0 ? now + delay : nil
             }
-            // Requests handed over but not picked up yet go elsewhere, untried.
-            orphans = slots[i].inbox
-            slots[i].inbox = []
-            slots[i].assigned -= orphans.count
         }
 
         var retries: [(PendingRequest, Int32)] = []
@@ -291,13 +270,12 @@ struct PoolStateMachine: Sendable {
         }
 
         // Suspects in stream order (see the type's rules), in front of what waits.
-        let ordered = retries.sorted { $0.1 < $1.1 }.map(\.0) + orphans
         var waiting: [PendingRequest] = []
-        for request in ordered {
+        for (request, _) in retries.sorted(by: { $0.1 < $1.1 }) {
             switch placeOnConnection(request, excluding: id, now: now) {
-            case .slot(let target, let wake)?: if wake { effects.wake.append(target) }
+            case .connection(let target)?: effects.assignments.append(Assignment(request: request, connection: target))
             case .newConnection(let target, let notBefore)?:
-                effects.start.append(NewConnection(id: target, notBefore: notBefore))
+                effects.start.append(NewConnection(id: target, notBefore: notBefore, first: request))
             case .queued?, .rejected?, nil: waiting.append(request)
             }
         }
@@ -308,8 +286,8 @@ struct PoolStateMachine: Sendable {
             while slots[i].assigned < capacity(slots[i]) {
                 let next = slots[i].forSuspects ? (suspects.popFirst() ?? queue.popFirst()) : queue.popFirst()
                 guard let next else { break }
-                slots[i].inbox.append(next)
                 slots[i].assigned += 1
+                effects.assignments.append(Assignment(request: next, connection: id))
             }
         }
         // Replace retired connections while requests wait, suspects first.
@@ -321,7 +299,6 @@ struct PoolStateMachine: Sendable {
         if replace && effects.start.isEmpty && !isShutDown && liveCount < maxConnections {
             effects.start.append(startConnection(with: nil, now: now))
         }
-        counters.requestsInFlight -= effects.deliveries.count
 
         if let i = index(of: id), slots[i].phase == .retired && slots[i].assigned == 0 {
             slots.remove(at: i)
@@ -331,7 +308,7 @@ struct PoolStateMachine: Sendable {
     }
 
     /// The request to send again after `outcome`, or nil when it ends here.
-    func retry(of request: PendingRequest, after outcome: StreamOutcome, now: Instant) -> PendingRequest? {
+    func retry(of request: PendingRequest, after outcome: StreamOutcome, now: UInt64) -> PendingRequest? {
         guard !isShutDown, outcome.certainlyNotProcessed, now < request.deadline else { return nil }
         let sends = request.sends + (outcome.wasSent ? 1 : 0)
         let tries = request.tries + 1
@@ -362,31 +339,23 @@ struct PoolStateMachine: Sendable {
     }
 
     /// Removes the queued requests whose deadline has passed (the caller fails them with `.timeout`).
-    mutating func removeExpired(now: Instant) -> [PendingRequest] {
-        let expired = queue.removeExpired(now: now) + suspects.removeExpired(now: now)
-        counters.requestsInFlight -= expired.count
-        return expired
+    mutating func removeExpired(now: UInt64) -> [PendingRequest] {
+        queue.removeExpired(now: now) + suspects.removeExpired(now: now)
     }
 
     /// The earliest instant a queued request may expire.
-    var earliestQueuedDeadline: Instant? {
+    var earliestQueuedDeadline: UInt64? {
         switch (queue.earliestDeadline, suspects.earliestDeadline) {
         case (let a?, let b?): min(a, b)
         case (let a, let b): a ?? b
         }
     }
 
-    /// Stops accepting requests; returns the queued ones (the caller fails them with `.shutdown`).
+    /// Stops accepting requests and forgets every connection (the caller fails what they carry and
+    /// closes them); returns the queued requests (the caller fails them with `.shutdown`).
     mutating func shutDown() -> [PendingRequest] {
         isShutDown = true
-        let queued = queue.removeAll() + suspects.removeAll()
-        counters.requestsInFlight -= queued.count
-        return queued
-    }
-
-    /// Removes a connection whose thread ended at shutdown; `completed` requests were failed by it.
-    mutating func remove(connection id: Int, completed: Int) {
-        counters.requestsInFlight -= completed
-        if let i = index(of: id) { slots.remove(at: i) }
+        slots = []
+        return queue.removeAll() + suspects.removeAll()
     }
 }

@@ -4,7 +4,7 @@ struct RequestQueue: Sendable {
     private var items: [PendingRequest] = []
     private var head = 0
     /// No queued request has a deadline before this instant (it may be stale, never late).
-    private(set) var earliestDeadline: ContinuousClock.Instant?
+    private(set) var earliestDeadline: UInt64?
 
     var isEmpty: Bool { head == items.count }
     var count: Int { items.count - head }
@@ -50,12 +50,12 @@ struct RequestQueue: Sendable {
     }
 
     /// Removes and returns the requests whose deadline is at or before `now`.
-    mutating func removeExpired(now: ContinuousClock.Instant) -> [PendingRequest] {
+    mutating func removeExpired(now: UInt64) -> [PendingRequest] {
         guard let earliest = earliestDeadline, earliest <= now else { return [] }
         var expired: [PendingRequest] = []
         var kept: [PendingRequest] = []
         kept.reserveCapacity(count)
-        var newEarliest: ContinuousClock.Instant?
+        var newEarliest: UInt64?
         for item in items[head...] {
             if item.deadline <= now {
                 expired.append(item)
@@ -70,7 +70,7 @@ struct RequestQueue: Sendable {
         return expired
     }
 
-    private mutating func lower(to deadline: ContinuousClock.Instant) {
+    private mutating func lower(to deadline: UInt64) {
         earliestDeadline = min(earliestDeadline ?? deadline, deadline)
     }
 }

@@ -4,8 +4,8 @@ import COpenSSL
 /// Writes what an nghttp2 session has serialized to an OpenSSL connection: frames are gathered
 /// into one buffer of up to `batchSize` bytes and written with one `SSL_write` (TLS cuts it into
 /// 16 KiB records), so a round of many small frames costs a few records and system calls, not
-/// one per frame. Used by the APNs client and by the simulator, one per connection, on the
-/// connection's thread.
+/// one per frame. Used by the simulator, one per connection, on the connection's thread (the APNs
+/// client gathers its frames the same way and hands them to its `ClientStream`).
 public struct FrameWriter {
     /// Where `flush` stopped.
     public enum Progress: Equatable {

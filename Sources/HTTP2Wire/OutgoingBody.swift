@@ -1,8 +1,8 @@
 import CNGHTTP2
 
-/// A body that nghttp2 sends a part at a time, through a data source read callback: a request's
-/// body in the APNs client, an answer's body in the simulator. The owner keeps it with its stream
-/// and hands each part over from the callback.
+/// A body that nghttp2 sends a part at a time, through a data source read callback: an answer's body
+/// in the simulator (the APNs client's connection machine keeps its requests' bodies itself). The owner
+/// keeps it with its stream and hands each part over from the callback.
 public struct OutgoingBody {
     public let bytes: [UInt8]
     /// Bytes handed to nghttp2 so far.

@@ -17,7 +17,9 @@ import Testing
             let tokens = (0..<150).map { _ in APNsClientFixture.randomToken() }
             let poisonous = (run * 37) % 150
             simulator.simulator.setFault(.goaway, forDeviceToken: tokens[poisonous])
+            let goawaysBefore = simulator.simulator.statistics.goawaysSent
             let results = await apns.burst(150, tokens: tokens, spread: .milliseconds(run % 2 == 0 ? 0 : 100))
+            #expect(simulator.simulator.statistics.goawaysSent > goawaysBefore, "run \(run): the simulator sent GOAWAY")
             var failures: [String] = []
             for (index, result) in results.enumerated() where index != poisonous {
                 switch result.result {

@@ -2,22 +2,54 @@ import Testing
 
 @testable import HTTP2Client
 
-/// The connection's decisions without sockets: each stream outcome in each connection state, with
-/// time passed in as instants (the test clock).
+/// The connection's decisions without sockets: connecting, proving, each stream outcome in each
+/// connection state, deadlines and PING, and what the pool is told, with time passed in as
+/// monotonic nanoseconds (the test clock).
 @Suite("ConnectionStateMachine")
 struct ConnectionStateMachineTests {
     typealias Machine = ConnectionStateMachine
-    static let t0 = ContinuousClock.now
-    static let deadline = t0 + .seconds(10)
+    static let second: UInt64 = 1_000_000_000
+    static let t0: UInt64 = 1_000 * second
+    static let deadline = t0 + 10 * second
+
+    static func request(deadline: UInt64 = deadline, body: [UInt8] = []) -> PendingRequest {
+        PendingRequest(request: HTTP2Request(path: "/", body: body), deadline: deadline) { _ in }
+    }
+
+    /// A connection that is up (TLS and HTTP/2 agreed) at t0.
+    static func connected(
+        timing: Machine.Timing = Machine.Timing(), proves: @escaping @Sendable (Int) -> Bool = { _ in true }
+    )
+        -> Machine
+    {
+        var machine = Machine(timing: timing, provesConnection: proves)
+        #expect(machine.start(now: t0) == .connect)
+        #expect(machine.connected(http2Agreed: true, now: t0) == .openSession)
+        return machine
+    }
 
     /// An open connection with streams 1, 3 and 5 submitted; 1 and 3 written.
     static func open() -> Machine {
-        var machine = Machine(connectDeadline: t0 + .seconds(5))
-        machine.connected(now: t0)
-        for id: Int32 in [1, 3, 5] { machine.streamSubmitted(id, deadline: deadline) }
+        var machine = connected()
+        for id: Int32 in [1, 3, 5] {
+            #expect(machine.accept(request()) == .submit)
+            machine.submitted(machine.nextToSubmit(limit: 100)!, as: id)
+        }
         machine.headersWritten(1)
         machine.headersWritten(3)
+        _ = machine.takeReport()
         return machine
+    }
+
+    /// Feeds a complete answer on `id`.
+    static func answer(_ machine: inout Machine, stream id: Int32, status: Int, now: UInt64 = t0 + second) {
+        let name = Array(":status".utf8)
+        let value = Array(String(status).utf8)
+        name.withUnsafeBufferPointer { name in
+            value.withUnsafeBufferPointer { value in machine.headerReceived(stream: id, name: name, value: value) }
+        }
+        machine.answerEnded(stream: id)
+        machine.streamClosed(id, errorCode: 0, now: now)
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -51,24 +83,24 @@ struct ConnectionStateMachineTests {
             outcome: .notSent, retried: true, takesStreamsAfter: true),
         Case(
             testDescription: "after GOAWAY(3), stream above it",
-            state: { _ = $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) },
+            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) },
             stream: 5, status: nil, resetCode: 7, outcome: .refusedByGoaway(alone: false, stream: 5), retried: true,
             takesStreamsAfter: false),
         Case(
             testDescription: "after GOAWAY(3), written stream at it answered",
-            state: { _ = $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) }, stream: 3, status: 200,
+            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) }, stream: 3, status: 200,
             resetCode: 0, outcome: .answered(status: 200), retried: false, takesStreamsAfter: false),
         Case(
             testDescription: "after GOAWAY(1), written stream above it",
-            state: { _ = $0.goawayReceived(lastStreamID: 1, errorCode: 0, reason: "Shutdown") }, stream: 3,
+            state: { $0.goawayReceived(lastStreamID: 1, errorCode: 0, reason: "Shutdown") }, stream: 3,
             status: nil, resetCode: 0, outcome: .refusedByGoaway(alone: false, stream: 3), retried: true,
             takesStreamsAfter: false),
         Case(
             testDescription: "after GOAWAY(3), written stream below reset",
-            state: { _ = $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) }, stream: 1, status: nil,
+            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) }, stream: 1, status: nil,
             resetCode: 2, outcome: .reset(code: 2), retried: false, takesStreamsAfter: false),
         Case(
-            testDescription: "retired by a refused stream, another reset", state: { _ = $0.retire(.refusedStream) },
+            testDescription: "retired by a refused stream, another reset", state: { $0.retire(.refusedStream) },
             stream: 1, status: nil, resetCode: 8, outcome: .reset(code: 8), retried: false, takesStreamsAfter: false),
     ]
 
@@ -76,88 +108,279 @@ struct ConnectionStateMachineTests {
     func aStreamsEndGivesTheRightAnswerAndRetryDecision(_ test: Case) {
         var machine = Self.open()
         test.state(&machine)
-        let (outcome, _) = machine.streamClosed(
-            test.stream, status: test.status, resetCode: test.resetCode, now: Self.t0 + .seconds(1))
+        if let status = test.status {
+            Self.answer(&machine, stream: test.stream, status: status)
+        } else {
+            machine.streamClosed(test.stream, errorCode: test.resetCode, now: Self.t0 + Self.second)
+        }
+        let report = machine.takeReport()
+        let outcome = try? #require(report.results.first?.outcome)
         #expect(outcome == test.outcome)
         #expect(machine.takesStreams == test.takesStreamsAfter)
+        #expect(report.retire == !test.takesStreamsAfter)
         let pool = PoolStateMachine(maxConnections: 2, maxStreams: 100)
-        let request = PendingRequest(request: HTTP2Request(path: "/"), deadline: Self.deadline) { _ in }
-        #expect((pool.retry(of: request, after: outcome, now: Self.t0 + .seconds(1)) != nil) == test.retried)
-        #expect(outcome.certainlyNotProcessed == test.retried)
+        let request = Self.request()
+        if let outcome {
+            #expect((pool.retry(of: request, after: outcome, now: Self.t0 + Self.second) != nil) == test.retried)
+            #expect(outcome.certainlyNotProcessed == test.retried)
+        }
     }
 
-    @Test func aGoawayOnAConnectionWithOneStreamMarksItAlone() {
-        var machine = Machine(connectDeadline: Self.t0 + .seconds(5))
-        machine.connected(now: Self.t0)
-        machine.streamSubmitted(1, deadline: Self.deadline)
+    @Test func anAnswerCarriesStatusHeadersAndBodyAndSkipsInformationalFields() throws {
+        var machine = Self.open()
+        func header(_ name: String, _ value: String) {
+            let (name, value) = (Array(name.utf8), Array(value.utf8))
+            name.withUnsafeBufferPointer { n in
+                value.withUnsafeBufferPointer { machine.headerReceived(stream: 1, name: n, value: $0) }
+            }
+        }
+        header(":status", "100")
+        header("x-informational", "dropped")
+        header(":status", "200")
+        header("apns-id", "abc")
+        let body = Array("{\"ok\":1}".utf8)
+        #expect(body.withUnsafeBufferPointer { machine.dataReceived(stream: 1, $0) } == .kept)
+        machine.answerEnded(stream: 1)
+        machine.streamClosed(1, errorCode: 0, now: Self.t0 + Self.second)
+        let result = try #require(machine.takeReport().results.first)
+        #expect(result.response?.status == 200)
+        #expect(result.response?.headers.map(\.name) == ["apns-id"])
+        #expect(result.response?.body == body)
+    }
+
+    @Test func anAnswerTooLargeCancelsItsStreamAndFailsItsRequest() throws {
+        var machine = Self.open()
+        let part = [UInt8](repeating: 1, count: Machine.maxResponseBodyBytes)
+        #expect(part.withUnsafeBufferPointer { machine.dataReceived(stream: 1, $0) } == .kept)
+        #expect([UInt8(2)].withUnsafeBufferPointer { machine.dataReceived(stream: 1, $0) } == .cancel)
+        machine.streamClosed(1, errorCode: 8, now: Self.t0 + Self.second)
+        #expect(machine.takeReport().results.first?.outcome == .tooLarge)
+    }
+
+    @Test func aNewConnectionIsProvenByTheFirstAnswerItsRuleAccepts() {
+        var machine = Self.connected(proves: { $0 != 403 })
+        var report = machine.takeReport()
+        #expect(report.established && !report.proven)
+        #expect(report.events.map(\.kind) == [.connected])
+        for (id, status) in [(Int32(1), 403), (3, 200)] {
+            _ = machine.accept(Self.request())
+            machine.submitted(machine.nextToSubmit(limit: 100)!, as: id)
+            Self.answer(&machine, stream: id, status: status)
+            report = machine.takeReport()
+            #expect(report.proven == (status == 200))
+        }
+        #expect(report.events.map(\.kind) == [.proven])
+        #expect(!machine.hasReport)
+    }
+
+    @Test func requestsWaitWhileConnectingAndGoOutOnceUpWithinTheServersLimit() {
+        var machine = Machine()
+        #expect(machine.start(now: Self.t0) == .connect)
+        for _ in 0..<3 { #expect(machine.accept(Self.request()) == .wait) }
+        #expect(machine.nextToSubmit(limit: 100) == nil)
+        _ = machine.connected(http2Agreed: true, now: Self.t0)
+        #expect(machine.nextToSubmit(limit: 2) != nil)
+        machine.submitted(Self.request(), as: 1)
+        #expect(machine.nextToSubmit(limit: 2) != nil)
+        machine.submitted(Self.request(), as: 3)
+        #expect(machine.nextToSubmit(limit: 2) == nil, "the server's limit")
+        #expect(!machine.canSubmit(limit: 2))
+        #expect(machine.canSubmit(limit: 3))
+    }
+
+    @Test func theRequestBodyIsHandedOverInPartsAndEnds() {
+        var machine = Self.connected()
+        let body = (0..<10).map { UInt8($0) }
+        _ = machine.accept(Self.request(body: body))
+        machine.submitted(machine.nextToSubmit(limit: 100)!, as: 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4, alignment: 1)
+        defer { buffer.deallocate() }
+        var sent: [UInt8] = []
+        var last = false
+        for _ in 0..<5 where !last {
+            let part = machine.nextBodyPart(stream: 1, into: buffer)
+            sent += buffer.prefix(part.count)
+            last = part.last
+        }
+        #expect(sent == body && last)
+    }
+
+    @Test func aGoawayOnAConnectionWithOneStreamMarksItAloneAndIsReportedWithItsReason() {
+        var machine = Self.connected()
+        _ = machine.accept(Self.request())
+        machine.submitted(machine.nextToSubmit(limit: 100)!, as: 1)
         machine.headersWritten(1)
-        let actions = machine.goawayReceived(lastStreamID: 0, errorCode: 0, reason: "BadCertificateEnvironment")
-        #expect(actions.count == 1)
+        _ = machine.takeReport()
+        machine.goawayReceived(lastStreamID: 0, errorCode: 0, reason: "BadCertificateEnvironment")
         #expect(machine.goaway?.reason == "BadCertificateEnvironment")
-        #expect(
-            machine.streamClosed(1, status: nil, resetCode: 7, now: Self.t0).0
-                == .refusedByGoaway(alone: true, stream: 1))
+        machine.streamClosed(1, errorCode: 7, now: Self.t0)
+        let report = machine.takeReport()
+        #expect(report.results.map(\.outcome) == [.refusedByGoaway(alone: true, stream: 1)])
+        #expect(report.retire && report.goaway)
+        #expect(report.events == [HTTP2ClientEvent(.goaway, "BadCertificateEnvironment")])
+        #expect(report.events.first?.detail == "BadCertificateEnvironment")
+    }
+
+    @Test func aGoawaySendsTheRequestsNotYetSubmittedElsewhere() {
+        var machine = Self.connected()
+        _ = machine.accept(Self.request())
+        _ = machine.accept(Self.request())
+        machine.submitted(machine.nextToSubmit(limit: 1)!, as: 1)
+        machine.goawayReceived(lastStreamID: 1, errorCode: 0, reason: nil)
+        #expect(machine.takeReport().results.map(\.outcome) == [.notSent])
+        #expect(machine.accept(Self.request()) == .ended)
     }
 
     @Test func aBrokenConnectionFailsWrittenStreamsAsMaybeProcessedAndOthersAsNotSent() {
         var machine = Self.open()
-        let lost = machine.connectionLost("reset by peer")
-        #expect(lost.map(\.stream) == [1, 3, 5])
-        #expect(lost.map(\.outcome) == [.lost("reset by peer"), .lost("reset by peer"), .notSent])
-        #expect(lost.map(\.outcome.certainlyNotProcessed) == [false, false, true])
+        machine.failed(.broken("reset by peer", closedByPeer: false))
+        let outcomes = machine.takeReport().results.map(\.outcome)
+        let lost = StreamOutcome.lost("the connection broke: reset by peer")
+        #expect(outcomes == [lost, lost, .notSent])
+        #expect(outcomes.map(\.certainlyNotProcessed) == [false, false, true])
         #expect(machine.isClosed)
         // Requests it had not sent yet go elsewhere as never sent.
         #expect(machine.unsentOutcome == .notSent)
         // After GOAWAY(1), the broken connection's streams above it were not processed.
         var afterGoaway = Self.open()
-        _ = afterGoaway.goawayReceived(lastStreamID: 1, errorCode: 0, reason: nil)
-        #expect(afterGoaway.connectionLost("closed").map(\.outcome.certainlyNotProcessed) == [false, true, true])
+        afterGoaway.goawayReceived(lastStreamID: 1, errorCode: 0, reason: nil)
+        afterGoaway.failed(.broken("closed", closedByPeer: true))
+        #expect(afterGoaway.takeReport().results.map(\.outcome.certainlyNotProcessed) == [false, true, true])
     }
 
     @Test func deadlinesCancelStreamsAndRetireTheConnection() {
         var machine = Self.open()
-        #expect(machine.tick(now: Self.deadline - .milliseconds(1)).isEmpty)
-        let actions = machine.tick(now: Self.deadline)
-        #expect(actions.contains(.cancel(stream: 1, .timedOut(written: true))))
-        #expect(actions.contains(.cancel(stream: 5, .timedOut(written: false))))
-        #expect(actions.contains(.retire(.deadline)))
+        #expect(machine.nextWakeUp() == Self.deadline)
+        #expect(machine.timerFired(now: Self.deadline - 1) == .init())
+        let result = machine.timerFired(now: Self.deadline)
+        #expect(result.cancel == [1, 3, 5])
+        #expect(!result.close)
+        let report = machine.takeReport()
+        #expect(
+            report.results.map(\.outcome) == [
+                .timedOut(written: true), .timedOut(written: true), .timedOut(written: false),
+            ])
+        #expect(report.retire)
         #expect(!machine.takesStreams)
     }
 
     @Test func anIdleConnectionIsPingedAnsweredKeptUnansweredRetired() {
-        let timing = Machine.Timing(pingInterval: .seconds(60), pingTimeout: .seconds(10))
-        var machine = Machine(connectDeadline: Self.t0 + .seconds(5), timing: timing)
-        machine.connected(now: Self.t0)
-        #expect(machine.nextWakeUp() == Self.t0 + .seconds(60))
-        #expect(machine.tick(now: Self.t0 + .seconds(59)).isEmpty)
-        #expect(machine.tick(now: Self.t0 + .seconds(60)) == [.sendPing])
-        #expect(machine.nextWakeUp() == Self.t0 + .seconds(70))
+        let timing = Machine.Timing(pingInterval: 60 * Self.second, pingTimeout: 10 * Self.second)
+        var machine = Self.connected(timing: timing)
+        #expect(machine.nextWakeUp() == Self.t0 + 60 * Self.second)
+        #expect(machine.timerFired(now: Self.t0 + 59 * Self.second) == .init())
+        #expect(machine.timerFired(now: Self.t0 + 60 * Self.second) == .init(sendPing: true))
+        #expect(machine.nextWakeUp() == Self.t0 + 70 * Self.second)
         // Answered: kept, and the next PING is due 60 s later.
-        machine.pingAnswered(now: Self.t0 + .seconds(61))
+        machine.pingAnswered(now: Self.t0 + 61 * Self.second)
         #expect(machine.takesStreams)
-        #expect(machine.tick(now: Self.t0 + .seconds(75)).isEmpty)
-        #expect(machine.tick(now: Self.t0 + .seconds(121)) == [.sendPing])
-        // Unanswered for 10 s: retired and closed.
-        let actions = machine.tick(now: Self.t0 + .seconds(131))
-        #expect(actions == [.retire(.pingUnanswered), .close])
+        #expect(machine.timerFired(now: Self.t0 + 75 * Self.second) == .init())
+        #expect(machine.timerFired(now: Self.t0 + 121 * Self.second) == .init(sendPing: true))
+        _ = machine.takeReport()
+        // Unanswered for 10 s: retired and closed, and the problem log hears of it.
+        #expect(machine.timerFired(now: Self.t0 + 131 * Self.second) == .init(close: true))
         #expect(machine.isClosed)
+        let report = machine.takeReport()
+        #expect(report.retire)
+        #expect(report.events.map(\.kind) == [.pingUnanswered])
     }
 
     @Test func aConnectionWithStreamsOpenIsNotPinged() {
         var machine = Self.open()
-        #expect(!machine.tick(now: Self.t0 + .seconds(9)).contains(.sendPing))
+        #expect(!machine.timerFired(now: Self.t0 + 9 * Self.second).sendPing)
         #expect(machine.nextWakeUp() == Self.deadline)
     }
 
-    @Test func aConnectThatTakesTooLongFailsItsRequestsUnsent() {
-        var machine = Machine(connectDeadline: Self.t0 + .seconds(5))
-        #expect(machine.tick(now: Self.t0 + .seconds(4)).isEmpty)
-        #expect(machine.tick(now: Self.t0 + .seconds(5)) == [.close])
-        guard case .connectFailed(let error) = machine.unsentOutcome else {
-            Issue.record("expected connectFailed, got \(machine.unsentOutcome)")
+    @Test func aConnectThatTakesTooLongFailsItsRequestsUnsent() throws {
+        var machine = Machine(timing: .init(connectTimeout: 5 * Self.second))
+        #expect(machine.start(now: Self.t0) == .connect)
+        _ = machine.accept(Self.request(deadline: Self.t0 + 30 * Self.second))
+        #expect(machine.nextWakeUp() == Self.t0 + 5 * Self.second)
+        #expect(machine.timerFired(now: Self.t0 + 4 * Self.second) == .init())
+        #expect(machine.timerFired(now: Self.t0 + 5 * Self.second) == .init(close: true))
+        let report = machine.takeReport()
+        guard case .connectFailed(let error) = report.results.first?.outcome else {
+            Issue.record("expected connectFailed, got \(report.results.map(\.outcome))")
             return
         }
         #expect(error.code == .connectFailed)
         #expect(!error.mayHaveBeenProcessed)
+        #expect(report.events == [HTTP2ClientEvent(.cannotConnect, "connect timed out")])
+        #expect(report.retire && !report.established)
+    }
+
+    @Test func aRequestWhoseDeadlinePassesWhileConnectingTimesOutAndGivesTheConnectionUp() {
+        var machine = Machine(timing: .init(connectTimeout: 5 * Self.second))
+        _ = machine.start(now: Self.t0)
+        _ = machine.accept(Self.request(deadline: Self.t0 + Self.second))
+        _ = machine.accept(Self.request(deadline: Self.t0 + 9 * Self.second))
+        #expect(machine.nextWakeUp() == Self.t0 + Self.second)
+        #expect(machine.timerFired(now: Self.t0 + Self.second) == .init(close: true))
+        let outcomes = machine.takeReport().results.map(\.outcome)
+        #expect(outcomes.first == .timedOut(written: false))
+        #expect(outcomes.count == 2 && outcomes[1].certainlyNotProcessed)
+    }
+
+    @Test(arguments: [
+        (
+            Machine.Failure.resolve("Name or service not known"), HTTP2ClientError.Code.connectFailed,
+            HTTP2ClientEvent.Kind.cannotResolve
+        ),
+        (.connect("Connection refused"), .connectFailed, .cannotConnect),
+        (.certificate("unable to get local issuer certificate"), .tls, .tlsVerificationFailed),
+        (.handshake("wrong version number"), .tls, .tlsFailed),
+    ])
+    func aConnectThatFailsSaysWhyToTheRequestAndTheProblemLog(
+        _ failure: Machine.Failure, _ code: HTTP2ClientError.Code, _ kind: HTTP2ClientEvent.Kind
+    ) {
+        var machine = Machine()
+        _ = machine.start(now: Self.t0)
+        _ = machine.accept(Self.request())
+        machine.failed(failure)
+        let report = machine.takeReport()
+        guard case .connectFailed(let error) = report.results.first?.outcome else {
+            Issue.record("expected connectFailed, got \(report.results.map(\.outcome))")
+            return
+        }
+        #expect(error.code == code && !error.mayHaveBeenProcessed)
+        #expect(report.events.map(\.kind) == [kind])
+        #expect(report.retire && !report.established)
+        #expect(machine.accept(Self.request()) == .ended)
+    }
+
+    @Test func aServerThatRefusesHTTP2IsNotConnected() {
+        var machine = Machine()
+        _ = machine.start(now: Self.t0)
+        _ = machine.accept(Self.request())
+        #expect(machine.connected(http2Agreed: false, now: Self.t0) == .close)
+        let report = machine.takeReport()
+        #expect(report.events.map(\.kind) == [.alpnRefused])
+        #expect(report.results.first?.outcome.error?.code == .tls)
+    }
+
+    @Test func aPacedConnectionWaitsForItsTimeThenConnects() {
+        var machine = Machine(notBefore: Self.t0 + Self.second / 4)
+        #expect(machine.start(now: Self.t0) == .wait)
+        #expect(machine.nextWakeUp() == Self.t0 + Self.second / 4)
+        // A request whose deadline comes first times out meanwhile.
+        #expect(machine.accept(Self.request(deadline: Self.t0 + Self.second / 10)) == .wait)
+        #expect(machine.nextWakeUp() == Self.t0 + Self.second / 10)
+        #expect(machine.timerFired(now: Self.t0 + Self.second / 10) == .init())
+        #expect(machine.takeReport().results.map(\.outcome) == [.timedOut(written: false)])
+        #expect(machine.timerFired(now: Self.t0 + Self.second / 4) == .init(connect: true))
+        #expect(machine.nextWakeUp() == Self.t0 + Self.second / 4 + Machine.Timing().connectTimeout)
+    }
+
+    @Test func shutDownEndsEveryRequestSayingWhetherItWasWritten() {
+        var machine = Self.open()
+        _ = machine.accept(Self.request())
+        let ended = machine.shutDown()
+        #expect(
+            ended.map(\.outcome) == [
+                .shutdown(written: true), .shutdown(written: true), .shutdown(written: false),
+                .shutdown(written: false),
+            ])
+        #expect(ended.map { $0.outcome.error?.mayHaveBeenProcessed } == [true, true, false, false])
+        #expect(machine.isClosed)
     }
 }

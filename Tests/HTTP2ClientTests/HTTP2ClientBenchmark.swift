@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HTTP2Client
+import Loop
 import RelayTestSupport
 import Synchronization
 import Testing
@@ -55,5 +56,59 @@ struct HTTP2ClientBenchmark {
             "HTTP2Client benchmark: \(total) POSTs of \(body.count) bytes in \(seconds) s = "
                 + "\(Int(Double(total) / seconds)) req/s; \(statistics)")
         #expect(failures.load(ordering: .relaxed) == 0)
+    }
+}
+
+/// A steady rate on a client given a loop, for counting system calls per request (`strace -c -f` on the test
+/// process; the server, nghttpd, is another process). Runs only with HTTP2CLIENT_STEADY=<requests>.
+@Suite("HTTP2Client at a steady rate")
+struct HTTP2ClientSteadyRate {
+    final class Progress: Sendable {
+        let answered = Atomic<Int>(0)
+        let failed = Atomic<Int>(0)
+    }
+
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HTTP2CLIENT_STEADY"] != nil))
+    func oneRequestPerMillisecond() async throws {
+        let total = Int(ProcessInfo.processInfo.environment["HTTP2CLIENT_STEADY"] ?? "") ?? 1000
+        let server = try NGHTTPDServer(files: ["ok": "{}"], echo: false)
+        let loop = try EventLoop(name: "steady")
+        defer { loop.stop() }
+        let client = try HTTP2Client(
+            configuration: HTTP2ClientConfiguration(
+                origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1),
+            loop: loop)
+        defer { client.shutdown() }
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: 3500)
+        #expect(try await client.send(HTTP2Request(path: "/ok", body: body)).get().status == 200)
+        let progress = Progress()
+        let started = ContinuousClock.now
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                var sent = 0
+                var timer: LoopTimer?
+                timer = LoopTimer(on: loop) {
+                    client.send(HTTP2Request(path: "/ok", body: body)) { result in
+                        if (try? result.get().status) == 200 {
+                            progress.answered.add(1, ordering: .relaxed)
+                        } else {
+                            progress.failed.add(1, ordering: .relaxed)
+                        }
+                        if progress.answered.load(ordering: .relaxed) + progress.failed.load(ordering: .relaxed)
+                            == total
+                        {
+                            done.resume()
+                        }
+                    }
+                    sent += 1
+                    if sent < total { timer?.schedule(afterMilliseconds: 1) } else { timer?.close() }
+                }
+                timer?.schedule(afterMilliseconds: 1)
+            }
+        }
+        print(
+            "HTTP2Client steady rate: \(total) requests in \(ContinuousClock.now - started), "
+                + "\(progress.failed.load(ordering: .relaxed)) failed")
+        #expect(progress.answered.load(ordering: .relaxed) == total)
     }
 }

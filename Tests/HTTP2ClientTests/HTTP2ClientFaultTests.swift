@@ -1,6 +1,7 @@
 import Foundation
 import HTTP2Client
 import RelayTestSupport
+import Synchronization
 import Testing
 
 /// GOAWAY, refused streams, resets and silence, against `FaultyServer`: a request the server
@@ -8,10 +9,18 @@ import Testing
 /// is never sent twice.
 @Suite("HTTP2Client under server faults")
 struct HTTP2ClientFaultTests {
-    private func client(_ server: FaultyServer) throws -> HTTP2Client {
-        try HTTP2Client(
-            configuration: HTTP2ClientConfiguration(
-                origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1))
+    private func client(_ server: FaultyServer, events: EventLog? = nil) throws -> HTTP2Client {
+        var configuration = HTTP2ClientConfiguration(
+            origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1)
+        if let events {
+            configuration.onEvent = { event in events.events.withLock { $0.append(event) } }
+        }
+        return try HTTP2Client(configuration: configuration)
+    }
+
+    /// What the client told its `onEvent`.
+    final class EventLog: Sendable {
+        let events = Mutex<[HTTP2ClientEvent]>([])
     }
 
     /// Opens the connection with one answered request, then sends `paths` at once.
@@ -62,7 +71,8 @@ struct HTTP2ClientFaultTests {
 
     @Test func streamsAboveGoawayLastStreamIDAreRetriedOthersAnsweredOnce() async throws {
         let server = try FaultyServer(mode: .goaway)
-        let client = try client(server)
+        let events = EventLog()
+        let client = try client(server, events: events)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
         let results = try await sendAfterWarmUp(client, paths)
@@ -74,6 +84,8 @@ struct HTTP2ClientFaultTests {
             #expect(await server.count("PROCESSED", path) == 1)
         }
         #expect(onFirst == 1)
+        // The server did send a GOAWAY (what the retries above rest on), and the client read it.
+        #expect(events.events.withLock { $0.filter { $0.kind == .goaway }.count } == 1)
         #expect(client.statistics.retries <= 2)
         #expect(client.statistics.connectionsReplaced == 1)
     }

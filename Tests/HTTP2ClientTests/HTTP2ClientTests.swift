@@ -151,15 +151,16 @@ struct HTTP2ClientTests {
         }
     }
 
-    /// Operators see the client's threads by name (`top -H`, /proc/<pid>/task/*/comm).
-    @Test func connectionThreadsAreNamed() async throws {
+    /// Operators see the client's thread by name (`top -H`, /proc/<pid>/task/*/comm): a standalone
+    /// client's connections live on an event loop of its own, whose thread is `h2-client`.
+    @Test func theClientsThreadIsNamed() async throws {
         let server = try NGHTTPDServer()
         let client = try client(server.origin, maxConnections: 1)
         defer { client.shutdown() }
         #expect(try await client.send(HTTP2Request(path: "/x", body: [1])).get().status == 200)
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
         let names = tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
-        #expect(names.contains { $0.hasPrefix("apns-conn-") })
+        #expect(names.contains { $0.hasPrefix("h2-client") })
     }
 
     @Test func nothingListeningFailsWithConnectFailed() async throws {
@@ -267,6 +268,9 @@ struct HTTP2ClientTests {
     func unusableConfigurationsAreRejected(_ configuration: HTTP2ClientConfiguration) {
         #expect(throws: HTTP2ClientError(.invalidConfiguration, "", mayHaveBeenProcessed: false)) {
             try HTTP2Client(configuration: configuration)
+        }
+        #expect(throws: HTTP2ClientError(.invalidConfiguration, "", mayHaveBeenProcessed: false)) {
+            try HTTP2Client.check(configuration)
         }
     }
 }

@@ -2,15 +2,17 @@ import Testing
 
 @testable import HTTP2Client
 
-/// The pool's decisions without sockets or threads: placement, proving, retries, suspects after
-/// GOAWAY, pacing and replacement, with time passed in as instants (the test clock).
+/// The pool's decisions without sockets or a loop: placement, proving, retries, suspects after
+/// GOAWAY, pacing and replacement, with time passed in as monotonic nanoseconds (the test clock).
 @Suite("PoolStateMachine")
 struct PoolStateMachineTests {
     typealias Pool = PoolStateMachine
-    static let t0 = ContinuousClock.now
+    static let millisecond: UInt64 = 1_000_000
+    static let second: UInt64 = 1_000_000_000
+    static let t0: UInt64 = 1_000 * second
 
-    static func request(deadline: Duration = .seconds(10)) -> PendingRequest {
-        PendingRequest(request: HTTP2Request(path: "/"), deadline: t0 + deadline) { _ in }
+    static func request(deadline: UInt64 = 10 * second, path: String = "/") -> PendingRequest {
+        PendingRequest(request: HTTP2Request(path: path), deadline: t0 + deadline) { _ in }
     }
 
     static func answered(_ request: PendingRequest, _ status: Int = 200) -> Pool.Ended {
@@ -18,23 +20,27 @@ struct PoolStateMachineTests {
     }
 
     /// Submits `request` and returns the connection it went to (starting it if new).
-    static func place(_ request: PendingRequest, in pool: inout Pool, now: ContinuousClock.Instant = t0) -> Int? {
+    static func place(_ request: PendingRequest, in pool: inout Pool, now: UInt64 = t0) -> Int? {
         switch pool.submit(request, now: now) {
-        case .slot(let id, _), .newConnection(let id, _): id
+        case .connection(let id), .newConnection(let id, _): id
         case .queued, .rejected: nil
         }
     }
 
-    /// A pool whose connection 1 is up, proven and carries `requests` (handed over).
+    /// The requests `effects` gives to connection `id` (a new one's first, or assignments).
+    static func given(to id: Int, _ effects: Pool.Effects) -> [PendingRequest] {
+        effects.start.filter { $0.id == id }.compactMap(\.first)
+            + effects.assignments.filter { $0.connection == id }.map(\.request)
+    }
+
+    /// A pool whose connection 1 is up, proven and carries `requests`.
     static func provenPool(maxConnections: Int = 2, requests: [PendingRequest]) -> Pool {
         var pool = Pool(maxConnections: maxConnections, maxStreams: 100)
         let first = request()
         _ = place(first, in: &pool)
-        _ = pool.takeInbox(of: 1)
         _ = pool.finish(
             connection: 1, report: Pool.Report(results: [answered(first)], established: true, proven: true), now: t0)
         for request in requests { _ = place(request, in: &pool) }
-        _ = pool.takeInbox(of: 1)
         return pool
     }
 
@@ -43,24 +49,25 @@ struct PoolStateMachineTests {
         let (a, b, c) = (Self.request(), Self.request(), Self.request())
         #expect(pool.submit(a, now: Self.t0) == .newConnection(id: 1, notBefore: nil))
         #expect(pool.submit(b, now: Self.t0) == .queued)
-        _ = pool.takeInbox(of: 1)
         // 403 does not prove it (the relay's rule); the next request goes alone again.
         var effects = pool.finish(
             connection: 1, report: Pool.Report(results: [Self.answered(a, 403)], established: true), now: Self.t0)
         #expect(effects.deliveries.count == 1)
-        #expect(pool.takeInbox(of: 1).map { $0 === b } == [true])
+        #expect(Self.given(to: 1, effects).map { $0 === b } == [true])
         #expect(pool.submit(c, now: Self.t0) == .queued)
         effects = pool.finish(
             connection: 1, report: Pool.Report(results: [Self.answered(b)], established: true, proven: true),
             now: Self.t0)
-        #expect(pool.takeInbox(of: 1).map { $0 === c } == [true])
+        #expect(Self.given(to: 1, effects).map { $0 === c } == [true])
         #expect(pool.slots.first?.phase == .open)
+        #expect(pool.submit(Self.request(), now: Self.t0) == .connection(id: 1))
     }
 
     @Test func aBusyConnectionGetsCompanyUpToTheLimit() {
         var pool = Self.provenPool(requests: (0..<Pool.spreadThreshold).map { _ in Self.request() })
         #expect(pool.submit(Self.request(), now: Self.t0) == .newConnection(id: 2, notBefore: nil))
         #expect(pool.statistics.connectionsOpen == 2)
+        #expect(pool.statistics.connectionsOpened == 2)
     }
 
     @Test func aRefusedRequestIsSentAgainOnAnotherConnectionAtMostThreeTimesInAll() {
@@ -71,14 +78,15 @@ struct PoolStateMachineTests {
             report: Pool.Report(results: [.init(request: refused, outcome: .refusedStream)], retire: true),
             now: Self.t0)
         #expect(effects.deliveries.isEmpty)
+        #expect(effects.exit)
         #expect(effects.start.map(\.id) == [2])
-        var retry = pool.takeInbox(of: 2)
+        var retry = Self.given(to: 2, effects)
         #expect(retry.map(\.sends) == [1])
         effects = pool.finish(
             connection: 2,
             report: Pool.Report(results: [.init(request: retry[0], outcome: .refusedStream)], retire: true),
             now: Self.t0)
-        retry = pool.takeInbox(of: effects.start[0].id)
+        retry = Self.given(to: effects.start[0].id, effects)
         #expect(retry.map(\.sends) == [2])
         // The third send is the last.
         effects = pool.finish(
@@ -87,6 +95,7 @@ struct PoolStateMachineTests {
             now: Self.t0)
         #expect(effects.deliveries.count == 1)
         #expect((try? effects.deliveries[0].result.get()) == nil)
+        #expect(pool.statistics.retries == 2)
     }
 
     @Test(arguments: [
@@ -105,17 +114,17 @@ struct PoolStateMachineTests {
     }
 
     @Test func aRequestWhoseDeadlinePassedIsNotRetried() {
-        let request = Self.request(deadline: .seconds(1))
+        let request = Self.request(deadline: Self.second)
         var pool = Self.provenPool(requests: [request])
         let effects = pool.finish(
             connection: 1, report: Pool.Report(results: [.init(request: request, outcome: .notSent)], retire: true),
-            now: Self.t0 + .seconds(1))
+            now: Self.t0 + Self.second)
         #expect(effects.deliveries.count == 1)
     }
 
     @Test func suspectsOfAGoawayGoAloneToAFreshConnectionInStreamOrderAndTheCauseIsFound() {
-        let poisonous = Self.request()
-        let innocent = (0..<3).map { _ in Self.request() }
+        let poisonous = Self.request(path: "/poisonous")
+        let innocent = (0..<3).map { Self.request(path: "/innocent-\($0)") }
         let bystander = Self.request()
         let filler = (0..<(Pool.spreadThreshold - 4)).map { _ in Self.request() }
         var pool = Self.provenPool(maxConnections: 2, requests: [poisonous] + innocent + filler)
@@ -130,31 +139,33 @@ struct PoolStateMachineTests {
         #expect(effects.deliveries.isEmpty)
         let fresh = effects.start.map(\.id)
         #expect(fresh.count == 1, "a connection for suspects")
-        #expect(pool.slots.first { $0.id == 2 }?.inbox.allSatisfy { !$0.suspect } ?? true)
-        let first = pool.takeInbox(of: fresh[0])
+        #expect(Self.given(to: 2, effects).isEmpty)
+        let first = Self.given(to: fresh[0], effects)
         #expect(first.count == 1)
-        #expect(first.first?.request.path == poisonous.request.path && first.first?.sends == 1)
+        #expect(first.first?.request.path == "/poisonous")
+        #expect(first.first?.sends == 1 && first.first?.suspect == true)
         #expect(pool.suspects.count == 3)
-        // Alone on the fresh connection it draws GOAWAY again: it is the cause and fails now.
+        // Alone on the fresh connection it draws GOAWAY again: one more try, alone.
         effects = pool.finish(
             connection: fresh[0],
             report: Pool.Report(
                 results: [.init(request: first[0], outcome: .refusedByGoaway(alone: true, stream: 1))],
                 established: true, retire: true, goaway: true),
-            now: Self.t0 + .milliseconds(10))
+            now: Self.t0 + 10 * Self.millisecond)
         #expect(effects.deliveries.count == 0, "alone once: one more try")
         let again = effects.start
         #expect(again.count == 1)
         // The second GOAWAY in a row paces the next connection.
-        #expect(again[0].notBefore == Self.t0 + .milliseconds(10) + .milliseconds(250))
-        let alone = pool.takeInbox(of: again[0].id)
+        #expect(again[0].notBefore == Self.t0 + 10 * Self.millisecond + 250 * Self.millisecond)
+        let alone = Self.given(to: again[0].id, effects)
         #expect(alone.count == 1 && alone[0].drewGoawayAlone)
+        // Twice alone, twice GOAWAY: it is the cause, and fails now.
         effects = pool.finish(
             connection: again[0].id,
             report: Pool.Report(
                 results: [.init(request: alone[0], outcome: .refusedByGoaway(alone: true, stream: 1))],
                 established: true, retire: true, goaway: true),
-            now: Self.t0 + .milliseconds(300))
+            now: Self.t0 + 300 * Self.millisecond)
         #expect(effects.deliveries.count == 1)
         if case .failure(let error) = effects.deliveries.first?.result {
             #expect(error.code == .refused && !error.mayHaveBeenProcessed)
@@ -164,16 +175,16 @@ struct PoolStateMachineTests {
             Issue.record("no connection for the remaining suspects")
             return
         }
-        let carried = pool.takeInbox(of: next.id)
+        let carried = Self.given(to: next.id, effects)
         #expect(carried.count == 1 && carried[0].sends == 1)
-        #expect(carried.first?.deadline == innocent[0].deadline)
+        #expect(carried.first?.request.path == "/innocent-0")
         #expect(pool.goawayStreak == 3)
-        _ = pool.finish(
+        effects = pool.finish(
             connection: next.id,
             report: Pool.Report(results: [Self.answered(carried[0])], established: true, proven: true),
-            now: Self.t0 + .seconds(1))
+            now: Self.t0 + Self.second)
         #expect(pool.goawayStreak == 0, "a proven connection after the GOAWAYs ends the pacing")
-        #expect(pool.takeInbox(of: next.id).count == 2, "the other suspects now go together")
+        #expect(Self.given(to: next.id, effects).count == 2, "the other suspects now go together")
     }
 
     @Test func aConnectionThatWasUpAndIsLostIsReplacedAtOnce() {
@@ -181,6 +192,7 @@ struct PoolStateMachineTests {
         let effects = pool.finish(connection: 1, report: Pool.Report(established: true, retire: true), now: Self.t0)
         #expect(effects.exit)
         #expect(effects.start.count == 1)
+        #expect(effects.start.first?.first == nil)
         #expect(pool.statistics.connectionsReplaced == 1)
     }
 
@@ -188,17 +200,27 @@ struct PoolStateMachineTests {
         var pool = Pool(maxConnections: 1, maxStreams: 100)
         let requests = (0..<3).map { _ in Self.request() }
         for request in requests { _ = pool.submit(request, now: Self.t0) }
-        let inbox = pool.takeInbox(of: 1)
         let failure = HTTP2ClientError(
             .connectFailed, "cannot connect: Connection refused", mayHaveBeenProcessed: false)
         let effects = pool.finish(
             connection: 1,
-            report: Pool.Report(
-                results: inbox.map { .init(request: $0, outcome: .connectFailed(failure)) }, retire: true),
+            report: Pool.Report(results: [.init(request: requests[0], outcome: .connectFailed(failure))], retire: true),
             now: Self.t0)
         // The first is tried once more elsewhere; the waiting ones fail now.
         #expect(effects.deliveries.count == 2)
         #expect(effects.start.count == 1)
+        #expect(effects.deliveries.allSatisfy { (try? $0.result.get()) == nil })
+    }
+
+    @Test func queuedRequestsExpireAtTheirDeadline() {
+        var pool = Pool(maxConnections: 1, maxStreams: 100)
+        _ = pool.submit(Self.request(), now: Self.t0)
+        _ = pool.submit(Self.request(deadline: Self.second), now: Self.t0)
+        _ = pool.submit(Self.request(deadline: 5 * Self.second), now: Self.t0)
+        #expect(pool.earliestQueuedDeadline == Self.t0 + Self.second)
+        #expect(pool.removeExpired(now: Self.t0 + Self.second - 1).isEmpty)
+        #expect(pool.removeExpired(now: Self.t0 + Self.second).count == 1)
+        #expect(pool.earliestQueuedDeadline == Self.t0 + 5 * Self.second)
     }
 
     @Test func shutDownReturnsTheQueuedAndRejectsNewRequests() {
@@ -207,12 +229,13 @@ struct PoolStateMachineTests {
         _ = pool.submit(Self.request(), now: Self.t0)
         #expect(pool.shutDown().count == 1)
         #expect(pool.submit(Self.request(), now: Self.t0) == .rejected)
+        #expect(pool.statistics.connectionsOpen == 0)
     }
 
     @Test func reconnectDelaysGrowAfterGoawaysInARow() {
-        #expect(Pool.reconnectDelay(afterGoaways: 1) == .zero)
-        #expect(Pool.reconnectDelay(afterGoaways: 2) == .milliseconds(250))
-        #expect(Pool.reconnectDelay(afterGoaways: 3) == .milliseconds(500))
-        #expect(Pool.reconnectDelay(afterGoaways: 20) == .milliseconds(4000))
+        #expect(Pool.reconnectDelay(afterGoaways: 1) == 0)
+        #expect(Pool.reconnectDelay(afterGoaways: 2) == 250 * Self.millisecond)
+        #expect(Pool.reconnectDelay(afterGoaways: 3) == 500 * Self.millisecond)
+        #expect(Pool.reconnectDelay(afterGoaways: 20) == 4000 * Self.millisecond)
     }
 }

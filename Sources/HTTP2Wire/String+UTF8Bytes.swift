@@ -1,7 +1,7 @@
 extension String {
     /// Runs `body` over the string's UTF-8 bytes in place (a native string's own storage; others
     /// are copied once), without going through `String.UTF8View`'s iterator.
-    func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+    public func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
         if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
         var copy = self
         return try copy.withUTF8(body)
