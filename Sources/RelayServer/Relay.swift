@@ -37,31 +37,26 @@ public final class Relay: Sendable {
         let config = setup.configuration
         self.clock = clock
         reloadSource = reload
-<<<<<<< HEAD
         let loops = try Self.workerLoops(config.server.threads)
         self.loops = loops
         let gateways: [APNsEnvironment: APNsGateway]
-        do {
-            gateways = try Self.gateways(setup, clock: clock, loops: loops)
-=======
-        let gateways = try Self.gateways(setup, clock: clock)
-        let loops = try Self.workerLoops(config.server.threads)
-        self.loops = loops
         let limitsStore: SharedLimitsStore?
         do {
-            limitsStore = try Self.limitsStore(
-                config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
->>>>>>> main
+            gateways = try Self.gateways(setup, clock: clock, loops: loops)
         } catch {
             for loop in loops { loop.stop() }
             throw error
         }
-<<<<<<< HEAD
-        let limitsStore = try Self.limitsStore(config, password: setup.secrets.redisPassword)
-=======
+        do {
+            limitsStore = try Self.limitsStore(
+                config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
+        } catch {
+            for gateway in gateways.values { gateway.shutdown() }
+            for loop in loops { loop.stop() }
+            throw error
+        }
         // Each worker counts through its own Redis connection (on its loop), so a decision never changes threads;
         // connected before the first request comes.
->>>>>>> main
         limitsStore?.start()
         let service = RelayHTTPHandler(
             state: RelayState(configuration: config, secrets: setup.secrets, gateways: gateways), clock: clock,
@@ -79,11 +74,8 @@ public final class Relay: Sendable {
         do {
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
-<<<<<<< HEAD
             for gateway in gateways.values { gateway.shutdown() }
-=======
             limitsStore?.shutdown()
->>>>>>> main
             for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
         }
@@ -97,11 +89,8 @@ public final class Relay: Sendable {
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
                 server.stop()
-<<<<<<< HEAD
                 for gateway in gateways.values { gateway.shutdown() }
-=======
                 limitsStore?.shutdown()
->>>>>>> main
                 for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
             }
@@ -152,7 +141,7 @@ public final class Relay: Sendable {
             for environment in environments {
                 let transport = APNsGateway.Transport(configuration, environment)
                 do {
-                    try HTTP2Client(configuration: transport.clientConfiguration()).shutdown()
+                    try HTTP2Client.check(transport.clientConfiguration())
                 } catch {
                     let problem = Self.problem(error, environment: environment, configuration: configuration)
                     if !problems.contains(problem) { problems.append(problem) }
