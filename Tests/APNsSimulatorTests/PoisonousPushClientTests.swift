@@ -14,7 +14,7 @@ import Testing
         #expect(try await apns.push().get().status == 200)
         var delivered = 1
         for run in 0..<6 {
-            let tokens = (0..<150).map { _ in APNsClientFixture.randomToken() }
+            let tokens = (0..<150).map { _ in randomToken() }
             let poisonous = (run * 37) % 150
             simulator.simulator.setFault(.goaway, forDeviceToken: tokens[poisonous])
             let results = await apns.burst(150, tokens: tokens, spread: .milliseconds(run % 2 == 0 ? 0 : 100))

@@ -5,13 +5,13 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-/// Throughput of ~3.5 KB POSTs over loopback TLS to nghttpd. Runs only with
+/// Throughput of ~3.5 KB POSTs over loopback TLS to the simulator (as a plain HTTP/2 server). Runs only with
 /// HTTP2CLIENT_BENCHMARK=1 (it takes a few seconds and both cores).
 @Suite("HTTP2Client throughput")
 struct HTTP2ClientBenchmark {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["HTTP2CLIENT_BENCHMARK"] == "1"))
     func postsPerSecond() async throws {
-        let server = try NGHTTPDServer(files: ["ok": "{}"], echo: false)
+        let server = try TestHTTP2Server(files: ["ok": "{}"], echo: false)
         let connections = Int(ProcessInfo.processInfo.environment["HTTP2CLIENT_CONNECTIONS"] ?? "") ?? 2
         let client = try HTTP2Client(
             configuration: HTTP2ClientConfiguration(

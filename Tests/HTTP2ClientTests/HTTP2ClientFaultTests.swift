@@ -3,12 +3,13 @@ import HTTP2Client
 import RelayTestSupport
 import Testing
 
-/// GOAWAY, refused streams, resets and silence, against `FaultyServer`: a request the server
-/// certainly did not process is retried once on a new connection; one it may have processed
-/// is never sent twice.
+/// GOAWAY, refused streams, resets and silence, played by the simulator on the first connection after it
+/// answered the warm-up (``TestHTTP2Server`` with a fault plan; later connections answer everything): a request
+/// the server certainly did not process is retried once on a new connection; one it may have processed is
+/// never sent twice.
 @Suite("HTTP2Client under server faults")
 struct HTTP2ClientFaultTests {
-    private func client(_ server: FaultyServer) throws -> HTTP2Client {
+    private func client(_ server: TestHTTP2Server) throws -> HTTP2Client {
         try HTTP2Client(
             configuration: HTTP2ClientConfiguration(
                 origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1))
@@ -35,7 +36,8 @@ struct HTTP2ClientFaultTests {
     /// client after the first refusal go straight to the new connection, or, when the first had
     /// taken them without sending them, are moved there.)
     @Test func refusedStreamsAreRetriedOnceAndProcessedOnce() async throws {
-        let server = try FaultyServer(mode: .refuse)
+        // Every request on the first connection after the warm-up is refused.
+        let server = try TestHTTP2Server { $0.connection == 1 && $0.request > 1 ? .resetStream : nil }
         let client = try client(server)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
@@ -45,13 +47,13 @@ struct HTTP2ClientFaultTests {
             let response = try #require(try? results[path]?.get(), "\(path): \(String(describing: results[path]))")
             #expect(response.status == 200)
             #expect(response[header: "x-connection"] == "2")
-            #expect(await server.count("PROCESSED", path) == 1)
-            // Logged before the retry was processed, so already read.
-            let refusals = await server.count("REFUSED", path, atLeast: 0)
+            #expect(server.count(.processed, path) == 1)
+            let refusals = server.count(.refused, path)
             #expect(refusals <= 1)
             refused += refusals
         }
         #expect(refused >= 1)
+        #expect(server.simulator.statistics.streamsRefused == refused)
         // Each refused request was retried; so were requests the first connection had taken but not
         // yet sent when the refusal retired it.
         #expect(client.statistics.retries >= refused && client.statistics.retries <= paths.count)
@@ -61,7 +63,9 @@ struct HTTP2ClientFaultTests {
     }
 
     @Test func streamsAboveGoawayLastStreamIDAreRetriedOthersAnsweredOnce() async throws {
-        let server = try FaultyServer(mode: .goaway)
+        // The first connection answers the warm-up and the next request, then the third brings a GOAWAY whose
+        // last-stream-id is the second's: it and any later stream on that connection were not processed.
+        let server = try TestHTTP2Server { $0.connection == 1 && $0.request == 3 ? .goaway : nil }
         let client = try client(server)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
@@ -71,15 +75,21 @@ struct HTTP2ClientFaultTests {
             let response = try #require(try? results[path]?.get(), "\(path): \(String(describing: results[path]))")
             #expect(response.status == 200)
             if response[header: "x-connection"] == "1" { onFirst += 1 }
-            #expect(await server.count("PROCESSED", path) == 1)
+            #expect(server.count(.processed, path) == 1)
         }
         #expect(onFirst == 1)
+        #expect(server.simulator.statistics.goawaysSent == 1)
         #expect(client.statistics.retries <= 2)
         #expect(client.statistics.connectionsReplaced == 1)
     }
 
     @Test func requestsOnAResetConnectionFailAndAreNotResent() async throws {
-        let server = try FaultyServer(mode: .reset)
+        // On the first connection after the warm-up: two requests are taken and held, the third is taken and the
+        // connection reset (TCP RST), so all three may have been processed.
+        let server = try TestHTTP2Server { context in
+            guard context.connection == 1, context.request > 1 else { return nil }
+            return context.request < 4 ? .stall : .resetConnection
+        }
         let client = try client(server)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
@@ -88,16 +98,18 @@ struct HTTP2ClientFaultTests {
             let error = try #require(results[path]?.failure, "\(path): \(String(describing: results[path]))")
             #expect(error.code == .connectionLost || error.code == .protocolError, "\(error)")
             #expect(error.mayHaveBeenProcessed)
-            #expect(await server.count("RECEIVED", path) == 1)
-            #expect(await server.count("PROCESSED", path, atLeast: 1) == 0)
+            #expect(server.count(.received, path) == 1)
+            #expect(server.count(.processed, path) == 0)
         }
+        #expect(server.simulator.statistics.connectionsDropped == 1)
         #expect(client.statistics.retries == 0)
         let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
         #expect(after[header: "x-connection"] == "2")
     }
 
     @Test func aSilentConnectionTimesOutAndIsReplaced() async throws {
-        let server = try FaultyServer(mode: .stall)
+        // Every request on the first connection after the warm-up is held, never answered.
+        let server = try TestHTTP2Server { $0.connection == 1 && $0.request > 1 ? .stall : nil }
         let client = try client(server)
         defer { client.shutdown() }
         let results = try await sendAfterWarmUp(client, ["/a", "/b", "/c"], timeout: .milliseconds(800))
@@ -105,7 +117,7 @@ struct HTTP2ClientFaultTests {
             let error = try #require(result.failure)
             #expect(error.code == .timeout)
             #expect(error.mayHaveBeenProcessed)
-            #expect(await server.count("RECEIVED", path) == 1)
+            #expect(server.count(.received, path) == 1)
         }
         #expect(client.statistics.retries == 0)
         let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
