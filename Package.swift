@@ -108,7 +108,8 @@ let package = Package(
         // delaying TCP forwarder (also the benchmark's), loopback listeners, ports and sockets.
         .target(name: "RelayTestSupport", dependencies: ["APNsSimulator"], swiftSettings: strict),
         .testTarget(
-            name: "RelayCryptoTests", dependencies: ["RelayCrypto", "RelayTestSupport"], swiftSettings: strict),
+            name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
