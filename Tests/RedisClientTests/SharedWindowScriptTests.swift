@@ -1,5 +1,6 @@
 import RedisClient
 import RedisTestSupport
+import RelayTestSupport
 import Testing
 
 @testable import RelayCore
@@ -25,25 +26,13 @@ struct SharedWindowScriptTests {
         Case(policy: LimitPolicy(requests: 1, periodSeconds: 1, blockSeconds: 30), seed: 5),
     ]
 
-    /// A small deterministic generator, so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: cases)
     func sameSequenceSameDecisions(_ testCase: Case) throws {
         let server = try RedisServerProcess()
         let pipeline = try RedisPipeline.connected(to: server, script: SharedWindowScript.source)
         defer { pipeline.shutdown() }
         try #require(pipeline.isConnected, "cannot reach the test redis-server")
-        var random = SplitMix(state: testCase.seed)
+        var random = SplitMix64(seed: testCase.seed)
         let keys = (0..<3).map { LimiterKey.phone(token: [UInt8($0), 1, 2]) }
         var windows: [LimiterKey: LimitWindow] = [:]
         // Microseconds since the Unix epoch, as Redis's TIME would give them: large numbers must survive Lua.
