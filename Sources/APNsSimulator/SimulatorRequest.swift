@@ -18,19 +18,10 @@ public struct SimulatorRequest: Sendable {
     }
 }
 
-/// A plain HTTP/2 simulator's answer to one request (``SimulatorConfiguration/responder``).
-public struct SimulatorResponse: Sendable {
-    public var status: Int
-    /// Headers besides `:status`; names must be lowercase (HTTP/2).
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-}
+/// A plain HTTP/2 simulator's answer to one request (``SimulatorConfiguration/responder``): its status,
+/// headers besides `:status` (names lowercase, as HTTP/2 wants) and body. A tuple, not a third response struct
+/// beside HTTPServer's `HTTPResponse` and HTTP2Client's `HTTP2Response`.
+public typealias SimulatorResponse = (status: Int, headers: [(name: String, value: String)], body: [UInt8])
 
 /// Where a request stands, for a fault plan (``APNsSimulator/setFaultPlan(_:)``).
 public struct SimulatorFaultContext: Sendable {

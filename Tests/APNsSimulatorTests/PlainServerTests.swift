@@ -9,7 +9,7 @@ import Testing
 struct PlainServerTests {
     /// Answers 201 with the request's body, its method, path and `x-test` header echoed in headers.
     static func echo(_ request: SimulatorRequest) -> SimulatorResponse {
-        SimulatorResponse(
+        (
             status: 201,
             headers: [
                 ("x-method", request.method), ("x-path", request.path), ("x-test", request[header: "x-test"] ?? "-"),

@@ -41,14 +41,14 @@ final class TestHTTP2Server: Sendable {
             log.record(.processed, request.path)
             var headers = [("server", Self.name), ("x-connection", String(request.connection))]
             if echo && request.method == "POST" {
-                return SimulatorResponse(status: 200, headers: headers, body: request.body)
+                return (status: 200, headers: headers, body: request.body)
             }
             guard let file = files[String(request.path.dropFirst())] else {
-                return SimulatorResponse(status: 404, headers: headers)
+                return (status: 404, headers: headers, body: [])
             }
             let body = Array(file.utf8)
             headers.append(("content-length", String(body.count)))
-            return SimulatorResponse(status: 200, headers: headers, body: request.method == "HEAD" ? [] : body)
+            return (status: 200, headers: headers, body: request.method == "HEAD" ? [] : body)
         }
         simulator = try APNsSimulator(configuration: configuration)
         if let faults {
