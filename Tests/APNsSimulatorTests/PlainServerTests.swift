@@ -15,7 +15,8 @@ struct PlainServerTests {
                 ("x-method", request.method), ("x-path", request.path), ("x-test", request[header: "x-test"] ?? "-"),
                 ("x-connection", String(request.connection)),
             ],
-            body: request.body)
+            body: request.body
+        )
     }
 
     @Test("the responder answers any method and path, without a provider token, with the whole body")
