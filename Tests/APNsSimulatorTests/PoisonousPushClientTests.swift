@@ -28,6 +28,7 @@ import Testing
             }
             #expect(failures.isEmpty, "run \(run): \(failures.count) failed: \(Set(failures))")
             #expect((try? results[poisonous].result.get()) == nil, "run \(run): the poisonous push")
+            #expect(simulator.simulator.statistics.goawaysSent > run, "run \(run): no GOAWAY sent")
             delivered += 149
             await Poll.suspendUntil(within: .seconds(5)) { simulator.simulator.statistics.delivered >= delivered }
             let ids = simulator.simulator.delivered.suffix(149).compactMap(\.collapseID)

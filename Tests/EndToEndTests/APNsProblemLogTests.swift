@@ -139,6 +139,7 @@ import Testing
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.goaway)
         for _ in 0..<3 { #expect(try fixture.push(grant: grant).status == 502) }
+        #expect(fixture.simulator.statistics.goawaysSent >= 3)
         #expect(waitForLine(fixture.relay, "GOAWAY"))
         let found = lines(fixture.relay, containing: "GOAWAY")
         #expect(found.count == 1, "\(found)")

@@ -29,6 +29,7 @@ import Testing
             let failed = statuses.enumerated().filter { $0.offset != poisonous && $0.element != 200 }
             #expect(failed.isEmpty, "run \(run): \(failed.count) other pushes failed: \(failed.map(\.element))")
             #expect(statuses[poisonous] == 502, "run \(run): the poisonous push")
+            #expect(fixture.simulator.statistics.goawaysSent > run, "run \(run): no GOAWAY sent")
             delivered += Self.pushes - 1
             let records = fixture.waitForDeliveries(delivered, timeoutSeconds: 5)
             #expect(fixture.simulator.statistics.delivered == delivered, "run \(run)")

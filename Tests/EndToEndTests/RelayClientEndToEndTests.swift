@@ -77,7 +77,9 @@ import Testing
         #expect(await client.push(push, grant: busy) == .retry(after: .seconds(30), reason: .apnsLimit))
 
         let refused = try await grant(client, Self.token("60a"))
+        let goaways = fixture.simulator.statistics.goawaysSent
         #expect(await client.push(push, grant: refused) == .failed(mayHaveBeenDelivered: true))
+        #expect(fixture.simulator.statistics.goawaysSent > goaways)
 
         #expect(await client.push(push, grant: "AQE" + fine) == .renewGrant(expired: false))
         let keys = RelayKeys(fixture.secrets.relayKeys.mapValues { try! SymmetricKey(bytes: $0) })
@@ -202,7 +204,9 @@ import Testing
 
         // GOAWAY for every send: resent up to maxAttempts, then the last outcome.
         let refused = try await grant(client, Self.token("60a"))
+        let goaways = fixture.simulator.statistics.goawaysSent
         #expect(await client.push(push, grant: refused, retrying: policy) == .failed(mayHaveBeenDelivered: true))
+        #expect(fixture.simulator.statistics.goawaysSent > goaways)
     }
 
     @Test func thePushCommandSaysWhatBecameOfItsPush() async throws {

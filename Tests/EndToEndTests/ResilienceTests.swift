@@ -213,9 +213,11 @@ import Testing
         }
         // Repeated GOAWAY: the push goes alone to a fresh connection; drawing GOAWAY alone again, it is answered.
         fixture.simulator.setDefaultFault(.goaway)
+        let goaways = fixture.simulator.statistics.goawaysSent
         let start = Date()
         let response = try fixture.push(grant: grant)
         #expect(response.status == 502)
+        #expect(fixture.simulator.statistics.goawaysSent >= goaways + 2)  // one on each connection it drew
         // Wall-clock, as above: the 1.5 s deadline and 1 s of margin.
         #expect(Date().timeIntervalSince(start) < 2.5)
         fixture.simulator.setDefaultFault(nil)
