@@ -45,17 +45,21 @@ let package = Package(
         // The version (a checked-in release number) and, when built from git, the commit (issue 14).
         .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
         .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
+        // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
+        // equality by code.
+        .target(name: "ErrorCodes", swiftSettings: strict),
         // What every module that calls OpenSSL shares: the error queue read into text, the TLS
         // handshake step and ALPN (client and server side alike).
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        .target(name: "RelayCore", dependencies: ["RelayCrypto"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop"], swiftSettings: strict),
+        .target(
+            name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
+        .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
-        .target(name: "Loop", dependencies: ["CUV", "CSystem"], swiftSettings: strict),
+        .target(name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
-        .target(name: "HTTP1", swiftSettings: strict),
+        .target(name: "HTTP1", dependencies: ["ErrorCodes"], swiftSettings: strict),
         // The measured spike of issue 20 (docs/LOOP.md): a keep-alive server on Loop and on plain epoll, and a TLS
         // client on memory BIOs over a TCP handle or on its socket under a poll handle.
         .executableTarget(
@@ -83,7 +87,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport", "Loop"],
+            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport", "Loop", "ErrorCodes"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
@@ -102,14 +106,17 @@ let package = Package(
         // forwarder is the tests' own (RelayTestSupport).
         .executableTarget(
             name: "LoadGenerator",
-            dependencies: ["Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport"],
+            dependencies: [
+                "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport", "ErrorCodes",
+            ],
             swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
-        // delaying TCP forwarder (also the benchmark's).
+        // delaying TCP forwarder (also the benchmark's), loopback listeners, ports and sockets.
         .target(name: "RelayTestSupport", dependencies: ["APNsSimulator"], swiftSettings: strict),
         .testTarget(
-            name: "RelayCryptoTests", dependencies: ["RelayCrypto", "RelayTestSupport"], swiftSettings: strict),
+            name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
@@ -125,7 +132,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "Loop", "RelayTestSupport"], swiftSettings: strict),
+            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "Loop", "APNsSimulator", "RelayTestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),

@@ -85,6 +85,16 @@ public final class APNsSimulator: Sendable {
         core.state.withLock { $0.tokenFaults[deviceToken] = fault }
     }
 
+    /// Sets a plan that chooses a fault for each request from where it stands (its connection, its place on
+    /// it, its path), before queued and default faults and after the device-token ones; nil clears it. A plan
+    /// returning nil lets the request through to them. For example `{ $0.connection == 1 && $0.request > 1 ?
+    /// .resetStream : nil }` refuses everything on the first connection after its first request.
+    ///
+    /// The plan runs under the simulator's lock, on its threads: it must not call the simulator.
+    public func setFaultPlan(_ plan: (@Sendable (SimulatorFaultContext) -> SimulatorFault?)?) {
+        core.state.withLock { $0.faultPlan = plan }
+    }
+
     /// The notifications answered 200, in the order they were answered: the latest
     /// `configuration.retainedDeliveries` of them (`statistics.delivered` counts all).
     public var delivered: [DeliveredNotification] {

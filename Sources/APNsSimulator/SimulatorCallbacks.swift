@@ -33,10 +33,12 @@ enum SimulatorCallbacks {
     private static let onHeader: nghttp2_on_header_callback = {
         _, frame, name, nameLength, value, valueLength, _, user in
         guard let frame, let user, let name, let value, isRequestHeaders(frame) else { return 0 }
-        // Quick filter before making strings: interpreted names start with ':' or 'a' and are short.
-        guard nameLength <= 16, name[0] == UInt8(ascii: ":") || name[0] == UInt8(ascii: "a") else { return 0 }
-        let request = connection(user).streams[frame.pointee.hd.stream_id]
-        request?.addHeader(
+        let owner = connection(user)
+        // Quick filter before making strings: interpreted names start with ':' or 'a' and are short (a plain
+        // HTTP/2 simulator keeps every header).
+        guard owner.isPlain || (nameLength <= 16 && (name[0] == UInt8(ascii: ":") || name[0] == UInt8(ascii: "a")))
+        else { return 0 }
+        owner.streams[frame.pointee.hd.stream_id]?.addHeader(
             name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
             value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
         return 0
@@ -51,6 +53,10 @@ enum SimulatorCallbacks {
     private static let onFrame: nghttp2_on_frame_recv_callback = { _, frame, user in
         guard let frame, let user else { return 0 }
         let type = frame.pointee.hd.type
+        if type == UInt8(NGHTTP2_PING.rawValue) && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+            connection(user).pingReceived()
+            return 0
+        }
         guard type == UInt8(NGHTTP2_DATA.rawValue) || type == UInt8(NGHTTP2_HEADERS.rawValue),
             frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         else { return 0 }

@@ -37,6 +37,12 @@ public struct SimulatorConfiguration: Sendable {
     /// The `reason` a GOAWAY of ``SimulatorFault/goaway`` carries in its debug data, as APNs does
     /// (`{"reason":"Shutdown"}`); nil sends none.
     public var goawayReason: String? = nil
+    /// When set, the simulator is a plain HTTP/2 test server (for the APNs client's own tests): it asks for no
+    /// provider token and makes none of APNs's checks, allows ``maxConcurrentStreams`` from the first SETTINGS,
+    /// and answers every request, whatever its method and path, with what this returns (called on a simulator
+    /// thread). Faults still apply: ``APNsSimulator/setFaultPlan(_:)``, queued and default faults (not the
+    /// device-token ones). Nothing is recorded as delivered.
+    public var responder: (@Sendable (SimulatorRequest) -> SimulatorResponse)? = nil
     /// The clock used for provider-token `iat` checks and the 410 `timestamp`.
     public var now: @Sendable () -> Date = { Date() }
 

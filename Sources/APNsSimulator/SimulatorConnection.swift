@@ -22,6 +22,10 @@ final class SimulatorConnection: TCPConnectionDelegate {
     private let connection: TCPConnection
     private let loop: SimulatorLoop
     private var core: SimulatorCore { loop.core }
+    /// A plain HTTP/2 simulator's connection (``SimulatorConfiguration/responder``).
+    private var responder: (@Sendable (SimulatorRequest) -> SimulatorResponse)? { core.configuration.responder }
+    /// Whether this is a plain HTTP/2 simulator's connection: no token, no APNs checks, every header kept.
+    let isPlain: Bool
     /// OpenSSL's input and output (owned by `ssl`).
     private let readBIO: OpaquePointer
     private let writeBIO: OpaquePointer
@@ -49,6 +53,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
         self.connection = connection
         self.ssl = ssl
         self.loop = loop
+        isPlain = loop.core.configuration.responder != nil
         readBIO = BIO_new(BIO_s_mem())
         writeBIO = BIO_new(BIO_s_mem())
         SSL_set_bio(ssl, readBIO, writeBIO)
@@ -117,7 +122,10 @@ final class SimulatorConnection: TCPConnectionDelegate {
             return
         }
         session = created
-        submitSettings(maxConcurrentStreams: core.configuration.initialMaxConcurrentStreams)
+        // A plain HTTP/2 simulator asks for no token: its streams are allowed at once.
+        submitSettings(
+            maxConcurrentStreams: isPlain
+                ? core.configuration.maxConcurrentStreams : core.configuration.initialMaxConcurrentStreams)
         // Let many requests' bodies arrive without waiting for connection-level WINDOW_UPDATEs.
         _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
     }
@@ -158,12 +166,17 @@ final class SimulatorConnection: TCPConnectionDelegate {
     // MARK: nghttp2 callback entry points
 
     func streamOpened(_ stream: Int32) {
-        streams[stream] = NotificationRequest()
+        streams[stream] = NotificationRequest(keepsEverything: isPlain)
         peakOpenStreams = max(peakOpenStreams, streams.count)
     }
 
     func streamEnded(_ stream: Int32) {
         if streams[stream] != nil { completedStreams.append(stream) }
+    }
+
+    /// A PING from the client (nghttp2 answers it).
+    func pingReceived() {
+        core.state.withLock { $0.statistics.pingsReceived += 1 }
     }
 
     func streamClosed(_ stream: Int32) {
@@ -195,6 +208,14 @@ final class SimulatorConnection: TCPConnectionDelegate {
         for stream in completed {
             guard let request = streams[stream] else { continue }
             if let last = progress.goawayLastStreamID, stream > last { continue }
+            let path = request.headers[":path"] ?? ""
+            if isPlain {
+                let plain = SimulatorRequest(
+                    method: request.headers[":method"] ?? "", path: path, headers: request.otherHeaders,
+                    body: request.body, connection: id, stream: stream)
+                batch.append(SimulatorCore.Validated(stream: stream, path: path, apnsID: "", outcome: .plain(plain)))
+                continue
+            }
             let authorization = request.headers["authorization"]
             if let authorization, authorization != tokenState.lastPresented {
                 tokenState.lastPresented = authorization
@@ -219,14 +240,14 @@ final class SimulatorConnection: TCPConnectionDelegate {
                             keyID: keyID))
                 }
             }
-            batch.append(SimulatorCore.Validated(stream: stream, apnsID: apnsID, outcome: outcome))
+            batch.append(SimulatorCore.Validated(stream: stream, path: path, apnsID: apnsID, outcome: outcome))
         }
         if tokenAccepted && !raisedStreamLimit {
             raisedStreamLimit = true
             submitSettings(maxConcurrentStreams: core.configuration.maxConcurrentStreams)
         }
         reportPeakIfNeeded(tokens: newTokens)
-        let decisions = core.decide(batch, progress: &progress)
+        let decisions = core.decide(batch, connection: id, progress: &progress)
         var delivered: [DeliveredNotification] = []
         for decision in decisions {
             switch decision {
@@ -236,10 +257,19 @@ final class SimulatorConnection: TCPConnectionDelegate {
             case .deliver(let notification):
                 submitResponse(stream: notification.stream, status: 200, apnsID: notification.apnsID, body: [])
                 delivered.append(notification)
+            case .respond(let request, nil):
+                respond(to: request)
+            case .respond(let request, let delay?):
+                loop.schedule(after: delay) { [self] in
+                    guard !isClosed, streams[request.stream] != nil else { return }
+                    respond(to: request)
+                    flush()
+                    finishIfDone()
+                }
             case .stall:
                 break
             case .delay(let duration, let notification):
-                loop.schedule(after: duration, connection: self, notification: notification)
+                loop.schedule(after: duration) { [self] in answerDelayed(notification) }
             case .goaway(let stream, let lastStreamID, let reset):
                 var debugData: [UInt8] = []
                 if let reason = core.configuration.goawayReason {
@@ -259,6 +289,10 @@ final class SimulatorConnection: TCPConnectionDelegate {
                 core.publish(delivered)
                 flush()
                 close(graceful: false)
+                return
+            case .resetConnection:
+                core.publish(delivered)
+                close(graceful: false, resetting: true)
                 return
             }
         }
@@ -289,15 +323,28 @@ final class SimulatorConnection: TCPConnectionDelegate {
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
     }
 
+    /// Answers a plain HTTP/2 request with what the responder returns.
+    private func respond(to request: SimulatorRequest) {
+        guard let responder else { return }
+        let response = responder(request)
+        submitResponse(
+            stream: request.stream, status: response.status,
+            headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body)
+    }
+
     private func submitResponse(stream: Int32, status: Int, apnsID: String, body: [UInt8]) {
-        guard let session, let request = streams[stream] else { return }
-        request.response = OutgoingBody(body)
         var fields: [(name: String, value: String)] = [("apns-id", apnsID)]
         if !body.isEmpty {
             fields.append(("content-type", "application/json"))
             fields.append(("content-length", String(body.count)))
         }
-        headerBlock.setResponse(status: status, headers: fields)
+        submitResponse(stream: stream, status: status, headers: fields, body: body)
+    }
+
+    private func submitResponse(stream: Int32, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        guard let session, let request = streams[stream] else { return }
+        request.response = OutgoingBody(body)
+        headerBlock.setResponse(status: status, headers: headers)
         headerBlock.withFields { pairs, count in
             if body.isEmpty {
                 _ = nghttp2_submit_response(session, stream, pairs, count, nil)
@@ -344,8 +391,9 @@ final class SimulatorConnection: TCPConnectionDelegate {
     }
 
     /// Closes the connection; `graceful` first sends a TLS close_notify. What was written before still
-    /// reaches the client, then a FIN. Idempotent.
-    func close(graceful: Bool) {
+    /// reaches the client, then a FIN; `resetting` drops what is queued and sends a TCP reset instead.
+    /// Idempotent.
+    func close(graceful: Bool, resetting: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
         if graceful {
@@ -354,7 +402,11 @@ final class SimulatorConnection: TCPConnectionDelegate {
             writeTLSOutput()
         }
         ERR_clear_error()
-        connection.closeAfterWriting()
+        if resetting {
+            connection.reset()
+        } else {
+            connection.closeAfterWriting()
+        }
         SSL_free(ssl)  // frees both BIOs
         reportPeakIfNeeded(tokens: [])
         if let session {

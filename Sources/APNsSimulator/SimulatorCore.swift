@@ -20,6 +20,8 @@ final class SimulatorCore: Sendable {
         /// Queued faults with how many requests each still applies to, oldest first.
         var faults: [(fault: SimulatorFault, remaining: Int)] = []
         var defaultFault: SimulatorFault?
+        /// Chooses a fault from where a request stands, before queued and default faults.
+        var faultPlan: (@Sendable (SimulatorFaultContext) -> SimulatorFault?)?
         /// Faults for every valid request to one device token, before any other fault.
         var tokenFaults: [String: SimulatorFault] = [:]
         /// The latest deliveries, oldest first: `delivered.suffix(retained)` is what is kept; the
@@ -38,8 +40,13 @@ final class SimulatorCore: Sendable {
         /// The retained deliveries, oldest first.
         var retainedDeliveries: [DeliveredNotification] { Array(delivered.suffix(retained)) }
 
-        mutating func takeFault(for deviceToken: String) -> SimulatorFault? {
-            if !tokenFaults.isEmpty, let fault = tokenFaults[deviceToken] { return fault }
+        /// The fault for a request (a plain HTTP/2 request has no device token), in order: the token's, the
+        /// plan's, the queue's, the default.
+        mutating func takeFault(for deviceToken: String?, _ context: @autoclosure () -> SimulatorFaultContext)
+            -> SimulatorFault?
+        {
+            if !tokenFaults.isEmpty, let deviceToken, let fault = tokenFaults[deviceToken] { return fault }
+            if let faultPlan, let fault = faultPlan(context()) { return fault }
             guard !faults.isEmpty else { return defaultFault }
             let fault = faults[0].fault
             faults[0].remaining -= 1
@@ -53,8 +60,11 @@ final class SimulatorCore: Sendable {
         enum Outcome {
             case rejected(status: Int, reason: String)
             case accepted(DeliveredNotification)
+            /// A plain HTTP/2 simulator's request (``SimulatorConfiguration/responder``), never rejected.
+            case plain(SimulatorRequest)
         }
         let stream: Int32
+        let path: String
         let apnsID: String
         let outcome: Outcome
     }
@@ -63,6 +73,8 @@ final class SimulatorCore: Sendable {
     enum Decision {
         case answer(stream: Int32, status: Int, reason: String, apnsID: String, body: [UInt8])
         case deliver(DeliveredNotification)
+        /// A plain HTTP/2 request for the responder to answer, now or after a delay.
+        case respond(SimulatorRequest, after: Duration?)
         case stall(stream: Int32)
         case delay(Duration, DeliveredNotification)
         /// GOAWAY with `lastStreamID`; `reset` when a higher stream was already processed, so the
@@ -70,6 +82,8 @@ final class SimulatorCore: Sendable {
         case goaway(stream: Int32, lastStreamID: Int32, reset: Bool)
         case reset(stream: Int32)
         case drop
+        /// Close with a TCP reset.
+        case resetConnection
     }
 
     init(configuration: SimulatorConfiguration) throws {
@@ -117,13 +131,15 @@ final class SimulatorCore: Sendable {
         var goawayLastStreamID: Int32?
         /// The highest stream id processed (decided) so far.
         var highestProcessed: Int32 = 0
+        /// Requests taken (decided) so far: a fault plan's ``SimulatorFaultContext/request``.
+        var requestsTaken = 0
     }
 
     /// Applies faults to a batch of validated requests of one connection, in order, under one lock.
     ///
     /// Requests above an earlier GOAWAY's last-stream-id are ignored (not counted, no fault
-    /// consumed). A drop ends the batch.
-    func decide(_ batch: [Validated], progress: inout StreamProgress) -> [Decision] {
+    /// consumed). A drop or reset ends the batch.
+    func decide(_ batch: [Validated], connection: Int, progress: inout StreamProgress) -> [Decision] {
         var decisions: [Decision] = []
         decisions.reserveCapacity(batch.count)
         let timestamp = Int64((configuration.now().timeIntervalSince1970 * 1000).rounded(.down))
@@ -131,41 +147,65 @@ final class SimulatorCore: Sendable {
             for item in batch {
                 if let last = progress.goawayLastStreamID, item.stream > last { continue }
                 state.statistics.requests += 1
+                progress.requestsTaken += 1
                 let previous = progress.highestProcessed
                 progress.highestProcessed = max(previous, item.stream)
+                let context = SimulatorFaultContext(
+                    connection: connection, request: progress.requestsTaken, path: item.path)
+                let fault: SimulatorFault
                 switch item.outcome {
                 case .rejected(let status, let reason):
                     decisions.append(
                         .answer(
                             stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
                             body: Self.errorBody(reason: reason, timestamp: nil)))
+                    continue
                 case .accepted(let notification):
                     let byPrefix = TokenFault.fault(for: notification.deviceToken, in: configuration.tokenFaults)
-                    switch byPrefix ?? state.takeFault(for: notification.deviceToken) {
-                    case nil:
+                    guard let found = byPrefix ?? state.takeFault(for: notification.deviceToken, context) else {
                         state.recordDelivery(notification)
                         decisions.append(.deliver(notification))
-                    case .status(let status, let reason):
-                        decisions.append(
-                            .answer(
-                                stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
-                                body: Self.errorBody(reason: reason, timestamp: status == 410 ? timestamp : nil)))
-                    case .stall:
-                        decisions.append(.stall(stream: item.stream))
-                    case .delay(let duration):
-                        decisions.append(.delay(duration, notification))
-                    case .goaway:
-                        // Only streams processed before this one are covered by the GOAWAY.
-                        progress.goawayLastStreamID = previous
-                        state.statistics.goawaysSent += 1
-                        decisions.append(
-                            .goaway(stream: item.stream, lastStreamID: previous, reset: previous > item.stream))
-                    case .resetStream:
-                        decisions.append(.reset(stream: item.stream))
-                    case .dropConnection:
-                        decisions.append(.drop)
-                        return
+                        continue
                     }
+                    fault = found
+                case .plain(let request):
+                    guard let found = state.takeFault(for: nil, context) else {
+                        decisions.append(.respond(request, after: nil))
+                        continue
+                    }
+                    fault = found
+                }
+                switch fault {
+                case .status(let status, let reason):
+                    decisions.append(
+                        .answer(
+                            stream: item.stream, status: status, reason: reason, apnsID: item.apnsID,
+                            body: Self.errorBody(reason: reason, timestamp: status == 410 ? timestamp : nil)))
+                case .stall:
+                    decisions.append(.stall(stream: item.stream))
+                case .delay(let duration):
+                    switch item.outcome {
+                    case .accepted(let notification): decisions.append(.delay(duration, notification))
+                    case .plain(let request): decisions.append(.respond(request, after: duration))
+                    case .rejected: break
+                    }
+                case .goaway:
+                    // Only streams processed before this one are covered by the GOAWAY.
+                    progress.goawayLastStreamID = previous
+                    state.statistics.goawaysSent += 1
+                    decisions.append(
+                        .goaway(stream: item.stream, lastStreamID: previous, reset: previous > item.stream))
+                case .resetStream:
+                    state.statistics.streamsRefused += 1
+                    decisions.append(.reset(stream: item.stream))
+                case .dropConnection:
+                    state.statistics.connectionsDropped += 1
+                    decisions.append(.drop)
+                    return
+                case .resetConnection:
+                    state.statistics.connectionsDropped += 1
+                    decisions.append(.resetConnection)
+                    return
                 }
             }
         }

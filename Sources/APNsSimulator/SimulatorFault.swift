@@ -14,4 +14,7 @@ public enum SimulatorFault: Sendable, Equatable {
     case resetStream
     /// Close the TCP connection at once, without answering.
     case dropConnection
+    /// Close the TCP connection at once with a reset (RST, as a crashed server or a middlebox does), without
+    /// answering: what the client had sent may have been processed.
+    case resetConnection
 }

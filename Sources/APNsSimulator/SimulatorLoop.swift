@@ -59,15 +59,15 @@ final class SimulatorLoop {
         connection.startReading()
     }
 
-    /// Answers a delayed notification after `delay`, if its connection still waits then.
-    func schedule(after delay: Duration, connection: SimulatorConnection, notification: DeliveredNotification) {
+    /// Runs `action` on this loop after `delay` (a delayed answer).
+    func schedule(after delay: Duration, _ action: @escaping () -> Void) {
         let (seconds, attoseconds) = delay.components
         let milliseconds = max(0, seconds) * 1_000 + max(0, attoseconds) / 1_000_000_000_000_000
         let holder = TimerHolder()
         let timer = LoopTimer(on: loop) {
             holder.timer?.close()
             holder.timer = nil
-            connection.answerDelayed(notification)
+            action()
         }
         holder.timer = timer
         timer.schedule(afterMilliseconds: UInt64(milliseconds))

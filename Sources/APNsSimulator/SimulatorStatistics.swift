@@ -13,6 +13,13 @@ public struct SimulatorStatistics: Sendable, Equatable {
     public var maxConcurrentStreamsSeen: Int = 0
     /// GOAWAY frames sent because of ``SimulatorFault/goaway``.
     public var goawaysSent: Int = 0
+    /// PING frames received (and answered): a client's liveness checks.
+    public var pingsReceived: Int = 0
+    /// Streams refused unprocessed with RST_STREAM (REFUSED_STREAM) because of ``SimulatorFault/resetStream``.
+    public var streamsRefused: Int = 0
+    /// Connections closed without an answer because of ``SimulatorFault/dropConnection`` or
+    /// ``SimulatorFault/resetConnection``.
+    public var connectionsDropped: Int = 0
 
     /// Creates zeroed counters.
     public init() {}

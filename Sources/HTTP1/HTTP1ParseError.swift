@@ -1,7 +1,10 @@
+import ErrorCodes
+
 /// Why a request was refused from its bytes (DESIGN.md, "The HTTP front"). Equality compares codes only, so that
 /// tests and callers match on the kind of refusal, never on the wording of its reason.
-public struct HTTP1ParseError: Error, Hashable, CustomStringConvertible {
-    /// The kind of refusal. Each code answers one status (``status``), decided here and nowhere else.
+public struct HTTP1ParseError: CodedError {
+    /// The kind of refusal. Each code answers one status (``status``), decided here and nowhere else: a code of
+    /// its own rather than ``ErrorCodes/ErrorCode``, so that this one switch stays exhaustive.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let kind: Kind
 
@@ -94,8 +97,4 @@ public struct HTTP1ParseError: Error, Hashable, CustomStringConvertible {
     public var status: Int { code.status }
 
     public var description: String { "\(code) (\(code.status)): \(reason)" }
-
-    public static func == (lhs: HTTP1ParseError, rhs: HTTP1ParseError) -> Bool { lhs.code == rhs.code }
-
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

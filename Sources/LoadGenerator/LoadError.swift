@@ -1,20 +1,14 @@
+import ErrorCodes
+
 /// A problem that stops a subcommand: a code and a reason for standard error.
-struct LoadError: Error, Equatable {
-    struct Code: Equatable {
-        let name: String
-        /// The command line is wrong (exit 64).
-        static let usage = Code(name: "usage")
-        /// The target did not answer as expected, or a file could not be used (exit 1).
-        static let failed = Code(name: "failed")
-    }
+typealias LoadError = ModuleError<LoadErrorDomain>
 
-    let code: Code
-    let reason: String
+/// The domain of ``LoadError``'s codes.
+enum LoadErrorDomain {}
 
-    init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-
-    static func == (lhs: LoadError, rhs: LoadError) -> Bool { lhs.code == rhs.code }
+extension ErrorCode where Domain == LoadErrorDomain {
+    /// The command line is wrong (exit 64).
+    static var usage: Self { Self("usage") }
+    /// The target did not answer as expected, or a file could not be used (exit 1).
+    static var failed: Self { Self("failed") }
 }

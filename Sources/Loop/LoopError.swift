@@ -1,32 +1,11 @@
 import CUV
+import ErrorCodes
 
 /// A failure of the event loop or of a socket on it: a code to decide by, a reason for people, and libuv's
 /// status (a negative errno) when one caused it. Equal when their codes are.
-public struct LoopError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What went wrong, to decide by.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        let name: String
-        /// Opening, binding or listening on a socket failed.
-        public static let listenFailed = Code(name: "listen_failed")
-        /// A host is not an IPv4 or IPv6 literal.
-        public static let invalidAddress = Code(name: "invalid_address")
-        /// The peer reset the connection (ECONNRESET).
-        public static let connectionReset = Code(name: "connection_reset")
-        /// A write to a connection the peer has closed (EPIPE).
-        public static let brokenPipe = Code(name: "broken_pipe")
-        /// A connection attempt failed (refused, unreachable, timed out).
-        public static let connectFailed = Code(name: "connect_failed")
-        /// A host name could not be resolved to an address.
-        public static let resolveFailed = Code(name: "resolve_failed")
-        /// Another error of reading or writing a socket.
-        public static let io = Code(name: "io")
-        /// The loop has stopped and took no more work.
-        public static let stopped = Code(name: "stopped")
-        /// A system resource ran out (threads, descriptors, memory).
-        public static let system = Code(name: "system")
-
-        public var description: String { name }
-    }
+public struct LoopError: CodedError {
+    /// What went wrong, to decide by (the static members of `ErrorCode` below).
+    public typealias Code = ErrorCode<LoopError>
 
     public let code: Code
     /// One short sentence for a log; never holds data read from a peer.
@@ -57,9 +36,25 @@ public struct LoopError: Error, Sendable, Hashable, CustomStringConvertible {
         }
         self.init(chosen, "\(context): \(String(cString: uv_strerror(status)))", status: status)
     }
+}
 
-    public var description: String { "\(code): \(reason)" }
-
-    public static func == (lhs: LoopError, rhs: LoopError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+extension ErrorCode where Domain == LoopError {
+    /// Opening, binding or listening on a socket failed.
+    public static var listenFailed: Self { Self("listen_failed") }
+    /// A host is not an IPv4 or IPv6 literal.
+    public static var invalidAddress: Self { Self("invalid_address") }
+    /// The peer reset the connection (ECONNRESET).
+    public static var connectionReset: Self { Self("connection_reset") }
+    /// A write to a connection the peer has closed (EPIPE).
+    public static var brokenPipe: Self { Self("broken_pipe") }
+    /// A connection attempt failed (refused, unreachable, timed out).
+    public static var connectFailed: Self { Self("connect_failed") }
+    /// A host name could not be resolved to an address.
+    public static var resolveFailed: Self { Self("resolve_failed") }
+    /// Another error of reading or writing a socket.
+    public static var io: Self { Self("io") }
+    /// The loop has stopped and took no more work.
+    public static var stopped: Self { Self("stopped") }
+    /// A system resource ran out (threads, descriptors, memory).
+    public static var system: Self { Self("system") }
 }

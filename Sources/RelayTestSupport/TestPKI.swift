@@ -2,7 +2,7 @@ import APNsSimulator
 import Foundation
 
 /// The tests' certificates, made with ``SimulatorPKI`` once per test process and written to files for
-/// the servers and clients that read them (nghttpd, redis-server, the relay's `ca_file`).
+/// the servers and clients that read them (the simulator, redis-server, the relay's `ca_file`).
 ///
 /// - the CA (`caFile`) and a server certificate for localhost, 127.0.0.1 and ::1 (`serverCertificate`,
 ///   `serverKey`, and the same as PEM text in `pem`);

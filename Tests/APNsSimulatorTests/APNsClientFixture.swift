@@ -23,10 +23,6 @@ struct APNsClientFixture: Sendable {
         bearer = try simulator.providerToken()
     }
 
-    static func randomToken() -> String {
-        TestHex.random()
-    }
-
     /// A valid push to `token`, its `apns-collapse-id` set to `id` (to find it among deliveries).
     func request(token: String, id: String, timeout: Duration = .seconds(10)) -> HTTP2Request {
         HTTP2Request(
@@ -49,25 +45,32 @@ struct APNsClientFixture: Sendable {
     /// Sends `count` pushes (`tokens[i]` if given), each after a random pause within `spread`, and
     /// returns each one's id, result and how long its answer took. Driven by the client's callbacks
     /// and Dispatch timers, not by Swift tasks: the timing does not depend on how busy the shared
-    /// cooperative pool is with other tests.
+    /// cooperative pool is with other tests. `observe` sees every outcome as it comes, with how many
+    /// came so far (on the client's thread: it must not block, and hands slow work to a queue).
     func burst(
-        _ count: Int, tokens: [String]? = nil, timeout: Duration = .seconds(10), spread: Duration = .zero
+        _ count: Int, tokens: [String]? = nil, timeout: Duration = .seconds(10), spread: Duration = .zero,
+        observe: (@Sendable (_ outcome: Outcome, _ answered: Int) -> Void)? = nil
     ) async -> [Outcome] {
-        let results = Mutex([Outcome?](repeating: nil, count: count))
+        let results = Mutex((outcomes: [Outcome?](repeating: nil, count: count), answered: 0))
         let group = DispatchGroup()
         let spreadNanoseconds =
             spread.components.seconds * 1_000_000_000 + spread.components.attoseconds / 1_000_000_000
         for index in 0..<count {
             group.enter()
-            let token = tokens?[index] ?? Self.randomToken()
+            let token = tokens?[index] ?? randomToken()
             let id = "push-\(index)-\(UUID().uuidString.prefix(8))"
             let request = request(token: token, id: id, timeout: timeout)
             let pause = spreadNanoseconds > 0 ? Int.random(in: 0...Int(spreadNanoseconds)) : 0
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(pause)) { [client] in
                 let start = ContinuousClock.now
                 client.send(request) { result in
-                    let took = start.duration(to: .now)
-                    results.withLock { $0[index] = (id, result, took) }
+                    let outcome = (id, result, start.duration(to: .now))
+                    let answered = results.withLock {
+                        $0.outcomes[index] = outcome
+                        $0.answered += 1
+                        return $0.answered
+                    }
+                    observe?(outcome, answered)
                     group.leave()
                 }
             }
@@ -75,18 +78,48 @@ struct APNsClientFixture: Sendable {
         await withCheckedContinuation { continuation in
             group.notify(queue: .global()) { continuation.resume() }
         }
-        return results.withLock { $0.map { $0! } }
+        return results.withLock { $0.outcomes.map { $0! } }
+    }
+
+    /// Pushes one at a time (each with `timeout`) until one is answered 200 or `limit` has passed since
+    /// `since`; how long after `since` the 200 came (nil if none did). Driven by the client's callbacks, so
+    /// a busy cooperative pool does not count against the client.
+    func firstSuccess(since: ContinuousClock.Instant, within limit: Duration, timeout: Duration) async -> Duration? {
+        await withCheckedContinuation { continuation in
+            @Sendable func attempt() {
+                client.send(request(token: randomToken(), id: UUID().uuidString, timeout: timeout)) { result in
+                    let elapsed = since.duration(to: .now)
+                    if (try? result.get().status) == 200 {
+                        continuation.resume(returning: elapsed)
+                    } else if elapsed < limit {
+                        attempt()
+                    } else {
+                        continuation.resume(returning: nil)
+                    }
+                }
+            }
+            attempt()
+        }
     }
 
     /// `total` pushes from `clients` senders, each sending its next push from the completion of its
-    /// last (a closed loop, on the client's threads); returns every push's id and result.
-    func closedLoop(total: Int, clients: Int) async -> [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)] {
-        let state = Mutex((issued: 0, results: [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)]()))
+    /// last (a closed loop, on the client's threads); returns every push's id and result, and the time
+    /// from the first push sent to the last answered, measured on the client's threads (a busy
+    /// cooperative pool does not count against the client).
+    func closedLoop(total: Int, clients: Int) async -> (
+        results: [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)], elapsed: Duration
+    ) {
+        let state = Mutex(
+            (
+                issued: 0, results: [(id: String, result: Result<HTTP2Response, HTTP2ClientError>)](),
+                started: ContinuousClock.Instant?.none, ended: ContinuousClock.now
+            ))
         let group = DispatchGroup()
         @Sendable func next() {
             let index = state.withLock { state -> Int? in
                 guard state.issued < total else { return nil }
                 state.issued += 1
+                if state.started == nil { state.started = .now }
                 return state.issued
             }
             guard let index else {
@@ -94,8 +127,11 @@ struct APNsClientFixture: Sendable {
                 return
             }
             let id = "loop-\(index)-\(UUID().uuidString.prefix(8))"
-            client.send(request(token: Self.randomToken(), id: id)) { result in
-                state.withLock { $0.results.append((id, result)) }
+            client.send(request(token: randomToken(), id: id)) { result in
+                state.withLock {
+                    $0.results.append((id, result))
+                    $0.ended = .now
+                }
                 next()
             }
         }
@@ -106,6 +142,6 @@ struct APNsClientFixture: Sendable {
         await withCheckedContinuation { continuation in
             group.notify(queue: .global()) { continuation.resume() }
         }
-        return state.withLock { $0.results }
+        return state.withLock { ($0.results, ($0.started ?? $0.ended).duration(to: $0.ended)) }
     }
 }

@@ -90,6 +90,7 @@ struct FaultTests {
         let result = try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken()))
         let elapsed = ContinuousClock.now - start
         #expect(result.status == 200)
+        // Wall-clock: the delay runs on the simulator loop's real timer; a lower bound only (never flaky).
         #expect(elapsed >= .milliseconds(400))
         #expect(fixture.simulator.delivered.count == 1)
     }
@@ -142,6 +143,7 @@ struct FaultTests {
         #expect(!result.stdout.contains(":status:"))
         #expect(fixture.simulator.delivered.isEmpty)
         #expect(fixture.simulator.statistics.requests == 1)
+        #expect(fixture.simulator.statistics.streamsRefused == 1)
     }
 
     @Test("dropConnection: the connection closes without an answer")
@@ -152,6 +154,7 @@ struct FaultTests {
         #expect(result.exitCode != 0)
         #expect(result.status == 0)
         #expect(fixture.simulator.delivered.isEmpty)
+        #expect(fixture.simulator.statistics.connectionsDropped == 1)
         // The next request gets a new connection and succeeds.
         #expect(try await fixture.curl(headers: fixture.headers(token: try fixture.providerToken())).status == 200)
         #expect(fixture.simulator.statistics.connectionsAccepted == 2)

@@ -14,7 +14,7 @@ import Testing
         #expect(try await apns.push().get().status == 200)
         var delivered = 1
         for run in 0..<6 {
-            let tokens = (0..<150).map { _ in APNsClientFixture.randomToken() }
+            let tokens = (0..<150).map { _ in randomToken() }
             let poisonous = (run * 37) % 150
             simulator.simulator.setFault(.goaway, forDeviceToken: tokens[poisonous])
             let goawaysBefore = simulator.simulator.statistics.goawaysSent
@@ -30,6 +30,7 @@ import Testing
             }
             #expect(failures.isEmpty, "run \(run): \(failures.count) failed: \(Set(failures))")
             #expect((try? results[poisonous].result.get()) == nil, "run \(run): the poisonous push")
+            #expect(simulator.simulator.statistics.goawaysSent > run, "run \(run): no GOAWAY sent")
             delivered += 149
             await Poll.suspendUntil(within: .seconds(5)) { simulator.simulator.statistics.delivered >= delivered }
             let ids = simulator.simulator.delivered.suffix(149).compactMap(\.collapseID)

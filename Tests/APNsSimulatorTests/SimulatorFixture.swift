@@ -24,7 +24,8 @@ final class SimulatorFixture: Sendable {
     init(
         maxConcurrentStreams: UInt32 = 1000, initialMaxConcurrentStreams: UInt32 = 1, recordFile: Bool = false,
         onDeliver: (@Sendable (DeliveredNotification) -> Void)? = nil, retainedDeliveries: Int = 10_000,
-        tokenFaults: [TokenFault] = [], host: String = "127.0.0.1", goawayReason: String? = nil
+        tokenFaults: [TokenFault] = [], host: String = "127.0.0.1", goawayReason: String? = nil,
+        responder: (@Sendable (SimulatorRequest) -> SimulatorResponse)? = nil
     ) throws {
         signingKey = P256.Signing.PrivateKey()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-sim-\(UUID().uuidString)")
@@ -44,6 +45,7 @@ final class SimulatorFixture: Sendable {
         configuration.tokenFaults = tokenFaults
         configuration.host = host
         configuration.goawayReason = goawayReason
+        configuration.responder = responder
         if recordFile { configuration.recordFile = directory.appendingPathComponent("record.jsonl").path }
         simulator = try APNsSimulator(configuration: configuration)
     }
@@ -97,6 +99,8 @@ final class SimulatorFixture: Sendable {
         let status: Int
         let headers: [String: String]
         let body: String
+        /// curl's own messages (`-sS`: errors only).
+        let stderr: String
     }
 
     func curl(
@@ -122,7 +126,7 @@ final class SimulatorFixture: Sendable {
         }
         return CurlResult(
             exitCode: result.exitCode, status: Int(result.stdout) ?? 0, headers: parsed,
-            body: (try? String(contentsOfFile: bodyFile, encoding: .utf8)) ?? "")
+            body: (try? String(contentsOfFile: bodyFile, encoding: .utf8)) ?? "", stderr: result.stderr)
     }
 
     struct ProcessResult {

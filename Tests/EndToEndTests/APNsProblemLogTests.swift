@@ -10,7 +10,7 @@ import Testing
     private func pushes(
         _ count: Int, relay: RelayProcess, expecting status: Int = 502
     ) throws -> (token: String, grant: String) {
-        let token = PushFixture.randomToken()
+        let token = randomToken()
         let connection = try relay.connect()
         let grant = try #require(
             try connection.request(
@@ -134,11 +134,12 @@ import Testing
     @Test func aGoawayIsOneLineWithItsReason() throws {
         let fixture = try PushFixture(
             relayConfig: ResilienceTests.generousLimits, goawayReason: "BadCertificateEnvironment")
-        let token = PushFixture.randomToken()
+        let token = randomToken()
         let grant = try fixture.grant(token: token)
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.goaway)
         for _ in 0..<3 { #expect(try fixture.push(grant: grant).status == 502) }
+        #expect(fixture.simulator.statistics.goawaysSent >= 3)
         #expect(waitForLine(fixture.relay, "GOAWAY"))
         let found = lines(fixture.relay, containing: "GOAWAY")
         #expect(found.count == 1, "\(found)")

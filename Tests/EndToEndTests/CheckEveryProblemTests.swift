@@ -96,7 +96,7 @@ import Testing
         environment["APNS_KEY_SANDBOX"] = sec1
         let check = try CommandRun.run(["check", "--config", config], environment: environment)
         #expect(check.status == 0, "\(check.output)")
-        let grant = try fixture.grant(token: PushFixture.randomToken())
+        let grant = try fixture.grant(token: randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         #expect(fixture.waitForDeliveries(1).count == 1)
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)

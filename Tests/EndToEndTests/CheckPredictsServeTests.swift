@@ -22,12 +22,6 @@ import Testing
         return try CommandRun.run([command, "--config", path], environment: secrets.environment, timeoutSeconds: 5)
     }
 
-    /// A loopback port nothing listens on right now.
-    static func freePort() throws -> UInt16 {
-        let listener = try Listener()
-        return listener.port
-    }
-
     static let internalNames = ["Error.", "Error(", "invalidConfiguration", "bindFailed", "startFailed", "Code("]
 
     func expectBothRefuse(_ config: String, naming subject: String, sourceLocation: SourceLocation = #_sourceLocation)
@@ -98,7 +92,7 @@ import Testing
     }
 
     @Test func metricsOnTheListenAddressIsRefusedByBoth() throws {
-        let port = try Self.freePort()
+        let port = try freePort()
         for metrics in ["127.0.0.1:\(port)", "0.0.0.0:\(port)"] {
             try expectBothRefuse(
                 #"{"listen":"127.0.0.1:\#(port)","metrics_listen":"\#(metrics)","apns":{"topic":"app.openduo.pocket"}}"#,
@@ -109,7 +103,7 @@ import Testing
     /// A port already taken is found only by serve (check runs beside the running relay, whose port is taken):
     /// serve names the key, in words.
     @Test func serveNamesTheKeyOfAPortInUse() throws {
-        let listener = try Listener()
+        let listener = try SilentListener()
         let result = try run(
             "serve", #"{"listen":"127.0.0.1:\#(listener.port)","apns":{"topic":"app.openduo.pocket"}}"#)
         #expect(result.status == 1)
@@ -129,18 +123,4 @@ import Testing
         let serve = try RelayProcess(config: config, secrets: secrets)
         #expect(serve.standardError.contains("listening on [::1]:"), "\(serve.standardError)")
     }
-}
-
-/// A TCP socket listening on a free loopback port, closed on deinit.
-final class Listener {
-    let descriptor: Int32
-    let port: UInt16
-
-    init() throws {
-        let listener = try LoopbackListener(backlog: 1)
-        descriptor = listener.descriptor
-        port = listener.port
-    }
-
-    deinit { close(descriptor) }
 }

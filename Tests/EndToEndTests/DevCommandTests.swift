@@ -80,7 +80,7 @@ import Testing
                 "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8))
             return try #require(response.json?["grant"] as? String, "\(response.status) \(response.text)")
         }
-        let fine = try grant(PushFixture.randomToken())
+        let fine = try grant(randomToken())
         for _ in 0..<12 {
             #expect(try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: fine)).status == 200)
         }

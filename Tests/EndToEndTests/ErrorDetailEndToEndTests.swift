@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// Over the wire: every 400 says which field or rule, every 429 which limit (DESIGN.md, "HTTP API").
@@ -7,7 +8,7 @@ import Testing
     @Test func badRequestsNameTheFieldAndTooLargeTheLimit() throws {
         let fixture = try PushFixture()
         let connection = try fixture.relay.connect()
-        let token = PushFixture.randomToken()
+        let token = randomToken()
         let grant = try fixture.grant(token: token, on: connection)
 
         let shortSealed = try connection.request(
@@ -66,7 +67,7 @@ import Testing
                 #""ip_limit":{"requests":6,"period_s":60,"block_s":60},"push_limit":{"requests":1,"period_s":60}"#
         )
         let connection = try fixture.relay.connect()
-        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)  // 1 of 6
+        let grant = try fixture.grant(token: randomToken(), on: connection)  // 1 of 6
         #expect(try fixture.push(grant: grant, on: connection).status == 200)  // 2
 
         let phone = try fixture.push(grant: grant, on: connection)  // 3
@@ -75,7 +76,7 @@ import Testing
         #expect(Int(phone.headers["retry-after"] ?? "") ?? 0 > 0)
 
         fixture.simulator.inject(.status(429, reason: "TooManyRequests"))
-        let other = try fixture.grant(token: PushFixture.randomToken(), on: connection)  // 4
+        let other = try fixture.grant(token: randomToken(), on: connection)  // 4
         let apns = try fixture.push(grant: other, on: connection)  // 5
         #expect(apns.status == 429)
         #expect(apns.json?["limit"] as? String == "apns")

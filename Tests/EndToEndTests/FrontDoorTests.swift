@@ -70,6 +70,7 @@ import Testing
         let answer = try connection.readResponse()
         #expect(answer.status == 404)
         #expect(connection.isClosedByPeer())
+        // Wall-clock: a separate relay process, whose only clock is real time; bounded generously.
         #expect(Date().timeIntervalSince(started) < 4)
     }
 

@@ -28,7 +28,7 @@ import Testing
     }
 
     /// A valid grant request's body for a new random token.
-    static var grantBody: String { #"{"token":"\#(PushFixture.randomToken())","environment":"sandbox"}"# }
+    static var grantBody: String { #"{"token":"\#(randomToken())","environment":"sandbox"}"# }
 
     /// A request that the relay must never answer: it follows a refused one in the same write.
     static let smuggled = "GET /v1/smuggled HTTP/1.1\r\nHost: relay\r\n\r\n"
@@ -235,13 +235,18 @@ import Testing
             }
             let started = ContinuousClock.now
             #expect(try good.request("GET", "/healthz").status == 200)
+            // Wall-clock: a separate relay process; 1 s is far above a healthz answer's few ms.
             #expect(ContinuousClock.now - started < .seconds(1))
+            // Paces the trickle (a byte every 200 ms is the slow client under test), not a fault's timing: the
+            // relay is a separate process whose deadlines are real time (HTTP1ConnectionTests check them on a
+            // test clock).
             Thread.sleep(forTimeInterval: 0.2)
             for (index, client) in clients.enumerated() where cutOffAfter[index] == nil && Self.hasClosed(client) {
                 cutOffAfter[index] = ContinuousClock.now - firstByte[index]!
             }
             step += 1
         }
+        // Wall-clock, bounded ±0.5 to 1.5 s around the 2 s deadline (the trickle's 200 ms steps included).
         let times = cutOffAfter.compactMap { $0 }
         #expect(times.count == clients.count, "\(clients.count - times.count) trickling clients were never cut off")
         #expect(
@@ -258,10 +263,12 @@ import Testing
         var cutOffAfter: Duration?
         for _ in 0..<40 where cutOffAfter == nil {
             try? client.send("a")
+            // Paces the trickle (the slow client under test), as above.
             Thread.sleep(forTimeInterval: 0.2)
             if Self.hasClosed(client) { cutOffAfter = ContinuousClock.now - headEnd }
         }
         let after = try #require(cutOffAfter)
+        // Wall-clock, bounded ±0.5 to 1.5 s around the 2 s deadline.
         #expect(after >= .milliseconds(1500) && after <= .milliseconds(3500), "\(after)")
     }
 
@@ -273,6 +280,7 @@ import Testing
         let answered = ContinuousClock.now
         #expect(client.isClosedByPeer(within: 6))
         let after = ContinuousClock.now - answered
+        // Wall-clock: the relay is a separate process; bounded ±0.5 to 1.5 s around the 2 s deadline.
         #expect(after >= .milliseconds(1500) && after <= .milliseconds(3500), "\(after)")
     }
 
@@ -292,6 +300,7 @@ import Testing
         let extra = try RawHTTPClient(port: relay.port, source: "127.0.0.60", timeoutSeconds: 5)
         let started = ContinuousClock.now
         #expect(extra.isClosedByPeer(within: 2))
+        // Wall-clock: a separate relay process; "at once" bounded at 1 s.
         #expect(ContinuousClock.now - started < .seconds(1))
         let other = try RawHTTPClient(port: relay.port, source: "127.0.0.61", timeoutSeconds: 5)
         #expect(try other.request("GET", "/healthz").status == 200)
@@ -332,7 +341,8 @@ import Testing
             return open.isEmpty
         }
         #expect(closedAll, "\(open.count) connections still open")
-        // Closed by the idle deadline: each within `timeout` (and a margin) of its answer.
+        // Closed by the idle deadline: each within `timeout` (and a margin) of its answer. Wall-clock: a separate
+        // relay process; the margin is 5 s.
         #expect(ContinuousClock.now - allAnswered <= .seconds(timeout + 5))
     }
 

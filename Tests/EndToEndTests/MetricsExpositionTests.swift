@@ -12,7 +12,7 @@ import Testing
         let fixture = try PushFixture(
             relayConfig: ResilienceTests.generousLimits + #","metrics_listen":"127.0.0.1:0""#, secrets: secrets)
         for environment in ["sandbox", "production"] {
-            let grant = try fixture.grant(token: PushFixture.randomToken(), environment: environment)
+            let grant = try fixture.grant(token: randomToken(), environment: environment)
             #expect(try fixture.push(grant: grant).status == 200)
         }
         #expect(try fixture.push(grant: "garbage").status == 401)

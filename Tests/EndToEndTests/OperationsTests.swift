@@ -141,7 +141,7 @@ import Testing
                 .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
         }
         let before = try scrape()
-        let token = PushFixture.randomToken()
+        let token = randomToken()
         let grant = try fixture.grant(token: token)
         #expect(try fixture.push(grant: grant).status == 200)
         #expect(try fixture.push(grant: "garbage").status == 401)
@@ -192,7 +192,7 @@ import Testing
             #expect(announced?.hasPrefix("duo-relay: memory allocator: jemalloc 5.") == true, "\(announced ?? "")")
             #expect(maps.contains("libjemalloc.so"))
         }
-        let grant = try fixture.grant(token: PushFixture.randomToken())
+        let grant = try fixture.grant(token: randomToken())
         for _ in 0..<5 { #expect(try fixture.push(grant: grant).status == 200) }
     }
 
@@ -200,7 +200,7 @@ import Testing
         let fixture = try PushFixture(apnsConfig: #""timeout_ms":1000"#)
         let connection = try fixture.relay.connect()
         #expect(try connection.request("GET", "/readyz").status == 200)
-        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
+        let grant = try fixture.grant(token: randomToken(), on: connection)
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
         // APNs goes away: pushes answer 502 and the instance reports not ready.
         fixture.simulator.stop()
@@ -232,7 +232,7 @@ import Testing
             return text.split(separator: "\n").first { $0.hasPrefix("duo_relay_ready ") }.map(String.init)
         }
         let connection = try fixture.relay.connect()
-        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
+        let grant = try fixture.grant(token: randomToken(), on: connection)
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
         #expect(try ready() == "duo_relay_ready 1")
         fixture.simulator.stop()
@@ -253,7 +253,7 @@ import Testing
         let fixture = try PushFixture(
             relayConfig: Self.limits, secrets: secrets,
             relayEnvironment: ["RELAY_KEYS": "", "RELAY_KEYS_FILE": keysFile])
-        let oldGrant = try fixture.grant(token: PushFixture.randomToken())
+        let oldGrant = try fixture.grant(token: randomToken())
         let load = LoadLoop(fixture: fixture, grant: oldGrant)
         load.start()
         try Poll.wait(for: "the load under way", within: .seconds(10)) { load.completed >= 10 }
@@ -268,7 +268,7 @@ import Testing
         try Poll.wait(for: "\"reloaded\" printed", within: .seconds(10)) {
             fixture.relay.standardError.contains("reloaded")
         }
-        let newGrant = try fixture.grant(token: PushFixture.randomToken())
+        let newGrant = try fixture.grant(token: randomToken())
         #expect(Base64.urlDecode(newGrant)?[1] == 2)
         #expect(try fixture.push(grant: oldGrant).status == 200)
         #expect(try fixture.push(grant: newGrant).status == 200)
@@ -308,7 +308,7 @@ import Testing
                 "APNS_KEY_SANDBOX": "", "APNS_KEY_SANDBOX_FILE": keyFile, "APNS_KEY_ID_SANDBOX": "",
                 "APNS_KEY_ID_SANDBOX_FILE": idFile,
             ])
-        let grant = try fixture.grant(token: PushFixture.randomToken())
+        let grant = try fixture.grant(token: randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         secrets.apnsKey = newKey
         try newKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
@@ -329,7 +329,7 @@ import Testing
                 #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60}"#,
             apnsConfig: #""timeout_ms":800"#, secrets: secrets)
         let connection = try fixture.relay.connect()
-        let token = PushFixture.randomToken()
+        let token = randomToken()
         let grant = try fixture.grant(token: token, on: connection)
         let ids = (0..<8).map { _ in PushFixture.hex64() }
         let thread = PushFixture.hex64()

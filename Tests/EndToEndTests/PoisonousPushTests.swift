@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import RelayTestSupport
 import Testing
 
 /// One push whose token makes APNs answer GOAWAY on every connection it is sent on must not cost
@@ -10,7 +11,7 @@ import Testing
 
     @Test func aPushThatDrawsGoawayEveryTimeCostsTheOthersNothing() throws {
         let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits)
-        let tokens = (0..<Self.pushes).map { _ in PushFixture.randomToken() }
+        let tokens = (0..<Self.pushes).map { _ in randomToken() }
         let grants = try tokens.map { try fixture.grant(token: $0) }
         #expect(try fixture.push(grant: grants[0]).status == 200)  // both sides are up
         let warmDeliveries = fixture.simulator.statistics.delivered
@@ -28,6 +29,7 @@ import Testing
             let failed = statuses.enumerated().filter { $0.offset != poisonous && $0.element != 200 }
             #expect(failed.isEmpty, "run \(run): \(failed.count) other pushes failed: \(failed.map(\.element))")
             #expect(statuses[poisonous] == 502, "run \(run): the poisonous push")
+            #expect(fixture.simulator.statistics.goawaysSent > run, "run \(run): no GOAWAY sent")
             delivered += Self.pushes - 1
             let records = fixture.waitForDeliveries(delivered, timeoutSeconds: 5)
             #expect(fixture.simulator.statistics.delivered == delivered, "run \(run)")

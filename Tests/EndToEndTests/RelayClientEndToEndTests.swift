@@ -16,7 +16,7 @@ import Testing
     ]
 
     static func token(_ prefix: String = "") -> String {
-        prefix + String(PushFixture.randomToken().dropFirst(prefix.count))
+        prefix + String(randomToken().dropFirst(prefix.count))
     }
 
     static func randomPush() -> RelayPush {
@@ -63,7 +63,8 @@ import Testing
             Issue.record("the phone's limit did not answer")
             return
         }
-        // The wait is what is left of the phone's 60-second window, however long the pushes took here.
+        // The wait is what is left of the phone's 60-second window, however long the pushes took here. Wall-clock:
+        // the window is the relay's (a separate process); bounded by what passed since it opened.
         let elapsed = windowOpened.duration(to: .now)
         #expect(
             (after ?? .zero) >= .seconds(60) - elapsed && (after ?? .zero) <= .seconds(60),
@@ -76,7 +77,9 @@ import Testing
         #expect(await client.push(push, grant: busy) == .retry(after: .seconds(30), reason: .apnsLimit))
 
         let refused = try await grant(client, Self.token("60a"))
+        let goaways = fixture.simulator.statistics.goawaysSent
         #expect(await client.push(push, grant: refused) == .failed(mayHaveBeenDelivered: true))
+        #expect(fixture.simulator.statistics.goawaysSent > goaways)
 
         #expect(await client.push(push, grant: "AQE" + fine) == .renewGrant(expired: false))
         let keys = RelayKeys(fixture.secrets.relayKeys.mapValues { try! SymmetricKey(bytes: $0) })
@@ -119,6 +122,7 @@ import Testing
         #expect(
             await client.push(Self.randomPush(), grant: stalled, timeout: .milliseconds(500))
                 == .failed(mayHaveBeenDelivered: true))
+        // Wall-clock: the call's deadline is real time (URLSession) against a separate relay; 0.5 s, bounded at 3.
         #expect(ContinuousClock.now - started < .seconds(3))
 
         // Nothing listens there: the push certainly did not arrive.
@@ -141,7 +145,8 @@ import Testing
             await client.push(Self.randomPush(), grant: stalled, retrying: policy)
                 == .failed(mayHaveBeenDelivered: true))
         var elapsed = ContinuousClock.now - started
-        // Ended by the deadline, or sooner when the next wait would have passed it.
+        // Ended by the deadline, or sooner when the next wait would have passed it. Wall-clock: the client's
+        // deadline is real time (URLSession) against a separate relay; 2 s of margin over the 3 s deadline.
         #expect(elapsed < .seconds(5), "\(elapsed)")
         // A timeout given to the call is its deadline too.
         started = ContinuousClock.now
@@ -149,6 +154,7 @@ import Testing
             await client.push(Self.randomPush(), grant: stalled, retrying: policy, timeout: .seconds(2))
                 == .failed(mayHaveBeenDelivered: true))
         elapsed = ContinuousClock.now - started
+        // Wall-clock, as above: 2 s of margin.
         #expect(elapsed < .seconds(4), "\(elapsed)")
     }
 
@@ -193,11 +199,14 @@ import Testing
             Issue.record("the phone's limit did not answer")
             return
         }
-        #expect(ContinuousClock.now - started < .seconds(10))  // waiting would take the phone's ~60 s
+        // Wall-clock: the relay's window is real time; waiting would take the phone's ~60 s.
+        #expect(ContinuousClock.now - started < .seconds(10))
 
         // GOAWAY for every send: resent up to maxAttempts, then the last outcome.
         let refused = try await grant(client, Self.token("60a"))
+        let goaways = fixture.simulator.statistics.goawaysSent
         #expect(await client.push(push, grant: refused, retrying: policy) == .failed(mayHaveBeenDelivered: true))
+        #expect(fixture.simulator.statistics.goawaysSent > goaways)
     }
 
     @Test func thePushCommandSaysWhatBecameOfItsPush() async throws {

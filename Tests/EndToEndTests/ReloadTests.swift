@@ -78,7 +78,7 @@ import Testing
     /// The status of one push for a fresh token through `relay` (`fixture` only mints the grant on its connection).
     func push(_ fixture: PushFixture, _ relay: RelayProcess) throws -> Int {
         let connection = try relay.connect()
-        let grant = try fixture.grant(token: PushFixture.randomToken(), on: connection)
+        let grant = try fixture.grant(token: randomToken(), on: connection)
         return try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant)).status
     }
 

@@ -14,17 +14,9 @@ import Testing
 
     /// Runs `command` as the launcher's user; its exit status and standard output.
     static func probe(_ command: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
         let full = launcher + command
-        process.executableURL = URL(fileURLWithPath: full[0])
-        process.arguments = Array(full.dropFirst())
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try Tool.run(full[0], Array(full.dropFirst()))
+        return (result.status, result.output)
     }
 
     @Test func aRunningRelayCannotBeReadByItsOwnUser() throws {
@@ -45,7 +37,9 @@ import Testing
         control.environment = ["MARKER": "readable"]
         try control.run()
         defer {
-            control.terminate()
+            // SIGKILL: the child inherits the test runner's blocked signals, SIGTERM included (a terminate()
+            // left it to sleep its 30 s out, and this test to wait for it).
+            kill(control.processIdentifier, SIGKILL)
             control.waitUntilExit()
         }
         try Poll.wait(for: "the control process runs as the probes' user", within: .seconds(10)) {

@@ -34,7 +34,7 @@ import Testing
                 apns: #""sandbox_origin":"https://127.0.0.1:\#(simulatorPort)","ca_file":"\#(caFile)""#),
             secrets: secrets)
         let connection = try relay.connect()
-        let token = PushFixture.randomToken()
+        let token = randomToken()
         let grant = try #require(
             try connection.request(
                 "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)

@@ -1,3 +1,5 @@
+import RelayTestSupport
+
 /// The requests of the h11 differential test: hand-written ones for each rule, and generated ones that combine
 /// request lines, framing and field lines, with mutations of single bytes and line ends.
 enum H11Corpus {
@@ -155,20 +157,5 @@ enum H11Corpus {
         }
         if chance(2) { bytes = Array("\r\n".utf8) + bytes }
         return bytes
-    }
-}
-
-/// A small, fixed pseudo-random generator (SplitMix64), so that the generated corpus is the same on every run.
-struct SplitMix64 {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

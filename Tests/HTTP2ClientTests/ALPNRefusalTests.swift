@@ -25,7 +25,7 @@ struct ALPNRefusalTests {
             kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
         }
-        try await Self.waitUntilListening(port, server)
+        try #require(await waitUntilListening(port: port, process: server), "openssl s_server did not start")
 
         let events = Mutex<[HTTP2ClientEvent]>([])
         let client = try HTTP2Client(
@@ -39,14 +39,5 @@ struct ALPNRefusalTests {
         let kinds = events.withLock { $0.map(\.kind) }
         #expect(kinds.contains(.alpnRefused), "\(kinds)")
         #expect(!kinds.contains(.connected), "\(kinds)")
-    }
-
-    /// Polls until the server listens on `port` (at most 10 s: s_server starts in milliseconds).
-    static func waitUntilListening(_ port: Int, _ server: Process) async throws {
-        for _ in 0..<200 where server.isRunning {
-            if establishedConnectionCount(toLocalPort: port, state: "0A") > 0 { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw TestServerError.didNotStart
     }
 }

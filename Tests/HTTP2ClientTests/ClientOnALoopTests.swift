@@ -16,7 +16,7 @@ struct ClientOnALoopTests {
     }
 
     @Test func completionsRunOnTheLoopAndNoThreadIsStarted() async throws {
-        let server = try NGHTTPDServer()
+        let server = try TestHTTP2Server()
         let loop = try EventLoop(name: "test-worker")
         defer { loop.stop() }
         let client = try HTTP2Client(

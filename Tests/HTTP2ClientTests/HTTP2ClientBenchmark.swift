@@ -6,13 +6,13 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-/// Throughput of ~3.5 KB POSTs over loopback TLS to nghttpd. Runs only with
+/// Throughput of ~3.5 KB POSTs over loopback TLS to the simulator (as a plain HTTP/2 server). Runs only with
 /// HTTP2CLIENT_BENCHMARK=1 (it takes a few seconds and both cores).
 @Suite("HTTP2Client throughput")
 struct HTTP2ClientBenchmark {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["HTTP2CLIENT_BENCHMARK"] == "1"))
     func postsPerSecond() async throws {
-        let server = try NGHTTPDServer(files: ["ok": "{}"], echo: false)
+        let server = try TestHTTP2Server(files: ["ok": "{}"], echo: false)
         let connections = Int(ProcessInfo.processInfo.environment["HTTP2CLIENT_CONNECTIONS"] ?? "") ?? 2
         let client = try HTTP2Client(
             configuration: HTTP2ClientConfiguration(
@@ -59,8 +59,9 @@ struct HTTP2ClientBenchmark {
     }
 }
 
-/// A steady rate on a client given a loop, for counting system calls per request (`strace -c -f` on the test
-/// process; the server, nghttpd, is another process). Runs only with HTTP2CLIENT_STEADY=<requests>.
+/// A steady rate on a client given a loop, for counting system calls per request (`strace -c -f -p <test process>`
+/// counts the simulator's threads too, which run in the same process: count the client's loop thread, `steady`,
+/// alone). Runs only with HTTP2CLIENT_STEADY=<requests>.
 @Suite("HTTP2Client at a steady rate")
 struct HTTP2ClientSteadyRate {
     final class Progress: Sendable {
@@ -71,7 +72,7 @@ struct HTTP2ClientSteadyRate {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["HTTP2CLIENT_STEADY"] != nil))
     func oneRequestPerMillisecond() async throws {
         let total = Int(ProcessInfo.processInfo.environment["HTTP2CLIENT_STEADY"] ?? "") ?? 1000
-        let server = try NGHTTPDServer(files: ["ok": "{}"], echo: false)
+        let server = try TestHTTP2Server(files: ["ok": "{}"], echo: false)
         let loop = try EventLoop(name: "steady")
         defer { loop.stop() }
         let client = try HTTP2Client(

@@ -4,12 +4,13 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-/// GOAWAY, refused streams, resets and silence, against `FaultyServer`: a request the server
-/// certainly did not process is retried once on a new connection; one it may have processed
-/// is never sent twice.
+/// GOAWAY, refused streams, resets and silence, played by the simulator on the first connection after it
+/// answered the warm-up (``TestHTTP2Server`` with a fault plan; later connections answer everything): a request
+/// the server certainly did not process is retried once on a new connection; one it may have processed is
+/// never sent twice.
 @Suite("HTTP2Client under server faults")
 struct HTTP2ClientFaultTests {
-    private func client(_ server: FaultyServer, events: EventLog? = nil) throws -> HTTP2Client {
+    private func client(_ server: TestHTTP2Server, events: EventLog? = nil) throws -> HTTP2Client {
         var configuration = HTTP2ClientConfiguration(
             origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1)
         if let events {
@@ -44,7 +45,8 @@ struct HTTP2ClientFaultTests {
     /// client after the first refusal go straight to the new connection, or, when the first had
     /// taken them without sending them, are moved there.)
     @Test func refusedStreamsAreRetriedOnceAndProcessedOnce() async throws {
-        let server = try FaultyServer(mode: .refuse)
+        // Every request on the first connection after the warm-up is refused.
+        let server = try TestHTTP2Server { $0.connection == 1 && $0.request > 1 ? .resetStream : nil }
         let client = try client(server)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
@@ -54,13 +56,13 @@ struct HTTP2ClientFaultTests {
             let response = try #require(try? results[path]?.get(), "\(path): \(String(describing: results[path]))")
             #expect(response.status == 200)
             #expect(response[header: "x-connection"] == "2")
-            #expect(await server.count("PROCESSED", path) == 1)
-            // Logged before the retry was processed, so already read.
-            let refusals = await server.count("REFUSED", path, atLeast: 0)
+            #expect(server.count(.processed, path) == 1)
+            let refusals = server.count(.refused, path)
             #expect(refusals <= 1)
             refused += refusals
         }
         #expect(refused >= 1)
+        #expect(server.simulator.statistics.streamsRefused == refused)
         // Each refused request was retried; so were requests the first connection had taken but not
         // yet sent when the refusal retired it.
         #expect(client.statistics.retries >= refused && client.statistics.retries <= paths.count)
@@ -70,7 +72,9 @@ struct HTTP2ClientFaultTests {
     }
 
     @Test func streamsAboveGoawayLastStreamIDAreRetriedOthersAnsweredOnce() async throws {
-        let server = try FaultyServer(mode: .goaway)
+        // The first connection answers the warm-up and the next request, then the third brings a GOAWAY whose
+        // last-stream-id is the second's: it and any later stream on that connection were not processed.
+        let server = try TestHTTP2Server { $0.connection == 1 && $0.request == 3 ? .goaway : nil }
         let events = EventLog()
         let client = try client(server, events: events)
         defer { client.shutdown() }
@@ -81,17 +85,23 @@ struct HTTP2ClientFaultTests {
             let response = try #require(try? results[path]?.get(), "\(path): \(String(describing: results[path]))")
             #expect(response.status == 200)
             if response[header: "x-connection"] == "1" { onFirst += 1 }
-            #expect(await server.count("PROCESSED", path) == 1)
+            #expect(server.count(.processed, path) == 1)
         }
         #expect(onFirst == 1)
         // The server did send a GOAWAY (what the retries above rest on), and the client read it.
+        #expect(server.simulator.statistics.goawaysSent == 1)
         #expect(events.events.withLock { $0.filter { $0.kind == .goaway }.count } == 1)
         #expect(client.statistics.retries <= 2)
         #expect(client.statistics.connectionsReplaced == 1)
     }
 
     @Test func requestsOnAResetConnectionFailAndAreNotResent() async throws {
-        let server = try FaultyServer(mode: .reset)
+        // On the first connection after the warm-up: two requests are taken and held, the third is taken and the
+        // connection reset (TCP RST), so all three may have been processed.
+        let server = try TestHTTP2Server { context in
+            guard context.connection == 1, context.request > 1 else { return nil }
+            return context.request < 4 ? .stall : .resetConnection
+        }
         let client = try client(server)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
@@ -100,16 +110,18 @@ struct HTTP2ClientFaultTests {
             let error = try #require(results[path]?.failure, "\(path): \(String(describing: results[path]))")
             #expect(error.code == .connectionLost || error.code == .protocolError, "\(error)")
             #expect(error.mayHaveBeenProcessed)
-            #expect(await server.count("RECEIVED", path) == 1)
-            #expect(await server.count("PROCESSED", path, atLeast: 1) == 0)
+            #expect(server.count(.received, path) == 1)
+            #expect(server.count(.processed, path) == 0)
         }
+        #expect(server.simulator.statistics.connectionsDropped == 1)
         #expect(client.statistics.retries == 0)
         let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()
         #expect(after[header: "x-connection"] == "2")
     }
 
     @Test func aSilentConnectionTimesOutAndIsReplaced() async throws {
-        let server = try FaultyServer(mode: .stall)
+        // Every request on the first connection after the warm-up is held, never answered.
+        let server = try TestHTTP2Server { $0.connection == 1 && $0.request > 1 ? .stall : nil }
         let client = try client(server)
         defer { client.shutdown() }
         let results = try await sendAfterWarmUp(client, ["/a", "/b", "/c"], timeout: .milliseconds(800))
@@ -117,7 +129,7 @@ struct HTTP2ClientFaultTests {
             let error = try #require(result.failure)
             #expect(error.code == .timeout)
             #expect(error.mayHaveBeenProcessed)
-            #expect(await server.count("RECEIVED", path) == 1)
+            #expect(server.count(.received, path) == 1)
         }
         #expect(client.statistics.retries == 0)
         let after = try await client.send(HTTP2Request(path: "/after", body: [3])).get()

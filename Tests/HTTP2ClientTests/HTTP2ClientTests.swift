@@ -4,7 +4,7 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-@Suite("HTTP2Client against nghttpd and broken servers")
+@Suite("HTTP2Client against the simulator as a plain HTTP/2 server, and broken servers")
 struct HTTP2ClientTests {
     let pki = TestPKI.shared
 
@@ -18,7 +18,7 @@ struct HTTP2ClientTests {
     }
 
     @Test func postRoundTripCarriesStatusHeadersAndBody() async throws {
-        let server = try NGHTTPDServer()
+        let server = try TestHTTP2Server()
         let client = try client(server.origin)
         defer { client.shutdown() }
         let body = Array("{\"aps\":{\"alert\":\"hello\"}}".utf8)
@@ -28,12 +28,12 @@ struct HTTP2ClientTests {
         let response = try await client.send(request).get()
         #expect(response.status == 200)
         #expect(response.body == body)
-        #expect(response[header: "Server"]?.hasPrefix("nghttpd") == true)
+        #expect(response[header: "Server"] == TestHTTP2Server.name)
         #expect(response.headers.allSatisfy { $0.name == $0.name.lowercased() })
     }
 
     @Test func getServesFilesAndMissingOnesAre404() async throws {
-        let server = try NGHTTPDServer(files: ["hello.txt": "hello, world\n"])
+        let server = try TestHTTP2Server(files: ["hello.txt": "hello, world\n"])
         let client = try client(server.origin)
         defer { client.shutdown() }
         let found = try await client.send(HTTP2Request(method: "GET", path: "/hello.txt")).get()
@@ -45,7 +45,7 @@ struct HTTP2ClientTests {
 
     /// One connection carries requests of every shape in turn: each must go out as itself, whatever came before.
     @Test func requestsOfEveryShapeInTurnOnOneConnectionEachGoOutAsThemselves() async throws {
-        let server = try NGHTTPDServer(files: ["hello.txt": "hello, world\n"])
+        let server = try TestHTTP2Server(files: ["hello.txt": "hello, world\n"])
         let client = try client(server.origin, maxConnections: 1)
         defer { client.shutdown() }
         let large = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
@@ -70,7 +70,7 @@ struct HTTP2ClientTests {
     }
 
     @Test func hundredsOfConcurrentRequestsShareAtMostMaxConnections() async throws {
-        let server = try NGHTTPDServer()
+        let server = try TestHTTP2Server()
         let client = try client(server.origin, maxConnections: 2)
         defer { client.shutdown() }
         let count = 600
@@ -99,7 +99,7 @@ struct HTTP2ClientTests {
     }
 
     @Test func serverStreamLimitBelowOursStillCompletesEverything() async throws {
-        let server = try NGHTTPDServer(maxConcurrentStreams: 5)
+        let server = try TestHTTP2Server(maxConcurrentStreams: 5)
         let client = try client(server.origin, maxConnections: 1)
         defer { client.shutdown() }
         let results = await withTaskGroup(of: Int.self) { group in
@@ -115,10 +115,11 @@ struct HTTP2ClientTests {
         #expect(results.count == 100 && results.allSatisfy { $0 == 200 })
         #expect(client.statistics.connectionsOpened == 1)
         #expect(server.establishedConnections == 1)
+        #expect(server.simulator.statistics.maxConcurrentStreamsSeen <= 5)
     }
 
     @Test func untrustedCertificateFailsWithTLSNotProcessed() async throws {
-        let server = try NGHTTPDServer()
+        let server = try TestHTTP2Server()
         let client = try client(server.origin, caFile: pki.otherCAFile)
         defer { client.shutdown() }
         let result = await client.send(HTTP2Request(path: "/x", body: [1]))
@@ -130,7 +131,7 @@ struct HTTP2ClientTests {
     /// The name in the origin is what the certificate must carry (and what SNI sends): `localhost`
     /// also resolves to ::1, where nothing listens, so the client goes on to 127.0.0.1.
     @Test func aHostNameIsVerifiedAgainstTheCertificate() async throws {
-        let server = try NGHTTPDServer()
+        let server = try TestHTTP2Server()
         let client = try client("https://localhost:\(server.port)")
         defer { client.shutdown() }
         #expect(try await client.send(HTTP2Request(path: "/x", body: [1])).get().status == 200)
@@ -141,7 +142,7 @@ struct HTTP2ClientTests {
         let verify = try await Tool.run(
             "/usr/bin/openssl", ["verify", "-CAfile", pki.bothCAsFile, pki.elsewhereCertificate])
         #expect(verify.status == 0, "\(verify.errors)")
-        let server = try NGHTTPDServer(key: pki.elsewhereKey, certificate: pki.elsewhereCertificate)
+        let server = try TestHTTP2Server(key: pki.elsewhereKey, certificate: pki.elsewhereCertificate)
         for origin in [server.origin, "https://localhost:\(server.port)"] {
             let client = try client(origin, caFile: pki.bothCAsFile)
             defer { client.shutdown() }
@@ -154,7 +155,7 @@ struct HTTP2ClientTests {
     /// Operators see the client's thread by name (`top -H`, /proc/<pid>/task/*/comm): a standalone
     /// client's connections live on an event loop of its own, whose thread is `h2-client`.
     @Test func theClientsThreadIsNamed() async throws {
-        let server = try NGHTTPDServer()
+        let server = try TestHTTP2Server()
         let client = try client(server.origin, maxConnections: 1)
         defer { client.shutdown() }
         #expect(try await client.send(HTTP2Request(path: "/x", body: [1])).get().status == 200)

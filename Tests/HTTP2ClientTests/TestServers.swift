@@ -1,126 +1,91 @@
+import APNsSimulator
 import Foundation
 import RelayTestSupport
+import Synchronization
 
-/// `nghttpd` (Debian's nghttp2-server) on 127.0.0.1 with the test certificate. It echoes POST
-/// bodies (`--echo-upload`) and serves files from a temporary document root.
-final class NGHTTPDServer: Sendable {
-    let port: Int
-    let documentRoot: String
-    private let process: Process
-    var origin: String { "https://127.0.0.1:\(port)" }
-
-    // Process is not Sendable, but it is only started in init and terminated in stop().
-    private nonisolated(unsafe) var stopped = false
-
-    init(
-        maxConcurrentStreams: Int? = nil, files: [String: String] = [:], echo: Bool = true,
-        key: String = TestPKI.shared.serverKey, certificate: String = TestPKI.shared.serverCertificate
-    ) throws {
-        documentRoot = NSTemporaryDirectory() + "http2client-docs-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: documentRoot, withIntermediateDirectories: true)
-        for (name, content) in files {
-            try content.write(toFile: documentRoot + "/" + name, atomically: true, encoding: .utf8)
-        }
-        var lastError: Error = TestServerError.didNotStart
-        for _ in 0..<5 {
-            let port = try freePort()
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
-            var arguments = ["-a", "127.0.0.1", "-d", documentRoot]
-            if echo { arguments.append("--echo-upload") }
-            if let maxConcurrentStreams { arguments += ["-m", String(maxConcurrentStreams)] }
-            arguments += [String(port), key, certificate]
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            if waitUntilListening(port: port, process: process) {
-                self.port = port
-                self.process = process
-                return
-            }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            lastError = TestServerError.didNotStart
-        }
-        throw lastError
+/// The project's APNs simulator as a plain HTTP/2 test server (``SimulatorConfiguration/responder``) on
+/// 127.0.0.1 with the test certificate. It echoes POST bodies (unless `echo` is false), serves `files` to GET,
+/// HEAD and (when not echoing) POST, answers 404 otherwise, and names the connection in `x-connection` (1 for
+/// the first accepted). A fault plan (``APNsSimulator/setFaultPlan(_:)``) misbehaves on chosen requests; the
+/// server logs what it did with each request (``count(_:_:)``).
+final class TestHTTP2Server: Sendable {
+    /// What the server did with a request.
+    enum Event: Sendable, Equatable {
+        /// Answered by the responder.
+        case processed
+        /// Taken and held, or taken as the connection was broken: never answered.
+        case received
+        /// Refused unprocessed with RST_STREAM (REFUSED_STREAM).
+        case refused
     }
 
-    deinit { stop() }
+    /// The `server` header of every answer.
+    static let name = "duo-relay-test-server"
 
-    func stop() {
-        guard !stopped else { return }
-        stopped = true
-        // SIGKILL: the child inherits the test runner's blocked signals, SIGTERM included.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: documentRoot)
+    let simulator: APNsSimulator
+    private let log = Log()
+    var port: UInt16 { simulator.port }
+    var origin: String { "https://127.0.0.1:\(port)" }
+
+    init(
+        maxConcurrentStreams: UInt32 = 1000, files: [String: String] = [:], echo: Bool = true,
+        key: String = TestPKI.shared.serverKey, certificate: String = TestPKI.shared.serverCertificate,
+        faults: (@Sendable (SimulatorFaultContext) -> SimulatorFault?)? = nil
+    ) throws {
+        let log = self.log
+        var configuration = SimulatorConfiguration(
+            certificatePEM: try String(contentsOfFile: certificate, encoding: .utf8),
+            privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8), teamID: "", keys: [:], topics: [],
+            maxConcurrentStreams: maxConcurrentStreams)
+        configuration.responder = { request in
+            log.record(.processed, request.path)
+            var headers = [("server", Self.name), ("x-connection", String(request.connection))]
+            if echo && request.method == "POST" {
+                return (status: 200, headers: headers, body: request.body)
+            }
+            guard let file = files[String(request.path.dropFirst())] else {
+                return (status: 404, headers: headers, body: [])
+            }
+            let body = Array(file.utf8)
+            headers.append(("content-length", String(body.count)))
+            return (status: 200, headers: headers, body: request.method == "HEAD" ? [] : body)
+        }
+        simulator = try APNsSimulator(configuration: configuration)
+        if let faults {
+            simulator.setFaultPlan { context in
+                let fault = faults(context)
+                switch fault {
+                case nil: break
+                case .resetStream: log.record(.refused, context.path)
+                default: log.record(.received, context.path)
+                }
+                return fault
+            }
+        }
+    }
+
+    deinit { simulator.stop() }
+
+    /// How often the server logged `event` for `path`. Exact once the client has its answer (or its error):
+    /// the server logs before it answers, refuses or breaks the connection.
+    func count(_ event: Event, _ path: String) -> Int {
+        log.entries.withLock { $0.filter { $0.event == event && $0.path == path }.count }
+    }
+
+    /// What the server did, shared with its closures.
+    private final class Log: Sendable {
+        let entries = Mutex<[(event: Event, path: String)]>([])
+
+        func record(_ event: Event, _ path: String) { entries.withLock { $0.append((event, path)) } }
     }
 
     /// TCP connections established to the server now, counted on the server's side.
-    var establishedConnections: Int { establishedConnectionCount(toLocalPort: port) }
+    var establishedConnections: Int { LoopbackSocket.establishedCount(toLocalPort: port) }
 }
 
-enum TestServerError: Error { case didNotStart }
+/// A loopback port that accepts connections in the kernel and never answers (a TLS handshake never finishes).
+typealias SilentServer = SilentListener
 
-/// A TCP socket on 127.0.0.1 that listens and never accepts nor answers: connections complete
-/// in the kernel, then nothing ever comes (a TLS handshake never finishes).
-final class SilentServer: Sendable {
-    let port: Int
-    private let descriptor: Int32
+extension SilentListener {
     var origin: String { "https://127.0.0.1:\(port)" }
-
-    init() throws {
-        (descriptor, port) = try listeningSocket()
-    }
-
-    deinit { close(descriptor) }
-}
-
-/// A port on 127.0.0.1 that was free a moment ago (nghttpd cannot take port 0).
-func freePort() throws -> Int {
-    let (descriptor, port) = try listeningSocket(listen: false)
-    close(descriptor)
-    return port
-}
-
-private func listeningSocket(listen shouldListen: Bool = true) throws -> (Int32, Int) {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw TestServerError.didNotStart }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard bound == 0, !shouldListen || listen(descriptor, 64) == 0 else {
-        close(descriptor)
-        throw TestServerError.didNotStart
-    }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-    }
-    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
-}
-
-private func waitUntilListening(port: Int, process: Process) -> Bool {
-    Poll.until(within: .seconds(10), every: .milliseconds(20)) {
-        process.isRunning && establishedConnectionCount(toLocalPort: port, state: "0A") > 0
-    }
-}
-
-/// Sockets in /proc/net/tcp whose local port is `port`, in `state` ("01" established, "0A" listening).
-func establishedConnectionCount(toLocalPort port: Int, state: String = "01") -> Int {
-    // Read to the end: procfs files report size 0 and come in pages.
-    guard let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() else { return 0 }
-    let table = String(decoding: data, as: UTF8.self)
-    let suffix = ":" + String(format: "%04X", port)
-    return table.split(separator: "\n").dropFirst().filter { line in
-        let fields = line.split(separator: " ")
-        return fields.count > 3 && fields[1].hasSuffix(suffix) && fields[3] == state
-    }.count
 }

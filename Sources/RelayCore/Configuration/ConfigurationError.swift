@@ -1,16 +1,13 @@
+import ErrorCodes
+
 /// A configuration or secret problem, reported in one line that names the key or variable at
 /// fault and never contains a secret's value.
-public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let unreadable = Code(rawValue: "unreadable")
-        public static let notJSON = Code(rawValue: "not_json")
-        public static let unknownKey = Code(rawValue: "unknown_key")
-        public static let missing = Code(rawValue: "missing")
-        public static let invalid = Code(rawValue: "invalid")
-        public static let duplicateKey = Code(rawValue: "duplicate_key")
-    }
+///
+/// The project's error shape (``ErrorCodes/CodedError``), with one difference: two errors are equal when their
+/// codes and subjects are (which key is at fault is what a caller and a test decide by).
+public struct ConfigurationError: CodedError, Sendable {
+    /// What went wrong, to decide by (the static members of `ErrorCode` below).
+    public typealias Code = ErrorCode<ConfigurationError>
 
     public let code: Code
     /// The configuration key (`apns.topic`) or variable (`RELAY_KEYS`) at fault.
@@ -60,4 +57,19 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
     public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
         lhs.code == rhs.code && lhs.subject == rhs.subject
     }
+}
+
+extension ErrorCode where Domain == ConfigurationError {
+    /// A file or variable could not be read.
+    public static var unreadable: Self { Self("unreadable") }
+    /// The text is not JSON.
+    public static var notJSON: Self { Self("not_json") }
+    /// A key the relay does not know.
+    public static var unknownKey: Self { Self("unknown_key") }
+    /// A required key or variable is absent.
+    public static var missing: Self { Self("missing") }
+    /// A value the relay cannot use.
+    public static var invalid: Self { Self("invalid") }
+    /// A member given more than once.
+    public static var duplicateKey: Self { Self("duplicate_key") }
 }

@@ -1,3 +1,4 @@
+import ErrorCodes
 import RelayCrypto
 
 /// Seals and opens push grants (DESIGN.md, "The grant"):
@@ -100,12 +101,26 @@ public enum GrantCodec {
     }
 }
 
-/// Why a grant did not open.
-public struct GrantError: Error, Equatable, Sendable {
-    public enum Code: Sendable { case malformed, unknownKey, authenticationFailed, expired }
+/// Why a grant did not open (or could not be sealed).
+public struct GrantError: CodedError {
+    /// What went wrong, to decide by (the static members of `ErrorCode` below).
+    public typealias Code = ErrorCode<GrantError>
     public let code: Code
+    /// For people: the code's name (a grant's failure never says more, so that it leaks nothing of the grant).
+    public var reason: String { code.name }
     public init(_ code: Code) { self.code = code }
 
     /// The client-facing answer.
     public var relayError: RelayError { code == .expired ? .grantExpired : .grantInvalid }
+}
+
+extension ErrorCode where Domain == GrantError {
+    /// Not a grant: bad base64url, wrong size or version, an unknown environment, no token.
+    public static var malformed: Self { Self("malformed") }
+    /// Sealed with a key id the relay does not hold.
+    public static var unknownKey: Self { Self("unknownKey") }
+    /// The tag did not verify: altered, or sealed with another key.
+    public static var authenticationFailed: Self { Self("authenticationFailed") }
+    /// Past its lifetime.
+    public static var expired: Self { Self("expired") }
 }

@@ -54,10 +54,6 @@ final class PushFixture: Sendable {
         simulator.stop()
     }
 
-    static func randomToken() -> String {
-        TestHex.random()
-    }
-
     static func hex64() -> String {
         TestHex.random(uppercase: true)
     }
