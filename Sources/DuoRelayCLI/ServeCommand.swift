@@ -23,6 +23,8 @@ enum ServeCommand {
 
     static func run(_ arguments: [String]) -> Int32 {
         if Usage.wantsHelp(arguments) { return Usage.help(help) }
+        // Before anything is read: a reload asked for while the relay starts is kept, not fatal.
+        Relay.catchEarlyReloads()
         switch SetupLoader.loadOrReport(arguments, prefix: "duo-relay") {
         case .success(let setup):
             return serve(setup) {

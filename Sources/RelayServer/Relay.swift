@@ -270,11 +270,25 @@ public final class Relay: Sendable {
         runUntilSignalled(stoppingOn: [SIGTERM, SIGINT], reloadingOn: SIGHUP)
     }
 
+    /// Catches SIGHUP from now until ``runUntilSignalled()`` takes over: call it first thing in a process that will
+    /// serve. A reload asked for while the relay starts (systemd's `systemctl restart` then `systemctl reload`: with
+    /// `Type=exec` the reload's SIGHUP comes as soon as the process runs) would otherwise end the process silently
+    /// (SIGHUP's default action) or be lost; caught here, it is carried out once the relay serves.
+    public static func catchEarlyReloads() {
+        signal(SIGHUP) { _ in earlyReloadAsked.store(true, ordering: .relaxed) }
+        earlyReloadHandler.store(true, ordering: .relaxed)
+    }
+
+    /// Whether ``catchEarlyReloads()`` installed its handler.
+    private static var earlyReloadsCaught: Bool { earlyReloadHandler.load(ordering: .relaxed) }
+
     /// ``runUntilSignalled()`` with its signals given (a test uses signals no test runner sends).
     func runUntilSignalled(stoppingOn stopSignals: [Int32], reloadingOn reloadSignal: Int32) {
         var sources: [any DispatchSourceSignal] = []
         for number in stopSignals + [reloadSignal] {
-            signal(number, SIG_IGN)
+            // Not for a SIGHUP that `catchEarlyReloads` catches: ignoring it until the source below takes it over
+            // would drop one that comes in between.
+            if !(number == SIGHUP && Self.earlyReloadsCaught) { signal(number, SIG_IGN) }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             if number == reloadSignal {
                 source.setEventHandler { [weak self] in self?.reloadFromSource() }
@@ -284,6 +298,8 @@ public final class Relay: Sendable {
             source.resume()
             sources.append(source)
         }
+        // A reload asked for while the relay was starting, now that it can be done.
+        if reloadSignal == SIGHUP && earlyReloadAsked.exchange(false, ordering: .relaxed) { reloadFromSource() }
         stopRequested.wait()
         sources.forEach { $0.cancel() }
         stop()
@@ -398,3 +414,8 @@ private final class TimerBox: @unchecked Sendable {
     let timer: any DispatchSourceTimer
     init(_ timer: any DispatchSourceTimer) { self.timer = timer }
 }
+
+/// Set by the SIGHUP handler of ``Relay/catchEarlyReloads()`` (an atomic store: safe in a signal handler).
+private let earlyReloadAsked = Atomic<Bool>(false)
+/// ``Relay/catchEarlyReloads()`` was called.
+private let earlyReloadHandler = Atomic<Bool>(false)

@@ -32,6 +32,30 @@ import Testing
         #expect(try relay.connect().request("GET", "/healthz").status == 200)
     }
 
+    /// systemd's `systemctl restart` then `systemctl reload` (OPERATIONS.md's rotation): with `Type=exec` the reload's
+    /// SIGHUP can come while the relay is still starting, before it listens. It must neither end the process (SIGHUP's
+    /// default action, which is what happened) nor be lost: the relay serves, then carries it out.
+    @Test func aReloadWhileStartingIsCarriedOutOnceServing() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        let path = directory.appendingPathComponent("relay.json").path
+        try RelayProcess.config(extra: #""grant_lifetime_s":100"#).write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let relay = try RelayProcess(
+            arguments: ["serve", "--config", path], environment: TestSecrets().environment, directory: directory)
+        // The relay starts its first threads (the workers' loops) while it starts, before it listens: SIGHUP then.
+        let pid = relay.process.processIdentifier
+        try Poll.wait(for: "the relay's first threads", within: .seconds(30), every: .microseconds(200)) {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let threads = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+            return Int(threads?.split(separator: "\t").last ?? "") ?? 0 >= 2 || !relay.process.isRunning
+        }
+        relay.signal(SIGHUP)
+        try relay.waitForPort()
+        try Poll.wait(for: "the reloaded line", within: .seconds(15)) { reloadedLines(relay).count == 1 }
+        #expect(relay.process.isRunning)
+        #expect(try relay.connect().request("GET", "/healthz").status == 200)
+    }
+
     /// SECURITY.md's rotation steps match what SIGHUP does: it re-reads `NAME_FILE` secrets only, so a
     /// rotation of a plain variable or a systemd credential is a restart. The relay below shows it: a new
     /// `RELAY_KEYS_FILE` is taken on SIGHUP.

@@ -123,7 +123,7 @@ final class RelayProcess: @unchecked Sendable {
     var allOutput: String { standardOutput + standardError }
 
     /// The port in the relay's `listening on <address>:<port>` line (an IPv6 address has colons too).
-    private func waitForPort() throws {
+    func waitForPort() throws {
         let listening = try Poll.value(within: .seconds(30)) { () throws -> UInt16? in
             let exited = !process.isRunning
             let text = standardError
