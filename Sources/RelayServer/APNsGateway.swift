@@ -1,5 +1,6 @@
 import Dispatch
 import HTTP2Client
+import Loop
 import RelayCore
 import Synchronization
 
@@ -18,7 +19,9 @@ final class APNsGateway: Sendable {
     }
 
     let environment: APNsEnvironment
-    let client: HTTP2Client
+    /// One client per worker, on that worker's loop (DESIGN.md, worker model): a push is sent and answered by the
+    /// worker that read it. Without worker loops (handler tests), one client on a loop of its own.
+    let clients: [HTTP2Client]
     let token: ProviderToken
     private let timeoutNanoseconds: Atomic<UInt64>
     /// What decides whether a new configuration can keep this gateway (and its connections).
@@ -39,13 +42,22 @@ final class APNsGateway: Sendable {
             maxConnections = configuration.apns.maxConnections
         }
 
-        /// The APNs client's configuration for this transport.
-        func clientConfiguration(onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil) -> HTTP2ClientConfiguration {
+        /// The APNs client's configuration for this transport, for one of `workers` clients: `apns.max_connections`
+        /// is the environment's cap for the process, shared evenly among the workers' clients, at least one each
+        /// (a worker opens its connections only once it has a push to send).
+        func clientConfiguration(
+            workers: Int = 1, onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
+        ) -> HTTP2ClientConfiguration {
             // APNs allows a new connection one stream until it has seen a valid token (not 403); idle
             // connections are checked with PING every 60 s (the client's defaults, DESIGN.md "Lifecycle").
             HTTP2ClientConfiguration(
-                origin: origin, caFile: caFile, maxConnections: maxConnections,
+                origin: origin, caFile: caFile, maxConnections: Self.share(of: maxConnections, workers: workers),
                 provesConnection: APNsAnswer.provesToken(status:), onEvent: onEvent)
+        }
+
+        /// One worker's share of the process's connection cap: the cap divided evenly, at least one.
+        static func share(of cap: Int, workers: Int) -> Int {
+            max(1, cap / max(1, workers))
         }
     }
     private let clock: any RelayClock
@@ -59,9 +71,10 @@ final class APNsGateway: Sendable {
 
     /// - Parameter problems: the reporter of the gateway this one replaces (a reload), so that a problem it
     ///   reported (an untrusted certificate) is said to be resolved once this gateway's connections work.
+    ///   - loops: the workers' event loops, one client each; empty: one client on a loop of its own.
     init(
         environment: APNsEnvironment, configuration: RelayConfiguration, credentials: ProviderCredentials,
-        clock: any RelayClock, problems: APNsProblemReporter? = nil
+        clock: any RelayClock, loops: [EventLoop] = [], problems: APNsProblemReporter? = nil
     ) throws {
         self.environment = environment
         self.clock = clock
@@ -71,7 +84,40 @@ final class APNsGateway: Sendable {
         transport = Transport(configuration, environment)
         let problems = problems ?? APNsProblemReporter(environment: environment.description, clock: clock)
         self.problems = problems
-        client = try HTTP2Client(configuration: transport.clientConfiguration(onEvent: { problems.record($0) }))
+        // Every worker's client reports to the one problem log of the environment: a problem is said once, not
+        // once per worker.
+        let onEvent: @Sendable (HTTP2ClientEvent) -> Void = { problems.record($0) }
+        if loops.isEmpty {
+            clients = [try HTTP2Client(configuration: transport.clientConfiguration(onEvent: onEvent))]
+        } else {
+            let configuration = transport.clientConfiguration(workers: loops.count, onEvent: onEvent)
+            var made: [HTTP2Client] = []
+            do {
+                for loop in loops { made.append(try HTTP2Client(configuration: configuration, loop: loop)) }
+            } catch {
+                for client in made { client.shutdown() }
+                throw error
+            }
+            clients = made
+        }
+    }
+
+    /// The client of the worker that runs the push (any client's `send` also works from another thread, handing
+    /// the request to its loop: requests from outside the workers go to the first).
+    func client(forWorker worker: Int) -> HTTP2Client {
+        clients.indices.contains(worker) ? clients[worker] : clients[0]
+    }
+
+    /// The counters of every worker's client, added up.
+    var statistics: HTTP2ClientStatistics {
+        clients.reduce(into: HTTP2ClientStatistics()) { sum, client in
+            let one = client.statistics
+            sum.connectionsOpened += one.connectionsOpened
+            sum.connectionsReplaced += one.connectionsReplaced
+            sum.connectionsOpen += one.connectionsOpen
+            sum.requestsInFlight += one.requestsInFlight
+            sum.retries += one.retries
+        }
     }
 
     /// Takes a new configuration without touching connections (transport and key are unchanged).
@@ -82,16 +128,20 @@ final class APNsGateway: Sendable {
     var health: Health { currentHealth.withLock { $0 } }
 
     /// Sends one notification; `completion` gets the APNs id or the error to answer with.
+    /// Sends one notification with the client of `worker` (``HTTPRequestHead/worker``); `completion` gets the APNs id
+    /// or the error to answer with, on that worker's loop when called there.
     func send(
-        _ notification: Notification, metrics: Metrics,
+        _ notification: Notification, worker: Int, metrics: Metrics,
         completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
         let deadline = clock.uptimeNanoseconds + timeoutNanoseconds.load(ordering: .relaxed)
-        send(notification, deadline: deadline, mayRetry: true, metrics: metrics, completion: completion)
+        send(
+            notification, client: client(forWorker: worker), deadline: deadline, mayRetry: true, metrics: metrics,
+            completion: completion)
     }
 
     private func send(
-        _ notification: Notification, deadline: UInt64, mayRetry: Bool, metrics: Metrics,
+        _ notification: Notification, client: HTTP2Client, deadline: UInt64, mayRetry: Bool, metrics: Metrics,
         completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
         let now = clock.uptimeNanoseconds
@@ -127,7 +177,9 @@ final class APNsGateway: Sendable {
                     completion(.failure(.apns))
                     return
                 }
-                send(notification, deadline: deadline, mayRetry: false, metrics: metrics, completion: completion)
+                send(
+                    notification, client: client, deadline: deadline, mayRetry: false, metrics: metrics,
+                    completion: completion)
             case .rejectedKey:
                 setHealth(.failing)
                 complainAboutKey()
@@ -155,7 +207,7 @@ final class APNsGateway: Sendable {
                 ("apns-priority", "10"),
             ],
             body: Array(#"{"aps":{}}"#.utf8), timeout: .nanoseconds(Int64(timeoutNanoseconds.load(ordering: .relaxed))))
-        client.send(request) { [self] result in
+        clients[0].send(request) { [self] result in
             guard case .success(let response) = result else { return }
             if response.status != 403 && response.status < 500 { setHealth(.ready) }
         }
@@ -173,6 +225,6 @@ final class APNsGateway: Sendable {
     }
 
     func shutdown() {
-        client.shutdown()
+        for client in clients { client.shutdown() }
     }
 }

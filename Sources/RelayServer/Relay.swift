@@ -37,14 +37,21 @@ public final class Relay: Sendable {
         let config = setup.configuration
         self.clock = clock
         reloadSource = reload
-        let gateways = try Self.gateways(setup, clock: clock)
         let loops = try Self.workerLoops(config.server.threads)
         self.loops = loops
+        let gateways: [APNsEnvironment: APNsGateway]
         let limitsStore: SharedLimitsStore?
+        do {
+            gateways = try Self.gateways(setup, clock: clock, loops: loops)
+        } catch {
+            for loop in loops { loop.stop() }
+            throw error
+        }
         do {
             limitsStore = try Self.limitsStore(
                 config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
         } catch {
+            for gateway in gateways.values { gateway.shutdown() }
             for loop in loops { loop.stop() }
             throw error
         }
@@ -67,6 +74,7 @@ public final class Relay: Sendable {
         do {
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
+            for gateway in gateways.values { gateway.shutdown() }
             limitsStore?.shutdown()
             for loop in loops { loop.stop() }
             throw ConfigurationError(.invalid, "listen", "cannot serve there: " + error.reason)
@@ -81,6 +89,7 @@ public final class Relay: Sendable {
                     handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
             } catch {
                 server.stop()
+                for gateway in gateways.values { gateway.shutdown() }
                 limitsStore?.shutdown()
                 for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "metrics_listen", "cannot serve there: " + error.reason)
@@ -132,7 +141,7 @@ public final class Relay: Sendable {
             for environment in environments {
                 let transport = APNsGateway.Transport(configuration, environment)
                 do {
-                    try HTTP2Client(configuration: transport.clientConfiguration()).shutdown()
+                    try HTTP2Client.check(transport.clientConfiguration())
                 } catch {
                     let problem = Self.problem(error, environment: environment, configuration: configuration)
                     if !problems.contains(problem) { problems.append(problem) }
@@ -193,7 +202,8 @@ public final class Relay: Sendable {
 
     /// One gateway per configured environment. A problem names the configuration key at fault, in words.
     private static func gateways(
-        _ setup: RelaySetup, clock: any RelayClock, keeping old: [APNsEnvironment: APNsGateway] = [:]
+        _ setup: RelaySetup, clock: any RelayClock, loops: [EventLoop],
+        keeping old: [APNsEnvironment: APNsGateway] = [:]
     ) throws(ConfigurationError) -> [APNsEnvironment: APNsGateway] {
         let config = setup.configuration
         if let path = config.apns.caFile {
@@ -214,7 +224,7 @@ public final class Relay: Sendable {
             do {
                 gateways[environment] = try APNsGateway(
                     environment: environment, configuration: config, credentials: credentials, clock: clock,
-                    problems: old[environment]?.problems)
+                    loops: loops, problems: old[environment]?.problems)
             } catch {
                 for (environment, gateway) in gateways where old[environment] !== gateway { gateway.shutdown() }
                 throw Self.problem(
@@ -328,7 +338,7 @@ public final class Relay: Sendable {
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
-            gateways = try Self.gateways(setup, clock: clock, keeping: old.gateways)
+            gateways = try Self.gateways(setup, clock: clock, loops: loops, keeping: old.gateways)
         } catch {
             Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
             return
@@ -359,7 +369,7 @@ public final class Relay: Sendable {
         var out: [CounterSample] = []
         for (environment, gateway) in service.current.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let labels = #"environment="\#(environment.name)""#
-            let stats = gateway.client.statistics
+            let stats = gateway.statistics
             // Names say what they count: every connect is an attempt (failed ones too), and a connection is
             // counted as failed when a fault retires it (GOAWAY, reset, deadline, failed connect or handshake).
             out.append(

@@ -220,6 +220,7 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
+    /// A push, on the worker that read it (`head.worker`), whose own APNs client sends it.
     private func push(_ head: HTTPRequestHead, _ body: [UInt8], responder: HTTPResponder) {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
@@ -241,7 +242,7 @@ final class RelayHTTPHandler: HTTPHandler {
             case .success(let push):
                 metrics.grantOpened(keyID: push.keyID)
                 let decision = phone.admit(LimiterKey.phone(token: push.grant.token), now: clock.uptimeNanoseconds)
-                send(push.request, push.grant, state, decision, finish)
+                send(push.request, push.grant, state, head.worker, decision, finish)
             }
         case .shared(let limits):
             // One call: the address, then (only for a push whose grant opened) the phone. The answers keep their
@@ -258,7 +259,9 @@ final class RelayHTTPHandler: HTTPHandler {
                 case .failure(let error): finish(answer(error, .push))
                 case .success(let push):
                     metrics.grantOpened(keyID: push.keyID)
-                    send(push.request, push.grant, state, phoneDecision ?? .unavailable(retryAfter: 1), finish)
+                    send(
+                        push.request, push.grant, state, head.worker, phoneDecision ?? .unavailable(retryAfter: 1),
+                        finish)
                 }
             }
         }
@@ -289,7 +292,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// The rest of a push once the per-phone limit has decided: on to APNs, or the refusal.
     private func send(
-        _ request: PushRequest, _ grant: Grant, _ state: RelayState, _ decision: LimitDecision,
+        _ request: PushRequest, _ grant: Grant, _ state: RelayState, _ worker: Int, _ decision: LimitDecision,
         _ finish: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         switch decision {
@@ -311,7 +314,7 @@ final class RelayHTTPHandler: HTTPHandler {
         let notification = Notification(
             push: request, token: grant.token, settings: settings,
             expiresAt: settings.expiration(now: clock.unixSeconds))
-        state.gateways[grant.environment]!.send(notification, metrics: metrics) { [self] outcome in
+        state.gateways[grant.environment]!.send(notification, worker: worker, metrics: metrics) { [self] outcome in
             switch outcome {
             case .success(let apnsID):
                 metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok")
