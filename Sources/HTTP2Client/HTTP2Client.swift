@@ -1,5 +1,4 @@
 import COpenSSL
-import Glibc
 import HTTP2Wire
 import Loop
 
@@ -38,7 +37,6 @@ public final class HTTP2Client: Sendable {
         }
         core = ClientCore(settings: settings, maxConnections: configuration.maxConnections, loop: loop)
         ownsLoop = true
-        Self.ignoreBrokenPipes()
     }
 
     /// Creates a client whose connections live on `loop` (a relay worker's): `send` called on that loop's
@@ -50,14 +48,6 @@ public final class HTTP2Client: Sendable {
         let settings = try ClientSettings(configuration: configuration)
         core = ClientCore(settings: settings, maxConnections: configuration.maxConnections, loop: loop)
         ownsLoop = false
-        Self.ignoreBrokenPipes()
-    }
-
-    /// A write to a connection the server has closed must fail, not kill the process: creating a client
-    /// sets the process to ignore `SIGPIPE` (as the HTTP server and the simulator do; libuv writes with
-    /// `write`, which raises it).
-    private static func ignoreBrokenPipes() {
-        signal(SIGPIPE, SIG_IGN)
     }
 
     deinit { shutdown() }

@@ -41,8 +41,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
 
     /// The most bytes gathered from nghttp2 before they are written (TLS cuts them into 16 KiB records).
     private static let batchSize = 64 * 1024
-    /// The most plaintext one TLS record carries.
-    private static let recordSize = 16 * 1024
 
     init(id: Int, core: ClientCore, notBefore: UInt64?) {
         self.id = id
@@ -275,17 +273,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             if length > 0, let chunk { output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length)) }
             if length == 0 || output.count >= Self.batchSize {
                 if !output.isEmpty {
-                    output.withUnsafeBytes { bytes in
-                        // At most one TLS record's worth per write: `ClientStream.write` makes one `SSL_write`, which
-                        // in the context's partial-write mode takes a record and drops the rest
-                        // (/work/notes/looptls-requests.md).
-                        var offset = 0
-                        while offset < bytes.count && self.session != nil {
-                            let end = min(offset + Self.recordSize, bytes.count)
-                            stream.write(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
-                            offset = end
-                        }
-                    }
+                    output.withUnsafeBytes { stream.write($0) }
                     output.removeAll(keepingCapacity: true)
                 }
                 // The write may have failed the stream (its delegate call ended the session).
