@@ -105,6 +105,8 @@ public final class ClientStream: TCPConnectionDelegate {
     private var early: [UInt8] = []
     private var buffer: UnsafeMutableRawBufferPointer?
     private var failed = false
+    /// A write failed because the peer closed: nothing more is written, and what the peer sent is still read.
+    private var writeFailure: LoopError?
 
     /// Bytes handed to ``write(_:)`` that are not in the kernel yet.
     public var queuedByteCount: Int { (connection?.queuedByteCount ?? 0) + early.count }
@@ -182,7 +184,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer) {
-        guard let connection else { return }
+        guard let connection, writeFailure == nil else { return }
         guard let ssl else {
             _ = connection.write(bytes)
             return
@@ -393,7 +395,12 @@ public final class ClientStream: TCPConnectionDelegate {
     public func connectionDidReachEnd(_ connection: TCPConnection) {
         switch state {
         case .handshaking: fail(.handshake, "the connection closed")
-        case .open: fail(.closedByPeer, "the server closed the connection")
+        case .open:
+            if let writeFailure {
+                fail(.reset, writeFailure.reason)
+            } else {
+                fail(.closedByPeer, "the server closed the connection")
+            }
         default: break
         }
     }
@@ -411,6 +418,13 @@ public final class ClientStream: TCPConnectionDelegate {
         case .handshaking:
             fail(.handshake, error.reason)
         case .open:
+            // A write refused because the peer has closed (EPIPE): what it sent before closing may still wait in the
+            // socket (an HTTP/2 GOAWAY saying which streams it never processed), and libuv reports the failed write
+            // before it reads. Read on to the end of input; the failure is reported then.
+            if error.code == .brokenPipe && connection.isReading {
+                writeFailure = error
+                return
+            }
             fail(.reset, error.reason)
         default:
             break

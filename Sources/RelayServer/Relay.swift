@@ -23,7 +23,8 @@ public final class Relay: Sendable {
     /// Signalled when the stop is done (and passed on by every caller that waited for it).
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
-    private let maintenance: TimerBox
+    /// The maintenance timer, on the first worker's loop.
+    private let maintenance: LoopBound<LoopTimer>?
     /// Where a reload gets its new setup (re-reading the configuration file and secrets).
     private let reloadSource: (@Sendable () -> Result<RelaySetup, ConfigurationError>)?
 
@@ -97,14 +98,23 @@ public final class Relay: Sendable {
         } else {
             metricsServer = nil
         }
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + 2, repeating: 2)
-        // Weak: a cancelled timer lets go of its handler later, on a queue of its own; the handler (and with it
-        // the limiters and their windows) must be freed with the relay, not after it.
-        timer.setEventHandler { [weak service] in service?.maintain() }
-        timer.resume()
-        maintenance = TimerBox(timer)
+        // Every 2 s on the first worker's loop (a dispatch timer started a thread of its own once serving).
+        // Weak: the handler (and with it the limiters and their windows) must be freed with the relay.
+        let first = loops[0]
+        maintenance = try? first.performAndWait { [weak service] in
+            let again = Rearm()
+            let timer = LoopTimer(on: first) { [weak service] in
+                service?.maintain()
+                again.timer?.schedule(afterMilliseconds: Self.maintenanceMilliseconds)
+            }
+            again.timer = timer
+            timer.schedule(afterMilliseconds: Self.maintenanceMilliseconds)
+            return LoopBound(timer, on: first)
+        }
     }
+
+    /// How often the limiters forget passed windows and failing APNs environments are probed.
+    private static let maintenanceMilliseconds: UInt64 = 2_000
 
     deinit {
         // A relay dropped without `stop()` (a test's): its connections close first, then the loops end.
@@ -315,7 +325,7 @@ public final class Relay: Sendable {
             return
         }
         stopRequested.signal()
-        maintenance.timer.cancel()
+        if let maintenance { try? maintenance.loop.performAndWait { maintenance.value.close() } }
         server.quiesce()
         // Every worker closes its idle connections at once and each other one once its answer is written; the last
         // close wakes this thread. When the grace period ends first, what still waits for APNs is answered 503
@@ -408,11 +418,9 @@ public final class Relay: Sendable {
     }
 }
 
-/// Holds the maintenance timer. Dispatch sources are safe to use from any thread, which Swift's
-/// types do not express; the box is only ever read.
-private final class TimerBox: @unchecked Sendable {
-    let timer: any DispatchSourceTimer
-    init(_ timer: any DispatchSourceTimer) { self.timer = timer }
+/// The maintenance timer's way to schedule itself again (weakly: the open timer holds its handler).
+private final class Rearm {
+    weak var timer: LoopTimer?
 }
 
 /// Set by the SIGHUP handler of ``Relay/catchEarlyReloads()`` (an atomic store: safe in a signal handler).
