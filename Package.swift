@@ -78,12 +78,14 @@ let package = Package(
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
-            dependencies: ["CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS"],
+            dependencies: [
+                "CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS", "ErrorCodes",
+            ],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
         // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS"],
+            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS", "ErrorCodes"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
