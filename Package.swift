@@ -54,7 +54,10 @@ let package = Package(
         .target(
             name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "HTTPServer", dependencies: ["HTTP1", "HTTPBasics", "Loop", "ErrorCodes"], swiftSettings: strict),
+        // What the server and the HTTP/2 client share, pure: the answer (status, header fields, body).
+        .target(name: "HTTPBasics", swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
@@ -80,6 +83,7 @@ let package = Package(
             name: "HTTP2Client",
             dependencies: [
                 "CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS", "ErrorCodes",
+                "HTTPBasics",
             ],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop

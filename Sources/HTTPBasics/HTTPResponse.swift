@@ -1,8 +1,10 @@
-/// An answer to a request. The server adds `Content-Length` and `Date` itself.
+/// An HTTP answer: the one the relay's server sends, and the one its HTTP/2 client receives (`HTTP2Response`).
+/// Pure (no I/O): status, header fields in order, body.
 public struct HTTPResponse: Sendable {
     /// The status code, for example 200.
     public var status: Int
-    /// Header fields to send, in order (`Content-Length` is computed by the server and cannot be set here).
+    /// Header fields in order. Sent: `Content-Length` is the server's to add, not set here. Received: names
+    /// lowercased (HTTP/2), pseudo-headers not included.
     public var headers: [(name: String, value: String)]
     /// The body bytes (omitted on the wire for `HEAD` requests).
     public var body: [UInt8]
@@ -21,5 +23,11 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(
             status: status, headers: [(name: "content-type", value: "application/json")] + headers,
             body: Array(body.utf8))
+    }
+
+    /// The value of the first header field called `name` (compared case-insensitively), if any.
+    public subscript(header name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
     }
 }
