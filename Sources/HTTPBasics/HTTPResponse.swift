@@ -25,9 +25,15 @@ public struct HTTPResponse: Sendable {
             body: Array(body.utf8))
     }
 
-    /// The value of the first header field called `name` (compared case-insensitively), if any.
+    /// The value of the first header field called `name` (compared without regard to ASCII case, without
+    /// allocating: the relay reads APNs' `apns-id` this way on every push), if any.
     public subscript(header name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first { $0.name.lowercased() == wanted }?.value
+        headers.first { Self.namesMatch($0.name, name) }?.value
+    }
+
+    private static func namesMatch(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8) { x, y in
+            (x >= 0x41 && x <= 0x5A ? x | 0x20 : x) == (y >= 0x41 && y <= 0x5A ? y | 0x20 : y)
+        }
     }
 }

@@ -66,7 +66,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     // MARK: HTTPHandler
 
-    func route(path: String) -> Int { Route(path: path).number }
+    func route(path: String) -> Int { Route.number(of: path) }
 
     func head(_ head: HTTPRequestHead) -> HeadDecision {
         let route = Route(number: head.route)
@@ -306,7 +306,7 @@ final class RelayHTTPHandler: HTTPHandler {
             return
         }
         // A grant for an environment whose key was removed can no longer deliver.
-        guard state.gateways[grant.environment] != nil else {
+        guard let gateway = state.gateways[grant.environment] else {
             finish(answer(.apns, .push))
             return
         }
@@ -314,7 +314,7 @@ final class RelayHTTPHandler: HTTPHandler {
         let notification = Notification(
             push: request, token: grant.token, settings: settings,
             expiresAt: settings.expiration(now: clock.unixSeconds))
-        state.gateways[grant.environment]!.send(notification, worker: worker, metrics: metrics) { [self] outcome in
+        gateway.send(notification, worker: worker, metrics: metrics) { [self] outcome in
             switch outcome {
             case .success(let apnsID):
                 metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok")
