@@ -285,12 +285,21 @@ public final class Relay: Sendable {
     /// `Type=exec` the reload's SIGHUP comes as soon as the process runs) would otherwise end the process silently
     /// (SIGHUP's default action) or be lost; caught here, it is carried out once the relay serves.
     public static func catchEarlyReloads() {
-        signal(SIGHUP) { _ in earlyReloadAsked.store(true, ordering: .relaxed) }
-        earlyReloadHandler.store(true, ordering: .relaxed)
+        signal(SIGHUP, earlyReloadHandler)
+        earlyReloadsInstalled.store(true, ordering: .relaxed)
     }
 
     /// Whether ``catchEarlyReloads()`` installed its handler.
-    private static var earlyReloadsCaught: Bool { earlyReloadHandler.load(ordering: .relaxed) }
+    private static var earlyReloadsCaught: Bool { earlyReloadsInstalled.load(ordering: .relaxed) }
+
+    /// Whether SIGHUP's handler is still `catchEarlyReloads`'s.
+    private static var earlyReloadHandlerInstalled: Bool {
+        var current = sigaction()
+        sigaction(SIGHUP, nil, &current)
+        guard let handler = current.__sigaction_handler.sa_handler else { return false }
+        return unsafeBitCast(handler, to: UnsafeRawPointer.self)
+            == unsafeBitCast(earlyReloadHandler, to: UnsafeRawPointer.self)
+    }
 
     /// ``runUntilSignalled()`` with its signals given (a test uses signals no test runner sends).
     func runUntilSignalled(stoppingOn stopSignals: [Int32], reloadingOn reloadSignal: Int32) {
@@ -308,8 +317,13 @@ public final class Relay: Sendable {
             source.resume()
             sources.append(source)
         }
-        // A reload asked for while the relay was starting, now that it can be done.
-        if reloadSignal == SIGHUP && earlyReloadAsked.exchange(false, ordering: .relaxed) { reloadFromSource() }
+        // A reload asked for while the relay was starting, now that it can be done. The dispatch source installs its
+        // own handler a moment after `resume()`: until it has, a SIGHUP still lands in `catchEarlyReloads`'s, so the
+        // flag is read once that handler is gone (a bounded wait, once per process).
+        if reloadSignal == SIGHUP && Self.earlyReloadsCaught {
+            for _ in 0..<2_000 where Self.earlyReloadHandlerInstalled { usleep(1_000) }
+            if earlyReloadAsked.exchange(false, ordering: .relaxed) { reloadFromSource() }
+        }
         stopRequested.wait()
         sources.forEach { $0.cancel() }
         stop()
@@ -426,4 +440,8 @@ private final class Rearm {
 /// Set by the SIGHUP handler of ``Relay/catchEarlyReloads()`` (an atomic store: safe in a signal handler).
 private let earlyReloadAsked = Atomic<Bool>(false)
 /// ``Relay/catchEarlyReloads()`` was called.
-private let earlyReloadHandler = Atomic<Bool>(false)
+private let earlyReloadsInstalled = Atomic<Bool>(false)
+/// ``Relay/catchEarlyReloads()``'s SIGHUP handler: notes the reload for later (an atomic store: signal-safe).
+private let earlyReloadHandler: @convention(c) (Int32) -> Void = { _ in
+    earlyReloadAsked.store(true, ordering: .relaxed)
+}
