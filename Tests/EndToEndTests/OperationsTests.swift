@@ -255,7 +255,7 @@ import Testing
             relayEnvironment: ["RELAY_KEYS": "", "RELAY_KEYS_FILE": keysFile])
         let oldGrant = try fixture.grant(token: randomToken())
         let load = LoadLoop(fixture: fixture, grant: oldGrant)
-        load.start()
+        try load.start()
         try Poll.wait(for: "the load under way", within: .seconds(10)) { load.completed >= 10 }
         // Add key 2 and seal with it: one reload.
         secrets.relayKeys[2] = SecureRandom.bytes(count: 32)
@@ -369,13 +369,13 @@ import Testing
 
 /// Pushes in a loop on four threads until stopped; collects every status.
 final class LoadLoop: @unchecked Sendable {
-    // @unchecked: `statuses` and `running` are only touched under `lock`.
+    // @unchecked: `statuses`, `running` and `threads` are only touched under `lock`.
     private let fixture: PushFixture
     private let grant: String
     private let lock = NSLock()
     private var statuses: [Int] = []
     private var running = true
-    private let group = DispatchGroup()
+    private var threads: [JoinableThread] = []
 
     init(fixture: PushFixture, grant: String) {
         self.fixture = fixture
@@ -395,11 +395,9 @@ final class LoadLoop: @unchecked Sendable {
         return running
     }
 
-    func start() {
+    func start() throws {
         for _ in 0..<4 {
-            group.enter()
-            Thread { [self] in
-                defer { group.leave() }
+            let thread = try JoinableThread { [self] in
                 guard let connection = try? fixture.relay.connect() else { return }
                 while isRunning {
                     let status = (try? fixture.push(grant: grant, on: connection).status) ?? -1
@@ -407,15 +405,21 @@ final class LoadLoop: @unchecked Sendable {
                     statuses.append(status)
                     lock.unlock()
                 }
-            }.start()
+            }
+            lock.lock()
+            threads.append(thread)
+            lock.unlock()
         }
     }
 
+    /// Stops the threads and joins them (so that none holds the fixture after the test); every status.
     func stop() -> [Int] {
         lock.lock()
         running = false
+        let started = threads
+        threads = []
         lock.unlock()
-        group.wait()
+        for thread in started { thread.join() }
         lock.lock()
         defer { lock.unlock() }
         return statuses

@@ -89,10 +89,9 @@ final class NetworkNamespace: Sendable {
     /// keep living there after the thread has left).
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
         let result = Mutex<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
         let path = "/var/run/netns/\(name)"
-        let thread = Thread {
-            defer { done.signal() }
+        // Joined, so that nothing `body` captured is released by the thread after this returns.
+        let thread = try JoinableThread {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0, csystem_enter_network_namespace(descriptor) == 0 else {
                 let reason = String(cString: strerror(errno))
@@ -104,8 +103,7 @@ final class NetworkNamespace: Sendable {
             let value = Result { try body() }
             result.withLock { $0 = value }
         }
-        thread.start()
-        done.wait()
+        thread.join()
         return try result.withLock { $0! }.get()
     }
 

@@ -91,20 +91,20 @@ final class PushFixture: Sendable {
     }
 }
 
-/// Runs `body` on `count` threads at once and collects what each returned.
+/// Runs `body` on `count` threads at once and collects what each returned. The threads are joined: when this
+/// returns, none of them holds `body` or what it captured (a fixture released by a thread after its test ended
+/// stopped its relay outside the test; see `JoinableThread`).
 func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) -> [Result<T, any Error>] {
     let results = ResultBox<T>(count: count)
-    let group = DispatchGroup()
+    var threads: [JoinableThread] = []
     for index in 0..<count {
-        let thread = Thread {
-            results.set(index, Result { try body(index) })
-            group.leave()
+        do {
+            threads.append(try JoinableThread(stackSize: 1 << 20) { results.set(index, Result { try body(index) }) })
+        } catch {
+            results.set(index, .failure(error))
         }
-        thread.stackSize = 1 << 20
-        group.enter()
-        thread.start()
     }
-    group.wait()
+    for thread in threads { thread.join() }
     return results.all
 }
 
