@@ -14,7 +14,7 @@ final class RelayHTTPHandler: HTTPHandler {
     private let clock: any RelayClock
     /// The key for hashing client addresses: random per process, or, with a shared store, derived
     /// from RELAY_KEYS so every instance hashes an address alike.
-    private let addressSecret: [UInt8]
+    private let addressSecret: HMACSHA256.Key
     /// The Redis limits store, when `limits_store.kind` is redis.
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
@@ -31,12 +31,12 @@ final class RelayHTTPHandler: HTTPHandler {
                 SharedLimits(
                     addressPolicy: config.ipLimit, phonePolicy: config.pushLimit, capacity: capacity, store: store,
                     clock: clock))
-            addressSecret = LimiterKey.sharedAddressSecret(state.secrets.relayKeys)
+            addressSecret = HMACSHA256.Key(LimiterKey.sharedAddressSecret(state.secrets.relayKeys))
         } else {
             limits = .immediate(
                 address: InMemoryRateLimiter(policy: config.ipLimit, capacity: capacity),
                 phone: InMemoryRateLimiter(policy: config.pushLimit, capacity: capacity))
-            addressSecret = SecureRandom.bytes(count: 32)
+            addressSecret = HMACSHA256.Key(SecureRandom.bytes(count: 32))
         }
         self.limitsStore = limitsStore
     }
