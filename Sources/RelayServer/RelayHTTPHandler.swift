@@ -75,17 +75,18 @@ final class RelayHTTPHandler: HTTPHandler {
             return .respond(route.endpoint == .healthz ? healthy() : readiness())
         }
         guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint)) }
-        let config = current.configuration
-        let key = addressKey(head, config)
         switch limits {
         case .immediate(let address, _):
+            let key = addressKey(head, current.configuration)
             return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method)
         case .shared(let limits):
-            // The body is read first: one call then decides the address and the phone (`request`).
+            // The body is read first: one call then decides the address and the phone (`request`), and hashes the
+            // address then.
             if route.endpoint != .other && route.allows(head.method) { return .readBody(limit: route.bodyLimit) }
             // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
             let pending = PendingHeadDecision()
             let method = head.method
+            let key = addressKey(head, current.configuration)
             limits.admit(worker: head.worker, address: key, phone: nil) { [self] decision, _ in
                 pending.decide(afterAddressLimit(decision, route, method))
             }
