@@ -77,7 +77,7 @@ final class RelayHTTPHandler: HTTPHandler {
         guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint)) }
         switch limits {
         case .immediate(let address, _):
-            let key = addressKey(head, current.configuration)
+            let key = addressKey(head, current)
             return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method)
         case .shared(let limits):
             // The body is read first: one call then decides the address and the phone (`request`), and hashes the
@@ -86,7 +86,7 @@ final class RelayHTTPHandler: HTTPHandler {
             // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
             let pending = PendingHeadDecision()
             let method = head.method
-            let key = addressKey(head, current.configuration)
+            let key = addressKey(head, current)
             limits.admit(worker: head.worker, address: key, phone: nil) { [self] decision, _ in
                 pending.decide(afterAddressLimit(decision, route, method))
             }
@@ -128,7 +128,7 @@ final class RelayHTTPHandler: HTTPHandler {
             switch limits {
             case .immediate(let address, _):
                 guard !refusal.followsHead else { break }
-                let key = addressKey(head, current.configuration)
+                let key = addressKey(head, current)
                 if case .limited(let retryAfter) = address.admit(key, now: clock.uptimeNanoseconds) {
                     metrics.limited("address")
                     return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
@@ -151,7 +151,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
     private func countInStore(_ head: HTTPRequestHead, _ limits: SharedLimits) {
-        limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) { _, _ in }
+        limits.admit(worker: head.worker, address: addressKey(head, current), phone: nil) { _, _ in }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
@@ -159,7 +159,7 @@ final class RelayHTTPHandler: HTTPHandler {
         case .grant:
             guard case .shared(let limits) = limits else { return responder.respond(grant(body)) }
             // The address decided now, whatever the body (DESIGN.md, "Several instances").
-            limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) {
+            limits.admit(worker: head.worker, address: addressKey(head, current), phone: nil) {
                 [self] decision, _ in
                 responder.respond(addressRefusal(decision, .grant) ?? grant(body))
             }
@@ -249,7 +249,7 @@ final class RelayHTTPHandler: HTTPHandler {
             // One call: the address, then (only for a push whose grant opened) the phone. The answers keep their
             // order: a limited address first, whatever the body; then a bad body or grant; then the phone.
             let phoneKey = (try? opened?.get()).map { LimiterKey.phone(token: $0.grant.token) }
-            let address = addressKey(head, state.configuration)
+            let address = addressKey(head, state)
             limits.admit(worker: head.worker, address: address, phone: phoneKey) {
                 [self] addressDecision, phoneDecision in
                 if let refusal = addressRefusal(addressDecision, .push) { return finish(refusal) }
@@ -335,12 +335,14 @@ final class RelayHTTPHandler: HTTPHandler {
     // MARK: Helpers
 
     /// The per-address key: the socket peer, or the trusted proxy's header when configured.
-    private func addressKey(_ head: HTTPRequestHead, _ config: RelayConfiguration) -> LimiterKey {
+    /// The key of the request's client address. Takes the state, not its configuration: a configuration passed
+    /// by value is a copy of every field (a retain each), on every request.
+    private func addressKey(_ head: HTTPRequestHead, _ state: RelayState) -> LimiterKey {
         var peer = head.peer
         // A list means the last entry: the one the trusted proxy appended. The header on several lines is one
         // list (RFC 9110, 5.3), so it is the last line's last entry: earlier lines may be the client's own.
         // Empty elements are no entries (RFC 9110, 5.6.1).
-        if let name = config.clientIPHeader,
+        if let name = state.configuration.clientIPHeader,
             let last = head.headers.values(name).lazy.compactMap({ line in
                 line.split(separator: ",").last { $0.contains { $0 != " " && $0 != "\t" } }
             }).last,
