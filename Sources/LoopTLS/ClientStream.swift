@@ -193,7 +193,7 @@ public final class ClientStream: TCPConnectionDelegate {
         // SSL_write returns after each record (16 KiB of plaintext): write until all of it is taken.
         var offset = 0
         while offset < bytes.count {
-            ERR_clear_error()
+            OpenSSLErrorQueue.clear()
             let written = SSL_write(ssl, bytes.baseAddress! + offset, Int32(clamping: bytes.count - offset))
             if written <= 0 {
                 fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be written")
@@ -222,9 +222,9 @@ public final class ClientStream: TCPConnectionDelegate {
         case .open:
             state = .ending
             if let ssl {
-                ERR_clear_error()
+                OpenSSLErrorQueue.clear()
                 _ = SSL_shutdown(ssl)
-                ERR_clear_error()
+                OpenSSLErrorQueue.clear()
                 flushRecords()
             }
             connection?.closeAfterWriting()
@@ -370,7 +370,7 @@ public final class ClientStream: TCPConnectionDelegate {
                 guard case .open = state else { return }
             }
             while case .open = state {
-                ERR_clear_error()
+                OpenSSLErrorQueue.clear()
                 let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
                 if count > 0 {
                     delegate?.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
