@@ -41,8 +41,11 @@ public struct HeaderBlock {
     /// Whether a field of this (lowercase) name is in the block.
     public func contains(name: StaticString) -> Bool {
         let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-        return spans.contains { span in
-            span.nameLength == wanted.count && bytes[span.name..<span.name + span.nameLength].elementsEqual(wanted)
+        return bytes.withUnsafeBufferPointer { bytes in
+            spans.contains { span in
+                span.nameLength == wanted.count
+                    && UnsafeBufferPointer(rebasing: bytes[span.name..<span.name + span.nameLength]).elementsEqual(wanted)
+            }
         }
     }
 
