@@ -44,7 +44,8 @@ public struct HeaderBlock {
         return bytes.withUnsafeBufferPointer { bytes in
             spans.contains { span in
                 span.nameLength == wanted.count
-                    && UnsafeBufferPointer(rebasing: bytes[span.name..<span.name + span.nameLength]).elementsEqual(wanted)
+                    && UnsafeBufferPointer(rebasing: bytes[span.name..<span.name + span.nameLength]).elementsEqual(
+                        wanted)
             }
         }
     }
