@@ -71,11 +71,11 @@ let package = Package(
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
         // to OpenSSL in batches (the simulator's).
-        .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: strict),
+        .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        // A client connection on a loop, plain TCP or TLS on OpenSSL memory BIOs over libuv's TCP handle (issue 21's
-        // spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
+        // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP handle
+        // (issue 21's spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).

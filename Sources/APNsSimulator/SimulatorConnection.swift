@@ -134,7 +134,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
         guard let session else { return }
         let buffer = loop.readBuffer
         while !isClosed {
-            ERR_clear_error()
+            OpenSSLErrorQueue.clear()
             let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
             if count > 0 {
                 let consumed = nghttp2_session_mem_recv(
@@ -397,11 +397,11 @@ final class SimulatorConnection: TCPConnectionDelegate {
         guard !isClosed else { return }
         isClosed = true
         if graceful {
-            ERR_clear_error()
+            OpenSSLErrorQueue.clear()
             _ = SSL_shutdown(ssl)
             writeTLSOutput()
         }
-        ERR_clear_error()
+        OpenSSLErrorQueue.clear()
         if resetting {
             connection.reset()
         } else {

@@ -1,6 +1,7 @@
 import CNGHTTP2
 import COpenSSL
 import Loop
+import OpenSSLSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -51,7 +52,7 @@ final class SimulatorLoop {
     private func adopt(_ connection: TCPConnection) {
         let id = core.connectionAccepted()
         guard let ssl = SSL_new(core.tls.context) else {
-            ERR_clear_error()
+            OpenSSLErrorQueue.clear()
             connection.close()
             return
         }

@@ -1,11 +1,12 @@
 import COpenSSL
+import Glibc
 import HTTP2Wire
 import Loop
 
 /// An HTTP/2-over-TLS client for one origin, on libnghttp2 and OpenSSL, driven by one event loop.
 ///
 /// Requests are multiplexed over at most `maxConnections` long-lived connections. Every connection
-/// lives on the client's ``Loop/EventLoop`` (TLS on memory BIOs over a libuv TCP connection, deadlines
+/// lives on the client's ``Loop/EventLoop`` (TLS over a libuv TCP connection, deadlines
 /// and PING on the loop's timers): the client has no thread of its own beyond that loop's, and none
 /// at all when it is given a loop. `send` hands a request to the least-loaded connection with room (a
 /// new connection carries one request at a time until an answer proves it, see `provesConnection`). A
@@ -125,8 +126,11 @@ public final class HTTP2Client: Sendable {
         guard pathIsValid else { return "the path must start with / and hold visible ASCII only" }
         for (name, value) in request.headers {
             guard isToken(name) else { return "a header name is not a token" }
+            // memchr: a value such as the provider token is hundreds of bytes, checked on every request.
             let valueIsValid = value.withUTF8Bytes { bytes in
-                !bytes.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }
+                guard let base = bytes.baseAddress else { return true }
+                return memchr(base, 0, bytes.count) == nil && memchr(base, 0x0A, bytes.count) == nil
+                    && memchr(base, 0x0D, bytes.count) == nil
             }
             guard valueIsValid else { return "a header value holds CR, LF or NUL" }
         }

@@ -1,5 +1,6 @@
 import CNGHTTP2
 import COpenSSL
+import OpenSSLSupport
 
 /// Writes what an nghttp2 session has serialized to an OpenSSL connection: frames are gathered
 /// into one buffer of up to `batchSize` bytes and written with one `SSL_write` (TLS cuts it into
@@ -58,7 +59,7 @@ public struct FrameWriter {
                 }
                 if buffer.isEmpty { return .done }
             }
-            ERR_clear_error()
+            OpenSSLErrorQueue.clear()
             let written = buffer.withUnsafeBytes { bytes in
                 SSL_write(ssl, bytes.baseAddress! + offset, Int32(bytes.count - offset))
             }

@@ -26,7 +26,8 @@ public struct HeaderBlock {
     public mutating func append(_ name: String, _ value: String, lowercasingName: Bool = false) {
         let nameStart = bytes.count
         name.withUTF8Bytes { name in
-            if lowercasingName {
+            // Names are usually lowercase already: then they are copied whole, not byte by byte.
+            if lowercasingName && name.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) {
                 for byte in name { bytes.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
             } else {
                 bytes.append(contentsOf: name)
@@ -40,8 +41,12 @@ public struct HeaderBlock {
     /// Whether a field of this (lowercase) name is in the block.
     public func contains(name: StaticString) -> Bool {
         let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-        return spans.contains { span in
-            span.nameLength == wanted.count && bytes[span.name..<span.name + span.nameLength].elementsEqual(wanted)
+        return bytes.withUnsafeBufferPointer { bytes in
+            spans.contains { span in
+                span.nameLength == wanted.count
+                    && UnsafeBufferPointer(rebasing: bytes[span.name..<span.name + span.nameLength]).elementsEqual(
+                        wanted)
+            }
         }
     }
 

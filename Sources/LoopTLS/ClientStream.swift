@@ -57,8 +57,8 @@ public struct ClientStreamFailure: Error, Sendable, Hashable, CustomStringConver
     public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 }
 
-/// A client connection on one loop: plain TCP, or TLS through OpenSSL on two memory BIOs over a
-/// ``Loop/TCPConnection`` (the spike in docs/LOOP.md measured this shape cheaper than OpenSSL on the socket).
+/// A client connection on one loop: plain TCP, or TLS through OpenSSL on a BIO of its own (``StreamBIO``) over a
+/// ``Loop/TCPConnection`` (the spike in docs/LOOP.md measured OpenSSL on memory BIOs cheaper than on the socket).
 /// libuv does every read and write; OpenSSL only turns records into plaintext and back.
 ///
 /// Loop-bound: create it, call it and hear from it on its loop's thread only.
@@ -67,7 +67,7 @@ public struct ClientStreamFailure: Error, Sendable, Hashable, CustomStringConver
 /// TCP connection holds it (as its delegate) until it has closed. The stream holds its delegate strongly until
 /// ``ClientStreamDelegate/streamDidClose(_:)``, so an owner that keeps the stream must not be kept by it beyond
 /// that (the usual shape: the owner holds the stream, the stream holds the owner until it closes).
-/// The `SSL` and its BIOs are freed in `deinit`.
+/// The `SSL` and its BIO are freed in `deinit`.
 public final class ClientStream: TCPConnectionDelegate {
     /// TLS for a stream: the client context (roots, ALPN) and the name the server's certificate must carry.
     public struct TLS: Sendable {
@@ -99,8 +99,8 @@ public final class ClientStream: TCPConnectionDelegate {
     private var state = State.resolving
     private var connection: TCPConnection?
     private var ssl: OpaquePointer?
-    private var readBIO: OpaquePointer?
-    private var writeBIO: OpaquePointer?
+    /// The records between OpenSSL and the connection (with TLS).
+    private let records = StreamBIO()
     /// Plaintext written before the stream was open, sent once it is.
     private var early: [UInt8] = []
     private var buffer: UnsafeMutableRawBufferPointer?
@@ -127,7 +127,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     deinit {
-        if let ssl { SSL_free(ssl) }  // frees both BIOs with it
+        if let ssl { SSL_free(ssl) }  // frees its BIO with it, before `records` goes
         buffer?.deallocate()
     }
 
@@ -193,7 +193,7 @@ public final class ClientStream: TCPConnectionDelegate {
         // SSL_write returns after each record (16 KiB of plaintext): write until all of it is taken.
         var offset = 0
         while offset < bytes.count {
-            ERR_clear_error()
+            OpenSSLErrorQueue.clear()
             let written = SSL_write(ssl, bytes.baseAddress! + offset, Int32(clamping: bytes.count - offset))
             if written <= 0 {
                 fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be written")
@@ -204,15 +204,11 @@ public final class ClientStream: TCPConnectionDelegate {
         flushRecords()
     }
 
-    /// Moves what OpenSSL wrote into its write BIO onto the connection, without copying it first: the TCP
-    /// connection writes from the BIO's memory and copies only what the socket refuses.
+    /// Moves the records OpenSSL wrote onto the connection, which writes them from where they are and copies
+    /// only what the socket refuses.
     private func flushRecords() {
-        guard let writeBIO, let connection else { return }
-        var start: UnsafeMutablePointer<CChar>?
-        let length = BIO_ctrl(writeBIO, BIO_CTRL_INFO, 0, &start)
-        guard length > 0, let start else { return }
-        _ = connection.write(UnsafeRawBufferPointer(start: start, count: length))
-        _ = BIO_ctrl(writeBIO, BIO_CTRL_RESET, 0, nil)
+        guard let connection else { return }
+        records.flush { _ = connection.write($0) }
     }
 
     // MARK: Ending
@@ -226,9 +222,9 @@ public final class ClientStream: TCPConnectionDelegate {
         case .open:
             state = .ending
             if let ssl {
-                ERR_clear_error()
+                OpenSSLErrorQueue.clear()
                 _ = SSL_shutdown(ssl)
-                ERR_clear_error()
+                OpenSSLErrorQueue.clear()
                 flushRecords()
             }
             connection?.closeAfterWriting()
@@ -308,16 +304,17 @@ public final class ClientStream: TCPConnectionDelegate {
             return
         }
         let isAddress = ResolvedAddress.literal(tlsSettings.serverName, port: port) != nil
-        guard let ssl = tlsSettings.context.session(host: tlsSettings.serverName, hostIsAddress: isAddress),
-            let readBIO = BIO_new(BIO_s_mem()), let writeBIO = BIO_new(BIO_s_mem())
-        else {
+        guard let ssl = tlsSettings.context.session(host: tlsSettings.serverName, hostIsAddress: isAddress) else {
             fail(.handshake, "cannot set up TLS for the server's name")
             return
         }
-        SSL_set_bio(ssl, readBIO, writeBIO)
+        guard let bio = records.makeBIO() else {
+            SSL_free(ssl)
+            fail(.handshake, "cannot set up TLS for the server's name")
+            return
+        }
+        SSL_set_bio(ssl, bio, bio)  // one BIO both ways: the SSL takes the one reference
         self.ssl = ssl
-        self.readBIO = readBIO
-        self.writeBIO = writeBIO
         buffer = .allocate(byteCount: 32 * 1024, alignment: 16)
         state = .handshaking
         handshake()
@@ -362,33 +359,35 @@ public final class ClientStream: TCPConnectionDelegate {
         case .handshaking, .open: break
         default: return
         }
-        guard let ssl, let readBIO, let buffer else {
+        guard let ssl, let buffer else {
             delegate?.stream(self, didRead: bytes)
             return
         }
-        _ = BIO_write(readBIO, bytes.baseAddress, Int32(bytes.count))
-        if case .handshaking = state {
-            handshake()
-            guard case .open = state else { return }
-        }
-        while case .open = state {
-            ERR_clear_error()
-            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-            if count > 0 {
-                delegate?.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
-                continue
+        // OpenSSL reads the records where libuv put them, during this call (it keeps a partial record itself).
+        records.reading(bytes) {
+            if case .handshaking = state {
+                handshake()
+                guard case .open = state else { return }
             }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ:
-                // Reading may have produced records to send (a key update's answer).
-                flushRecords()
+            while case .open = state {
+                OpenSSLErrorQueue.clear()
+                let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+                if count > 0 {
+                    delegate?.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
+                    continue
+                }
+                switch SSL_get_error(ssl, count) {
+                case SSL_ERROR_WANT_READ:
+                    // Reading may have produced records to send (a key update's answer).
+                    flushRecords()
+                    return
+                case SSL_ERROR_ZERO_RETURN:
+                    fail(.closedByPeer, "the server closed the connection")
+                default:
+                    fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be read")
+                }
                 return
-            case SSL_ERROR_ZERO_RETURN:
-                fail(.closedByPeer, "the server closed the connection")
-            default:
-                fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be read")
             }
-            return
         }
     }
 

@@ -22,7 +22,7 @@ public enum TLSHandshake {
     /// Runs `SSL_do_handshake` once on `ssl` (set up for the connect or accept side). A failure
     /// empties the thread's error queue, so nothing stale is read by the next OpenSSL call.
     public static func step(_ ssl: OpaquePointer) -> Step {
-        ERR_clear_error()
+        OpenSSLErrorQueue.clear()
         let result = SSL_do_handshake(ssl)
         if result == 1 { return .done }
         switch SSL_get_error(ssl, result) {

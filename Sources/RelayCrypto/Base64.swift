@@ -26,15 +26,33 @@ public enum Base64 {
     /// How many bytes canonical standard base64 with padding decodes to, or nil for anything that
     /// `decode` refuses: the same checks, without producing the bytes.
     public static func decodedCount(_ text: some StringProtocol) -> Int? {
-        withUTF8(of: text) { input in
-            // Eight characters at a time while they are plainly in the alphabet (the last group,
-            // which may hold padding, left out); `validate` judges the rest as `decode` would.
-            let offset = ASCIIWord.acceptedPrefix(input, reserving: 8) { word in
-                ASCIIWord.inRange(word, 0x41, 0x5A) | ASCIIWord.inRange(word, 0x61, 0x7A)
-                    | ASCIIWord.inRange(word, 0x2F, 0x39) | ASCIIWord.inRange(word, 0x2B, 0x2B)  // A-Z a-z /0-9 +
-            }
-            return validate(input, table: standardTable, padding: true, from: offset)
+        withUTF8(of: text) { decodedCount($0) }
+    }
+
+    private static func decodedCount(_ input: UnsafeRawBufferPointer) -> Int? {
+        // Eight characters at a time while they are plainly in the alphabet (the last group,
+        // which may hold padding, left out); `validate` judges the rest as `decode` would.
+        let offset = ASCIIWord.acceptedPrefix(input, reserving: 8) { word in
+            ASCIIWord.inRange(word, 0x41, 0x5A) | ASCIIWord.inRange(word, 0x61, 0x7A)
+                | ASCIIWord.inRange(word, 0x2F, 0x39) | ASCIIWord.inRange(word, 0x2B, 0x2B)  // A-Z a-z /0-9 +
         }
+        return validate(input, table: standardTable, padding: true, from: offset)
+    }
+
+    /// `decode` for a `String` (what the relay's callers hold): the generic one, called from another module,
+    /// runs unspecialized and looks up type metadata on every call.
+    public static func decode(_ text: String) -> [UInt8]? {
+        withUTF8(of: text) { decode($0, table: standardTable, padding: true) }
+    }
+
+    /// `decodedCount` for a `String`, specialized as `decode(_:)` for a `String` is.
+    public static func decodedCount(_ text: String) -> Int? {
+        withUTF8(of: text) { decodedCount($0) }
+    }
+
+    /// `urlDecode` for a `String`, specialized as `decode(_:)` for a `String` is.
+    public static func urlDecode(_ text: String) -> [UInt8]? {
+        withUTF8(of: text) { decode($0, table: urlTable, padding: false) }
     }
 
     /// Encodes with the URL-safe alphabet (`-`, `_`) and no padding.
@@ -74,6 +92,7 @@ public enum Base64 {
 
     // MARK: - Implementation
 
+    @inline(__always)
     private static func withUTF8<S: StringProtocol, Result>(
         of text: S, _ body: (UnsafeRawBufferPointer) -> Result
     ) -> Result {

@@ -14,7 +14,7 @@ final class RelayHTTPHandler: HTTPHandler {
     private let clock: any RelayClock
     /// The key for hashing client addresses: random per process, or, with a shared store, derived
     /// from RELAY_KEYS so every instance hashes an address alike.
-    private let addressSecret: [UInt8]
+    private let addressSecret: HMACSHA256.Key
     /// The Redis limits store, when `limits_store.kind` is redis.
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
@@ -31,12 +31,12 @@ final class RelayHTTPHandler: HTTPHandler {
                 SharedLimits(
                     addressPolicy: config.ipLimit, phonePolicy: config.pushLimit, capacity: capacity, store: store,
                     clock: clock))
-            addressSecret = LimiterKey.sharedAddressSecret(state.secrets.relayKeys)
+            addressSecret = HMACSHA256.Key(LimiterKey.sharedAddressSecret(state.secrets.relayKeys))
         } else {
             limits = .immediate(
                 address: InMemoryRateLimiter(policy: config.ipLimit, capacity: capacity),
                 phone: InMemoryRateLimiter(policy: config.pushLimit, capacity: capacity))
-            addressSecret = SecureRandom.bytes(count: 32)
+            addressSecret = HMACSHA256.Key(SecureRandom.bytes(count: 32))
         }
         self.limitsStore = limitsStore
     }
@@ -75,17 +75,18 @@ final class RelayHTTPHandler: HTTPHandler {
             return .respond(route.endpoint == .healthz ? healthy() : readiness())
         }
         guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint)) }
-        let config = current.configuration
-        let key = addressKey(head, config)
         switch limits {
         case .immediate(let address, _):
+            let key = addressKey(head, current)
             return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method)
         case .shared(let limits):
-            // The body is read first: one call then decides the address and the phone (`request`).
+            // The body is read first: one call then decides the address and the phone (`request`), and hashes the
+            // address then.
             if route.endpoint != .other && route.allows(head.method) { return .readBody(limit: route.bodyLimit) }
             // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
             let pending = PendingHeadDecision()
             let method = head.method
+            let key = addressKey(head, current)
             limits.admit(worker: head.worker, address: key, phone: nil) { [self] decision, _ in
                 pending.decide(afterAddressLimit(decision, route, method))
             }
@@ -127,7 +128,7 @@ final class RelayHTTPHandler: HTTPHandler {
             switch limits {
             case .immediate(let address, _):
                 guard !refusal.followsHead else { break }
-                let key = addressKey(head, current.configuration)
+                let key = addressKey(head, current)
                 if case .limited(let retryAfter) = address.admit(key, now: clock.uptimeNanoseconds) {
                     metrics.limited("address")
                     return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
@@ -150,7 +151,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
     private func countInStore(_ head: HTTPRequestHead, _ limits: SharedLimits) {
-        limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) { _, _ in }
+        limits.admit(worker: head.worker, address: addressKey(head, current), phone: nil) { _, _ in }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
@@ -158,7 +159,7 @@ final class RelayHTTPHandler: HTTPHandler {
         case .grant:
             guard case .shared(let limits) = limits else { return responder.respond(grant(body)) }
             // The address decided now, whatever the body (DESIGN.md, "Several instances").
-            limits.admit(worker: head.worker, address: addressKey(head, current.configuration), phone: nil) {
+            limits.admit(worker: head.worker, address: addressKey(head, current), phone: nil) {
                 [self] decision, _ in
                 responder.respond(addressRefusal(decision, .grant) ?? grant(body))
             }
@@ -248,7 +249,7 @@ final class RelayHTTPHandler: HTTPHandler {
             // One call: the address, then (only for a push whose grant opened) the phone. The answers keep their
             // order: a limited address first, whatever the body; then a bad body or grant; then the phone.
             let phoneKey = (try? opened?.get()).map { LimiterKey.phone(token: $0.grant.token) }
-            let address = addressKey(head, state.configuration)
+            let address = addressKey(head, state)
             limits.admit(worker: head.worker, address: address, phone: phoneKey) {
                 [self] addressDecision, phoneDecision in
                 if let refusal = addressRefusal(addressDecision, .push) { return finish(refusal) }
@@ -334,12 +335,14 @@ final class RelayHTTPHandler: HTTPHandler {
     // MARK: Helpers
 
     /// The per-address key: the socket peer, or the trusted proxy's header when configured.
-    private func addressKey(_ head: HTTPRequestHead, _ config: RelayConfiguration) -> LimiterKey {
+    /// The key of the request's client address. Takes the state, not its configuration: a configuration passed
+    /// by value is a copy of every field (a retain each), on every request.
+    private func addressKey(_ head: HTTPRequestHead, _ state: RelayState) -> LimiterKey {
         var peer = head.peer
         // A list means the last entry: the one the trusted proxy appended. The header on several lines is one
         // list (RFC 9110, 5.3), so it is the last line's last entry: earlier lines may be the client's own.
         // Empty elements are no entries (RFC 9110, 5.6.1).
-        if let name = config.clientIPHeader,
+        if let name = state.configuration.clientIPHeader,
             let last = head.headers.values(name).lazy.compactMap({ line in
                 line.split(separator: ",").last { $0.contains { $0 != " " && $0 != "\t" } }
             }).last,

@@ -97,6 +97,37 @@ func openStream(
     }
 }
 
+/// What a TLS test of a stream needs: the simulator, a loop, and a client context offering h2 that trusts the
+/// simulator's CA (or only the system's roots). `stop()` stops the loop, then the simulator.
+struct TLSStreamSetup {
+    let fixture: SimulatorFixture
+    let loop: EventLoop
+    let context: TLSClientContext
+
+    init(trustingItsCA: Bool = true) throws {
+        let fixture = try SimulatorFixture()
+        do {
+            loop = try EventLoop(name: "test-stream")
+        } catch {
+            fixture.stop()
+            throw error
+        }
+        self.fixture = fixture
+        do {
+            context = try TLSClientContext(extraCAFile: trustingItsCA ? fixture.caFile : nil, alpn: ["h2"])
+        } catch {
+            loop.stop()
+            fixture.stop()
+            throw error
+        }
+    }
+
+    func stop() {
+        loop.stop()
+        fixture.stop()
+    }
+}
+
 /// The simulator over TLS with its own CA, and a client context that trusts that CA (or not).
 struct SimulatorFixture {
     let simulator: APNsSimulator
@@ -192,11 +223,9 @@ struct SimulatorFixture {
     }
 
     @Test func tlsHandshakesAgreesOnH2AndCarriesData() throws {
-        let fixture = try SimulatorFixture()
-        defer { fixture.stop() }
-        let loop = try EventLoop(name: "test-stream")
-        defer { loop.stop() }
-        let context = try TLSClientContext(extraCAFile: fixture.caFile, alpn: ["h2"])
+        let setup = try TLSStreamSetup()
+        defer { setup.stop() }
+        let (fixture, loop, context) = (setup.fixture, setup.loop, setup.context)
         let events = StreamEvents()
         // The HTTP/2 preface and an empty SETTINGS frame: the server answers with its own SETTINGS (type 4).
         let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
@@ -212,11 +241,9 @@ struct SimulatorFixture {
     }
 
     @Test func aTLSWriteOfSeveralRecordsArrivesWhole() throws {
-        let fixture = try SimulatorFixture()
-        defer { fixture.stop() }
-        let loop = try EventLoop(name: "test-stream")
-        defer { loop.stop() }
-        let context = try TLSClientContext(extraCAFile: fixture.caFile, alpn: ["h2"])
+        let setup = try TLSStreamSetup()
+        defer { setup.stop() }
+        let (fixture, loop, context) = (setup.fixture, setup.loop, setup.context)
         let events = StreamEvents()
         // One write of more than one TLS record (16 KiB of plaintext): the preface, an empty SETTINGS frame and
         // 980 PING frames (17 bytes each), each with its number as its data. The server answers every PING it
@@ -253,11 +280,9 @@ struct SimulatorFixture {
     }
 
     @Test func tlsOnAnIPLiteralChecksTheCertificatesAddress() throws {
-        let fixture = try SimulatorFixture()
-        defer { fixture.stop() }
-        let loop = try EventLoop(name: "test-stream")
-        defer { loop.stop() }
-        let context = try TLSClientContext(extraCAFile: fixture.caFile, alpn: ["h2"])
+        let setup = try TLSStreamSetup()
+        defer { setup.stop() }
+        let (fixture, loop, context) = (setup.fixture, setup.loop, setup.context)
         let events = StreamEvents()
         let stream = try openStream(
             on: loop, host: "127.0.0.1", port: fixture.simulator.port,
@@ -272,11 +297,9 @@ struct SimulatorFixture {
 
     @Test(arguments: [(trusted: false, name: "localhost"), (trusted: true, name: "other.example")])
     func anUntrustedCertificateOrAnotherNameFailsAsCertificate(trusted: Bool, name: String) throws {
-        let fixture = try SimulatorFixture()
-        defer { fixture.stop() }
-        let loop = try EventLoop(name: "test-stream")
-        defer { loop.stop() }
-        let context = try TLSClientContext(extraCAFile: trusted ? fixture.caFile : nil, alpn: ["h2"])
+        let setup = try TLSStreamSetup(trustingItsCA: trusted)
+        defer { setup.stop() }
+        let (fixture, loop, context) = (setup.fixture, setup.loop, setup.context)
         let events = StreamEvents()
         _ = try openStream(
             on: loop, host: "127.0.0.1", port: fixture.simulator.port,

@@ -65,6 +65,31 @@ struct DigestTests {
             TestHex.string(HMACSHA256.authenticationCode(for: Data(vector.data), using: vector.key[...])) == vector.mac)
     }
 
+    @Test("A key kept for many codes gives each code as the one-shot does, from several threads at once")
+    func hmacKeptKey() async {
+        let vectors = Self.rfc4231
+        let keys = vectors.map { HMACSHA256.Key($0.key) }
+        await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    var codes: [String] = []
+                    for _ in 0..<50 {
+                        for (vector, key) in zip(vectors, keys) {
+                            codes.append(TestHex.string(key.authenticationCode(for: vector.data)))
+                        }
+                    }
+                    return codes
+                }
+            }
+            for await codes in group {
+                #expect(codes.count == 50 * vectors.count)
+                for (index, code) in codes.enumerated() {
+                    #expect(code == vectors[index % vectors.count].mac)
+                }
+            }
+        }
+    }
+
     @Test("HMAC with an empty key and empty data")
     func hmacEmpty() {
         // Computed independently: `printf '' | openssl dgst -sha256 -mac HMAC -macopt hexkey:`

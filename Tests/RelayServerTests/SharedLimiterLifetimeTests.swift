@@ -20,14 +20,7 @@ import Testing
 
         init() throws {
             redis = try RedisServerProcess()
-            let configuration = try RelayConfiguration.parse(
-                Array(
-                    (#"{"listen":"127.0.0.1:0","apns":{"topic":"app.openduo.test"},"server":{"shutdown_grace_s":1},"#
-                        + #""limits_store":{"kind":"redis","url":"redis://127.0.0.1:\#(redis.port)/0","#
-                        + #""timeout_ms":1000}}"#).utf8))
-            var secrets = RelaySecrets(teamID: "TEAM123456", apnsKeys: [:], relayKeys: keys)
-            secrets.redisPassword = redis.password
-            setup = try RelaySetup(configuration: configuration, secrets: secrets)
+            setup = try RelaySetup.countingIn(redis, keys: keys)
         }
 
         /// A relay on this setup and its two shared limiters, after a request through each limit.

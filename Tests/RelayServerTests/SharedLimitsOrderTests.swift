@@ -18,16 +18,11 @@ import Testing
 
     init() throws {
         redis = try RedisServerProcess()
-        let configuration = try RelayConfiguration.parse(
-            Array(
-                (#"{"listen":"127.0.0.1:0","apns":{"topic":"app.openduo.test"},"server":{"shutdown_grace_s":1},"#
-                    + #""push_limit":{"requests":2,"period_s":60},"#
-                    + #""ip_limit":{"requests":3,"period_s":60,"block_s":60,"client_ip_header":"x-forwarded-for"},"#
-                    + #""limits_store":{"kind":"redis","url":"redis://127.0.0.1:\#(redis.port)/0","#
-                    + #""timeout_ms":1000}}"#).utf8))
-        var secrets = RelaySecrets(teamID: "TEAM123456", apnsKeys: [:], relayKeys: keys)
-        secrets.redisPassword = redis.password
-        relay = try Relay(setup: RelaySetup(configuration: configuration, secrets: secrets))
+        relay = try Relay(
+            setup: RelaySetup.countingIn(
+                redis, keys: keys,
+                limits: #""push_limit":{"requests":2,"period_s":60},"#
+                    + #""ip_limit":{"requests":3,"period_s":60,"block_s":60,"client_ip_header":"x-forwarded-for"},"#))
     }
 
     func stop() {

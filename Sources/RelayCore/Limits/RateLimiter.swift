@@ -24,8 +24,13 @@ public struct LimiterKey: Hashable, Sendable {
     /// The per-address key: IPv4 addresses whole, IPv6 by /64, under a keyed hash so that stored
     /// keys cannot be reversed by trying every address.
     public static func address(_ bytes: [UInt8], secret: [UInt8]) -> LimiterKey {
-        let prefix = bytes.count == 16 ? Array(bytes[0..<8]) : bytes
-        return LimiterKey(digest: HMACSHA256.authenticationCode(for: prefix, using: secret))
+        address(bytes, secret: HMACSHA256.Key(secret))
+    }
+
+    /// The per-address key, under a secret made ready once (``HMACSHA256/Key``): what a server keeps.
+    public static func address(_ bytes: [UInt8], secret: HMACSHA256.Key) -> LimiterKey {
+        let prefix = bytes.count == 16 ? bytes[0..<8] : bytes[...]
+        return LimiterKey(digest: secret.authenticationCode(for: prefix))
     }
 
     public static func == (lhs: LimiterKey, rhs: LimiterKey) -> Bool {

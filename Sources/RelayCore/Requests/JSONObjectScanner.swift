@@ -81,7 +81,7 @@ struct JSONObjectScanner {
                 skipWhitespace()
                 // Member names are compared as unescaped text, like Unicode scalars (String's `==`
                 // would also match canonically equivalent spellings, which JSONDecoder does not).
-                if let slot = wanted.firstIndex(where: { $0.utf8.elementsEqual(name.utf8) }) {
+                if let slot = Self.slot(of: name, in: wanted) {
                     guard found[slot] == .absent else {
                         duplicate = slot
                         return nil
@@ -108,6 +108,19 @@ struct JSONObjectScanner {
         }
         skipWhitespace()
         return index == bytes.count ? found : nil
+    }
+
+    /// The position of `name` among `wanted`, comparing UTF-8 bytes (native strings: their own storage).
+    private static func slot(of name: String, in wanted: [String]) -> Int? {
+        var name = name
+        return name.withUTF8 { name in
+            wanted.firstIndex { candidate in
+                var candidate = candidate
+                return candidate.withUTF8 { candidate in
+                    candidate.count == name.count && candidate.elementsEqual(name)
+                }
+            }
+        }
     }
 
     /// Skips one value of any kind; false if it is malformed or nested too deeply.
