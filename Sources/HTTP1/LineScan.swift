@@ -38,8 +38,6 @@ struct LineScan: Sendable {
     init() {
         step = .method
         isTrailer = false
-        // Room for a usual head's fields at once, rather than growing (and copying) three or four times.
-        fields.reserveCapacity(12)
     }
 
     /// A scan of a trailer section, from its first field line; its fields are not recorded.
