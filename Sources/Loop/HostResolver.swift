@@ -101,6 +101,21 @@ public enum HostResolver {
         }
     }
 
+    /// Starts libuv's thread pool (shared by every loop of the process) now, if it has not started: the pool starts
+    /// its threads at its first use, which would otherwise be the first connection to a host by name (APNs'
+    /// `api.push.apple.com`), after the relay has started serving. Returns once its threads exist. Call on `loop`'s
+    /// thread.
+    public static func startPool(on loop: EventLoop) throws(LoopError) {
+        loop.preconditionCurrent()
+        let request = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+        // The pool starts its threads inside this call; the work itself does nothing.
+        let status = uv_queue_work(loop.raw, request, { _ in }, { request, _ in request?.deallocate() })
+        if status != 0 {
+            request.deallocate()
+            throw LoopError(status: status, "cannot start libuv's thread pool")
+        }
+    }
+
     private final class Pending {
         let completion: (Result<[ResolvedAddress], LoopError>) -> Void
         init(completion: @escaping (Result<[ResolvedAddress], LoopError>) -> Void) {

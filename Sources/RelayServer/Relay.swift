@@ -40,6 +40,14 @@ public final class Relay: Sendable {
         reloadSource = reload
         let loops = try Self.workerLoops(config.server.threads)
         self.loops = loops
+        // Name lookups (APNs' hosts, a Redis by name) run on libuv's thread pool: started now, with the workers,
+        // rather than by the first push after start-up.
+        do {
+            try loops[0].performAndWait { try HostResolver.startPool(on: loops[0]) }
+        } catch {
+            for loop in loops { loop.stop() }
+            throw ConfigurationError(.invalid, "server.threads", "cannot start the workers' thread pool: \(error)")
+        }
         let gateways: [APNsEnvironment: APNsGateway]
         let limitsStore: SharedLimitsStore?
         do {

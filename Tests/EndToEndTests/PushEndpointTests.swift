@@ -7,6 +7,27 @@ import Testing
 
 /// `POST /v1/push` end to end: the real relay binary and an APNs simulator on loopback.
 @Suite(.serialized) struct PushEndpointTests {
+    /// The first push to an APNs host given by name starts no thread: the name is looked up on libuv's thread
+    /// pool, which the relay starts with its workers (before, the first push started the pool's four threads).
+    @Test func theFirstPushToAHostByNameStartsNoThread() throws {
+        let fixture = try PushFixture(apnsHost: "localhost")
+        let pid = fixture.relay.process.processIdentifier
+        func threads() throws -> Set<String> {
+            Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))
+        }
+        let grant = try fixture.grant(token: randomToken())
+        let before = try threads()
+        let response = try fixture.push(grant: grant)
+        #expect(response.status == 200)
+        #expect(fixture.waitForDeliveries(1).count == 1)
+        let started = try threads().subtracting(before)
+        let names = started.map {
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(
+                in: .whitespacesAndNewlines) ?? "?"
+        }
+        #expect(started.isEmpty, "threads started by the first push: \(names)")
+    }
+
     @Test func deliveredExactlyAsDesigned() throws {
         let fixture = try PushFixture()
         let token = randomToken().uppercased()

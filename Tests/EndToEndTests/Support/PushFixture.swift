@@ -18,9 +18,10 @@ final class PushFixture: Sendable {
     /// - Parameters:
     ///   - relayConfig: extra top-level keys for the relay's configuration.
     ///   - apnsConfig: extra keys for its `apns` section.
+    ///   - apnsHost: how the relay's APNs origins name the simulator (`localhost` makes the relay look the name up).
     init(
         relayConfig: String = #""ip_limit":{"requests":100000,"period_s":10,"block_s":10}"#,
-        apnsConfig: String = "", secrets: TestSecrets = TestSecrets(),
+        apnsConfig: String = "", apnsHost: String = "127.0.0.1", secrets: TestSecrets = TestSecrets(),
         maxConcurrentStreams: UInt32 = 1000, simulatorKeys: [String: P256.Signing.PublicKey]? = nil,
         relayEnvironment: [String: String] = [:], tokenFaults: [TokenFault] = [], goawayReason: String? = nil
     ) throws {
@@ -36,7 +37,7 @@ final class PushFixture: Sendable {
         config.port = simulator.port
         simulatorConfiguration = config
         let caFile = pki.caFile
-        let origin = "https://127.0.0.1:\(simulator.port)"
+        let origin = "https://\(apnsHost):\(simulator.port)"
         let apns =
             #""sandbox_origin":"\#(origin)","production_origin":"\#(origin)","ca_file":"\#(caFile)""#
             + (apnsConfig.isEmpty ? "" : "," + apnsConfig)
