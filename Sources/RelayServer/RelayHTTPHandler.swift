@@ -235,15 +235,8 @@ final class RelayHTTPHandler: HTTPHandler {
         switch limits {
         case .immediate(_, let phone):
             // The address was decided with the head.
-            guard let opened, !overloaded else {
-                return finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
-            }
-            switch opened {
-            case .failure(let error): finish(answer(error, .push))
-            case .success(let push):
-                metrics.grantOpened(keyID: push.keyID)
-                let decision = phone.admit(LimiterKey.phone(token: push.grant.token), now: clock.uptimeNanoseconds)
-                send(push.request, push.grant, state, head.worker, decision, finish)
+            proceed(opened, overloaded: overloaded, state, head.worker, finish) { push in
+                phone.admit(LimiterKey.phone(token: push.grant.token), now: clock.uptimeNanoseconds)
             }
         case .shared(let limits):
             // One call: the address, then (only for a push whose grant opened) the phone. The answers keep their
@@ -253,18 +246,25 @@ final class RelayHTTPHandler: HTTPHandler {
             limits.admit(worker: head.worker, address: address, phone: phoneKey) {
                 [self] addressDecision, phoneDecision in
                 if let refusal = addressRefusal(addressDecision, .push) { return finish(refusal) }
-                guard let opened, !overloaded else {
-                    return finish(answer(RelayError(.overloaded, retryAfter: 1), .push))
-                }
-                switch opened {
-                case .failure(let error): finish(answer(error, .push))
-                case .success(let push):
-                    metrics.grantOpened(keyID: push.keyID)
-                    send(
-                        push.request, push.grant, state, head.worker, phoneDecision ?? .unavailable(retryAfter: 1),
-                        finish)
+                proceed(opened, overloaded: overloaded, state, head.worker, finish) { _ in
+                    phoneDecision ?? .unavailable(retryAfter: 1)
                 }
             }
+        }
+    }
+
+    /// A push past its address's limit: refused when overloaded, answered with its body's or grant's error, or sent
+    /// with the phone's decision (`phone`, asked only for a push whose grant opened).
+    private func proceed(
+        _ opened: Result<OpenedPush, RelayError>?, overloaded: Bool, _ state: RelayState, _ worker: Int,
+        _ finish: @escaping @Sendable (HTTPResponse) -> Void, phone: (OpenedPush) -> LimitDecision
+    ) {
+        guard let opened, !overloaded else { return finish(answer(RelayError(.overloaded, retryAfter: 1), .push)) }
+        switch opened {
+        case .failure(let error): finish(answer(error, .push))
+        case .success(let push):
+            metrics.grantOpened(keyID: push.keyID)
+            send(push.request, push.grant, state, worker, phone(push), finish)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import RedisClient
 import RedisTestSupport
+import RelayTestSupport
 import Testing
 
 @testable import RelayCore
@@ -34,25 +35,13 @@ struct SharedWindowScriptTests {
     /// An address policy that admits everything these tests send.
     static let open = LimitPolicy(requests: 1_000_000, periodSeconds: 3_600)
 
-    /// A small deterministic generator, so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: cases)
     func sameSequenceSameDecisions(_ testCase: Case) throws {
         let server = try RedisServerProcess()
         let pipeline = try RedisPipeline.connected(to: server, script: SharedLimitsScript.source)
         defer { pipeline.shutdown() }
         try #require(pipeline.isConnected, "cannot reach the test redis-server")
-        var random = SplitMix(state: testCase.seed)
+        var random = SplitMix64(seed: testCase.seed)
         let keys = (0..<3).map { LimiterKey.phone(token: [UInt8($0), 1, 2]) }
         let address = LimiterKey.address([192, 0, 2, 7], secret: [1, 2, 3])
         var windows: [LimiterKey: LimitWindow] = [:]
