@@ -17,13 +17,17 @@ public struct HTTPRequestHead: Sendable {
     /// ``HTTPServerConfiguration/threads`` - 1): a handler keeps per-worker state in an array indexed by it, touched
     /// by that worker alone (no lock shared between workers).
     public let worker: Int
+    /// The connection's memo of what the handler worked out from ``peer`` (the same object for every request of the
+    /// connection; a fresh one for a head made by a test).
+    public let peerMemo: PeerMemo
 
     /// Creates a request head (the server builds these; tests of handlers may too).
     public init(
         method: String, path: String, headers: HTTPHeaders, peer: SocketPeer, contentLength: Int?, route: Int = 0,
-        worker: Int = 0
+        worker: Int = 0, peerMemo: PeerMemo = PeerMemo()
     ) {
         self.worker = worker
+        self.peerMemo = peerMemo
         self.method = method
         self.path = path
         self.headers = headers

@@ -13,6 +13,8 @@ final class ServerConnection: TCPConnectionDelegate {
     private unowned let worker: ServerWorker
     private let socket: TCPConnection
     let peer: SocketPeer
+    /// Handed to the handler with every head: what it works out from `peer` once for the connection.
+    private let peerMemo = PeerMemo()
     private(set) var reference: ConnectionReference!
     private var machine: HTTP1Connection
     /// The one timer for the machine's deadline; created at the first deadline.
@@ -261,7 +263,8 @@ final class ServerConnection: TCPConnectionDelegate {
     private func makeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
         HTTPRequestHead(
             method: parsed.method, path: parsed.path, headers: parsed.headers, peer: peer,
-            contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path), worker: worker.index)
+            contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path), worker: worker.index,
+            peerMemo: peerMemo)
     }
 
     static func wire(_ response: HTTPResponse) -> HTTP1Response {

@@ -334,11 +334,13 @@ final class RelayHTTPHandler: HTTPHandler {
 
     // MARK: Helpers
 
-    /// The per-address key: the socket peer, or the trusted proxy's header when configured.
-    /// The key of the request's client address. Takes the state, not its configuration: a configuration passed
-    /// by value is a copy of every field (a retain each), on every request.
+    /// The per-address key: the socket peer, or the trusted proxy's header when configured. Takes the state, not
+    /// its configuration: a configuration passed by value is a copy of every field (a retain each), on every request.
+    ///
+    /// The socket peer's key is worked out once per connection and kept in its memo (the secret never changes while
+    /// the handler lives); a key from the proxy's header is worked out per request, since the requests of one proxy
+    /// connection come from many clients.
     private func addressKey(_ head: HTTPRequestHead, _ state: RelayState) -> LimiterKey {
-        var peer = head.peer
         // A list means the last entry: the one the trusted proxy appended. The header on several lines is one
         // list (RFC 9110, 5.3), so it is the last line's last entry: earlier lines may be the client's own.
         // Empty elements are no entries (RFC 9110, 5.6.1).
@@ -348,9 +350,12 @@ final class RelayHTTPHandler: HTTPHandler {
             }).last,
             let parsed = SocketPeer.parse(last.filter { $0 != " " && $0 != "\t" })
         {
-            peer = parsed
+            return .address(parsed.bytes, secret: addressSecret)
         }
-        return .address(peer.bytes, secret: addressSecret)
+        if let words = head.peerMemo.digest { return LimiterKey(words: words) }
+        let key = LimiterKey.address(head.peer.bytes, secret: addressSecret)
+        head.peerMemo.digest = key.words
+        return key
     }
 
     /// An error answer on the public listener, counted by endpoint and code.

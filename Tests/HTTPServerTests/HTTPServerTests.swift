@@ -561,6 +561,21 @@ struct HTTPServerTests {
                 + (Array(repeating: "0", count: 15) + ["1"]).joined(separator: "."))
     }
 
+    /// What a handler keeps in a connection's memo is there for the connection's next requests, and for no other
+    /// connection's.
+    @Test func everyRequestOfAConnectionCarriesItsMemoAndOnlyIts() throws {
+        let server = try makeServer(host: "127.0.0.1")
+        defer { server.stop() }
+        let first = try RawHTTPClient(port: server.port, host: "127.0.0.1")
+        let second = try RawHTTPClient(port: server.port, host: "127.0.0.1")
+        for (client, expected) in [(first, "new 1"), (first, "kept 1"), (second, "new 2"), (first, "kept 1")] {
+            try client.send("GET /memo HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == expected)
+        }
+        try second.send("GET /memo HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try second.readResponse().text == "kept 2")
+    }
+
     @Test func bindingAPortInUseFails() throws {
         let server = try makeServer()
         defer { server.stop() }

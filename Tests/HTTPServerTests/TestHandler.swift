@@ -10,6 +10,8 @@ import Synchronization
 /// - `POST /echo`: body up to `limit`, echoed inline from `request()`.
 /// - `POST /async`: body up to `limit`; the responder is parked under the `x-id` header until the test answers.
 /// - `GET /peer`: the peer as "<family> <bytes>".
+/// - `GET /memo`: "kept N" when the connection's memo holds a digest (N, its first word), else "new N" after storing
+///   the next number as one.
 /// - `/later` (any method): decided later; the pending decision is parked under `x-id` until the test decides it
 ///   (with `x-decide: now`, decided `.readBody` before `head` returns); a body read is echoed.
 /// - anything else: 404, with the method in the body.
@@ -18,6 +20,7 @@ final class TestHandler: HTTPHandler {
     let parked = Mutex<[String: HTTPResponder]>([:])
     let parkedDecisions = Mutex<[String: PendingHeadDecision]>([:])
     let methodsSeen = Mutex<[String]>([])
+    let memosStored = Mutex<UInt64>(0)
     /// The paths ``route(path:)`` was asked for, in order.
     let routed = Mutex<[String]>([])
 
@@ -50,6 +53,16 @@ final class TestHandler: HTTPHandler {
             let family = head.peer.family == .ipv4 ? "ipv4" : "ipv6"
             let bytes = head.peer.bytes.map(String.init).joined(separator: ".")
             return .respond(HTTPResponse(status: 200, body: Array("\(family) \(bytes)".utf8)))
+        case ("GET", "/memo"):
+            if let kept = head.peerMemo.digest {
+                return .respond(HTTPResponse(status: 200, body: Array("kept \(kept.0)".utf8)))
+            }
+            let number = memosStored.withLock { stored in
+                stored += 1
+                return stored
+            }
+            head.peerMemo.digest = (number, 0, 0, 0)
+            return .respond(HTTPResponse(status: 200, body: Array("new \(number)".utf8)))
         default:
             return .respond(.json(404, #"{"error":"not_found","method":"\#(head.method)"}"#))
         }

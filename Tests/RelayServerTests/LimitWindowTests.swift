@@ -1,3 +1,4 @@
+import HTTPServer
 import RelayCore
 import RelayCrypto
 import Testing
@@ -54,5 +55,53 @@ import Testing
         // Health checks are never counted.
         for _ in 0..<5 { #expect(fixture.send("GET", "/healthz").status == 200) }
         #expect(fixture.push(grant: grant).error == "apns")
+    }
+
+    /// The socket peer's key is worked out once per connection and kept with it: the kept key must be the one the
+    /// address gets anywhere else, on another connection or named by a trusted proxy (worked out per request).
+    @Test func theRequestsOfOneConnectionCountWithTheirAddressesOtherRequests() throws {
+        let fixture = try RelayHandlerFixture {
+            $0.ipLimit = LimitPolicy(requests: 4, periodSeconds: 10)
+            $0.clientIPHeader = "x-forwarded-for"
+        }
+        let grant = try fixture.grant(token: SecureRandom.bytes(count: 32))
+        let kept = PeerMemo()
+        let viaProxy = [(name: "X-Forwarded-For", value: "192.0.2.7")]
+        #expect(fixture.push(grant: grant, from: "192.0.2.7", connection: kept).error == "apns")
+        #expect(fixture.push(grant: grant, from: "127.0.0.1", headers: viaProxy).error == "apns")
+        #expect(fixture.push(grant: grant, from: "192.0.2.7", connection: kept).error == "apns")
+        #expect(fixture.push(grant: grant, from: "192.0.2.7").error == "apns")
+        // The fifth request of the address is refused on its kept connection, on a new one, and through the proxy.
+        let refused = fixture.push(grant: grant, from: "192.0.2.7", connection: kept)
+        #expect(refused.error == "rate_limited")
+        #expect(refused.text.contains(#""limit":"address""#))
+        #expect(fixture.push(grant: grant, from: "192.0.2.7").error == "rate_limited")
+        #expect(fixture.push(grant: grant, from: "127.0.0.1", headers: viaProxy).error == "rate_limited")
+        // Another address on its own connection is counted apart.
+        #expect(fixture.push(grant: grant, from: "198.51.100.1").error == "apns")
+    }
+
+    /// Behind a trusted proxy, one connection carries many clients: each request is counted against the address its
+    /// header names, never against a key kept for the connection; a request without the header counts against the
+    /// proxy itself.
+    @Test func aProxysConnectionCountsEachClientItCarriesApart() throws {
+        let fixture = try RelayHandlerFixture {
+            $0.ipLimit = LimitPolicy(requests: 1, periodSeconds: 10)
+            $0.clientIPHeader = "x-forwarded-for"
+        }
+        let grant = try fixture.grant(token: SecureRandom.bytes(count: 32))
+        let proxy = PeerMemo()
+        func push(for client: String?) -> String? {
+            fixture.push(
+                grant: grant, from: "127.0.0.1", headers: client.map { [("X-Forwarded-For", $0)] } ?? [],
+                connection: proxy
+            ).error
+        }
+        #expect(push(for: nil) == "apns")
+        #expect(push(for: "198.51.100.1") == "apns")
+        #expect(push(for: "198.51.100.2") == "apns")
+        #expect(push(for: "198.51.100.1") == "rate_limited")
+        #expect(push(for: nil) == "rate_limited")
+        #expect(push(for: "198.51.100.3") == "apns")
     }
 }

@@ -46,13 +46,16 @@ struct RelayHandlerFixture {
     }
 
     /// One request through the handler as the server would make it: the head, and, if the handler asks for it,
-    /// the body. The answer must come synchronously (nothing here waits for a network).
+    /// the body. The answer must come synchronously (nothing here waits for a network). `connection` is the memo of
+    /// the connection the request comes on: a fresh one (a connection of its own) unless a test passes one for
+    /// several requests.
     func send(
-        _ method: String, _ path: String, body: [UInt8] = [], from address: String = "192.0.2.7"
+        _ method: String, _ path: String, body: [UInt8] = [], from address: String = "192.0.2.7",
+        headers: [(name: String, value: String)] = [], connection: PeerMemo = PeerMemo()
     ) -> HTTPResponse {
         let head = HTTPRequestHead(
-            method: method, path: path, headers: HTTPHeaders(), peer: SocketPeer.parse(address)!,
-            contentLength: body.count, route: handler.route(path: path))
+            method: method, path: path, headers: HTTPHeaders(headers), peer: SocketPeer.parse(address)!,
+            contentLength: body.count, route: handler.route(path: path), peerMemo: connection)
         switch handler.head(head) {
         case .respond(let response):
             return response
@@ -73,12 +76,15 @@ struct RelayHandlerFixture {
     }
 
     /// `POST /v1/push` with a valid body for `grant`.
-    func push(grant: String, from address: String = "192.0.2.7") -> HTTPResponse {
+    func push(
+        grant: String, from address: String = "192.0.2.7", headers: [(name: String, value: String)] = [],
+        connection: PeerMemo = PeerMemo()
+    ) -> HTTPResponse {
         let sealed = Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount))
         let id = String(repeating: "a", count: 64)
         let body =
             #"{"grant":""# + grant + #"","sealed":""# + sealed + #"","id":""# + id + #"","thread":""# + id + #""}"#
-        return send("POST", "/v1/push", body: Array(body.utf8), from: address)
+        return send("POST", "/v1/push", body: Array(body.utf8), from: address, headers: headers, connection: connection)
     }
 }
 

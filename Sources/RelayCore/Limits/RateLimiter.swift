@@ -3,7 +3,13 @@ import RelayCrypto
 /// What a limiter counts by: a 32-byte digest (SHA-256 of a device token, or a keyed hash of a
 /// client address), never the thing itself.
 public struct LimiterKey: Hashable, Sendable {
-    let words: (UInt64, UInt64, UInt64, UInt64)
+    /// The digest's 32 bytes as four big-endian words.
+    public let words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// The key whose ``words`` these are (a key kept as its words, such as a connection's address key).
+    public init(words: (UInt64, UInt64, UInt64, UInt64)) {
+        self.words = words
+    }
 
     /// Takes the first 32 bytes of a digest.
     public init(digest: [UInt8]) {
