@@ -306,17 +306,24 @@ struct ConnectionStateMachine {
     /// returns its size and whether it is the last part (a stream the machine no longer knows has nothing).
     mutating func nextBodyPart(stream id: Int32, into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, last: Bool)
     {
-        guard let stream = streams[id] else { return (0, true) }
-        let body = stream.request.request.body
-        let count = min(buffer.count, body.count - stream.bodySent)
-        if count > 0 {
-            body.withUnsafeBytes { bytes in
-                buffer.copyMemory(
-                    from: UnsafeRawBufferPointer(rebasing: bytes[stream.bodySent..<stream.bodySent + count]))
+        withStream(id) { stream in
+            let sent = stream.bodySent
+            let count = min(buffer.count, stream.request.request.body.count - sent)
+            if count > 0 {
+                stream.request.request.body.withUnsafeBytes { bytes in
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[sent..<sent + count]))
+                }
+                stream.bodySent += count
             }
-            streams[id]!.bodySent += count
-        }
-        return (count, stream.bodySent + count == body.count)
+            return (count, stream.bodySent == stream.request.request.body.count)
+        } ?? (0, true)
+    }
+
+    /// Runs `body` on stream `id`'s record where it is stored; nil when the machine does not know the stream.
+    /// (`streams[id]` read as a value copies the whole record, a retain and a release per reference in it.)
+    private mutating func withStream<Result>(_ id: Int32, _ body: (inout Stream) -> Result) -> Result? {
+        guard let index = streams.index(forKey: id) else { return nil }
+        return body(&streams.values[index])
     }
 
     /// The stream's HEADERS were handed to the socket.
@@ -347,35 +354,38 @@ struct ConnectionStateMachine {
     /// A header field of an answer arrived.
     mutating func headerReceived(stream id: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
     {
-        guard streams[id] != nil else { return }
-        if name.first == UInt8(ascii: ":") {
-            guard name.elementsEqual(":status".utf8) else { return }
-            var status = 0
-            for byte in value where byte >= 0x30 && byte <= 0x39 && status < 1000 {
-                status = status * 10 + Int(byte - 0x30)
+        withStream(id) { stream in
+            if name.first == UInt8(ascii: ":") {
+                guard name.elementsEqual(":status".utf8) else { return }
+                var status = 0
+                for byte in value where byte >= 0x30 && byte <= 0x39 && status < 1000 {
+                    status = status * 10 + Int(byte - 0x30)
+                }
+                if status >= 200 {
+                    stream.status = status
+                    stream.headers = []
+                } else {
+                    stream.status = nil  // informational: its fields are not the answer's
+                }
+                return
             }
-            if status >= 200 {
-                streams[id]!.status = status
-                streams[id]!.headers = []
-            } else {
-                streams[id]!.status = nil  // informational: its fields are not the answer's
-            }
-            return
+            // Fields of an informational answer are skipped; past `maxResponseHeaderFields`, the rest.
+            guard stream.status != nil, stream.headers.count < Self.maxResponseHeaderFields else { return }
+            stream.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
-        // Fields of an informational answer are skipped; past `maxResponseHeaderFields`, the rest.
-        guard streams[id]!.status != nil, streams[id]!.headers.count < Self.maxResponseHeaderFields else { return }
-        streams[id]!.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
     }
 
     /// Part of an answer's body arrived.
     mutating func dataReceived(stream id: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> DataResult {
-        guard let stream = streams[id], !stream.tooLarge else { return .kept }
-        guard stream.body.count + bytes.count <= Self.maxResponseBodyBytes else {
-            streams[id]!.tooLarge = true
-            return .cancel
-        }
-        streams[id]!.body.append(contentsOf: bytes)
-        return .kept
+        withStream(id) { stream in
+            guard !stream.tooLarge else { return .kept }
+            guard stream.body.count + bytes.count <= Self.maxResponseBodyBytes else {
+                stream.tooLarge = true
+                return .cancel
+            }
+            stream.body.append(contentsOf: bytes)
+            return .kept
+        } ?? .kept
     }
 
     /// The answer on `id` ended (END_STREAM).

@@ -124,10 +124,11 @@ public final class HTTP2Client: Sendable {
             path.first == UInt8(ascii: "/") && !path.contains { $0 <= 0x20 || $0 >= 0x7F }
         }
         guard pathIsValid else { return "the path must start with / and hold visible ASCII only" }
-        for (name, value) in request.headers {
-            guard isToken(name) else { return "a header name is not a token" }
+        // By index: `for (name, value) in` copies each field (a retain and a release per string).
+        for index in request.headers.indices {
+            guard isToken(request.headers[index].name) else { return "a header name is not a token" }
             // memchr: a value such as the provider token is hundreds of bytes, checked on every request.
-            let valueIsValid = value.withUTF8Bytes { bytes in
+            let valueIsValid = request.headers[index].value.withUTF8Bytes { bytes in
                 guard let base = bytes.baseAddress else { return true }
                 return memchr(base, 0, bytes.count) == nil && memchr(base, 0x0A, bytes.count) == nil
                     && memchr(base, 0x0D, bytes.count) == nil

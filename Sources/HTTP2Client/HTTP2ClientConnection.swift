@@ -179,7 +179,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         depth -= 1
         guard depth == 0, !closed else { return }
         if !flushScheduled, let session,
-            machine.canSubmit(limit: submitLimit(session)) || nghttp2_session_want_write(session) != 0
+            inPlace({ $0.canSubmit(limit: submitLimit(session)) }) || nghttp2_session_want_write(session) != 0
         {
             // Written once per turn of the loop, at its start (before it polls): the requests and frames of a
             // whole turn go in one write, and a connection the server has just closed is read (its GOAWAY
@@ -189,7 +189,13 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             loop.enqueue { [self] in writeRound() }
         }
         armTimer()
-        if machine.hasReport { core?.connectionHasReport(self) }
+        if inPlace({ $0.hasReport }) { core?.connectionHasReport(self) }
+    }
+
+    /// Asks the machine something where it is stored. A non-mutating call on this class's stored machine copied
+    /// the whole machine first (a retain and a release per reference it holds), three times a push.
+    private func inPlace<Result>(_ question: (inout ConnectionStateMachine) -> Result) -> Result {
+        question(&machine)
     }
 
     private func writeRound() {
@@ -285,7 +291,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     /// Schedules the timer for the machine's next wake-up, unless it is due before that already (it then
     /// fires early, and the machine's answer re-arms it).
     private func armTimer() {
-        guard let next = machine.nextWakeUp() else { return }
+        guard let next = inPlace({ $0.nextWakeUp() }) else { return }
         if let due = timerDue, due <= next { return }
         let timer = self.timer ?? LoopTimer(on: loop) { [self] in timerFired() }
         self.timer = timer

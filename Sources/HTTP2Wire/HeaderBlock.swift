@@ -61,7 +61,8 @@ public struct HeaderBlock {
         append(":scheme", scheme)
         append(":authority", authority)
         append(":path", path)
-        for (name, value) in headers { append(name, value, lowercasingName: true) }
+        // By index: `for (name, value) in` copies each field (a retain and a release per string).
+        for index in headers.indices { append(headers[index].name, headers[index].value, lowercasingName: true) }
         if bodyLength > 0 && !contains(name: "content-length") { append("content-length", String(bodyLength)) }
     }
 

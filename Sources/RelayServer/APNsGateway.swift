@@ -145,11 +145,13 @@ final class APNsGateway: Sendable {
         completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
         let now = clock.uptimeNanoseconds
-        guard now < deadline, let bearer = try? token.token() else {
+        guard now < deadline, let (bearer, authorization) = try? token.authorization() else {
             completion(.failure(.apns))
             return
         }
-        var headers: [(name: String, value: String)] = [("authorization", "bearer " + bearer)]
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(1 + notification.headers.count)
+        headers.append(("authorization", authorization))
         headers.append(contentsOf: notification.headers)
         let request = HTTP2Request(
             method: "POST", path: notification.path, headers: headers, body: notification.payload,

@@ -35,13 +35,20 @@ public struct Notification: Equatable, Sendable {
         var out = [UInt8]()
         out.reserveCapacity(96 + placeholder.utf8.count + thread.utf8.count + sealed.utf8.count)
         out.append(contentsOf: #"{"aps":{"alert":{"loc-key":""#.utf8)
-        out.append(contentsOf: placeholder.utf8)
+        append(placeholder, to: &out)
         out.append(contentsOf: #""},"mutable-content":1,"thread-id":""#.utf8)
-        out.append(contentsOf: thread.utf8)
+        append(thread, to: &out)
         out.append(contentsOf: #""},"sealed":""#.utf8)
-        out.append(contentsOf: sealed.utf8)
+        append(sealed, to: &out)
         out.append(contentsOf: #""}"#.utf8)
         return out
+    }
+
+    /// Appends `text`'s UTF-8 from its own storage (appending its `utf8` view goes element by element).
+    private static func append(_ text: String, to out: inout [UInt8]) {
+        if text.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
+            out.append(contentsOf: text.utf8)
+        }
     }
 
     /// The largest payload this configuration can produce: sealed size and thread length are fixed.

@@ -36,6 +36,8 @@ public final class ProviderToken: Sendable {
 
     private struct Current {
         var token: String
+        /// `bearer <token>`: the `authorization` field's value, made once per token rather than once per push.
+        var header: String
         var signedAt: UInt64
         /// When the last refresh after ExpiredProviderToken was made, if one was.
         var forcedAt: UInt64?
@@ -56,12 +58,18 @@ public final class ProviderToken: Sendable {
 
     /// The token to send now, signing a fresh one when the cached one is too old.
     public func token() throws(CryptoError) -> String {
+        try authorization().token
+    }
+
+    /// The token to send now (as ``token()``) and its `authorization` field value, `bearer <token>`.
+    public func authorization() throws(CryptoError) -> (token: String, header: String) {
         let now = clock.uptimeNanoseconds
-        return try current.withLock { (current: inout Current?) throws(CryptoError) -> String in
+        return try current.withLock { (current: inout Current?) throws(CryptoError) -> (token: String, header: String) in
             if let cached = current, now &- cached.signedAt < max(Self.refreshAge, Self.minimumInterval) {
-                return cached.token
+                return (cached.token, cached.header)
             }
-            return try refresh(&current, now: now, forced: false)
+            let token = try refresh(&current, now: now, forced: false)
+            return (token, current?.header ?? "bearer " + token)
         }
     }
 
@@ -92,7 +100,8 @@ public final class ProviderToken: Sendable {
     private func refresh(_ current: inout Current?, now: UInt64, forced: Bool) throws(CryptoError) -> String {
         let signer = credentials.withLock { $0 }
         let token = try signer.sign(issuedAt: clock.unixSeconds)
-        current = Current(token: token, signedAt: now, forcedAt: forced ? now : current?.forcedAt)
+        current = Current(
+            token: token, header: "bearer " + token, signedAt: now, forcedAt: forced ? now : current?.forcedAt)
         refreshCount.add(1, ordering: .relaxed)
         return token
     }

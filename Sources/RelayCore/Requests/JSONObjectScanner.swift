@@ -111,16 +111,15 @@ struct JSONObjectScanner {
     }
 
     /// The position of `name` among `wanted`, comparing UTF-8 bytes (native strings: their own storage).
+    /// Reads both in place: a copy of each (`var` for `withUTF8`) cost a retain and a release per name tried.
     private static func slot(of name: String, in wanted: [String]) -> Int? {
-        var name = name
-        return name.withUTF8 { name in
-            wanted.firstIndex { candidate in
-                var candidate = candidate
-                return candidate.withUTF8 { candidate in
+        name.utf8.withContiguousStorageIfAvailable { name in
+            wanted.indices.first { index in
+                wanted[index].utf8.withContiguousStorageIfAvailable { candidate in
                     candidate.count == name.count && candidate.elementsEqual(name)
-                }
+                } ?? wanted[index].utf8.elementsEqual(name)
             }
-        }
+        } ?? wanted.firstIndex { $0.utf8.elementsEqual(name.utf8) }
     }
 
     /// Skips one value of any kind; false if it is malformed or nested too deeply.
