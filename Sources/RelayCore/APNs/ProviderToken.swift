@@ -64,7 +64,8 @@ public final class ProviderToken: Sendable {
     /// The token to send now (as ``token()``) and its `authorization` field value, `bearer <token>`.
     public func authorization() throws(CryptoError) -> (token: String, header: String) {
         let now = clock.uptimeNanoseconds
-        return try current.withLock { (current: inout Current?) throws(CryptoError) -> (token: String, header: String) in
+        typealias Answer = (token: String, header: String)
+        return try current.withLock { (current: inout Current?) throws(CryptoError) -> Answer in
             if let cached = current, now &- cached.signedAt < max(Self.refreshAge, Self.minimumInterval) {
                 return (cached.token, cached.header)
             }
