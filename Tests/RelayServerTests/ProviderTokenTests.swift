@@ -42,6 +42,23 @@ import Testing
         #expect(token.refreshes == 2)
     }
 
+    /// The `authorization` value is made once per token: it always names the token sent now, also after a refresh
+    /// forced by ExpiredProviderToken.
+    @Test func theAuthorizationValueIsBearerAndTheTokenSentNow() throws {
+        let first = try token.authorization()
+        #expect(first.token == (try token.token()))
+        #expect(first.header == "bearer " + first.token)
+        let forced = try #require(try token.tokenAfterExpiry(of: first.token))
+        let second = try token.authorization()
+        #expect(second.token == forced)
+        #expect(second.header == "bearer " + forced)
+        clock.advance(seconds: Double(ProviderToken.refreshAge / 1_000_000_000))
+        let third = try token.authorization()
+        #expect(third.token != forced)
+        #expect(third.header == "bearer " + third.token)
+        #expect(token.refreshes == 3)
+    }
+
     @Test func expiredProviderTokenGetsOneNewTokenPer20Minutes() throws {
         let first = try token.token()
         clock.advance(seconds: 60)
