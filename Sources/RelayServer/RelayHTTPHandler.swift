@@ -368,10 +368,12 @@ final class RelayHTTPHandler: HTTPHandler {
 /// Minimal escaping for text the relay puts into its own JSON answers.
 enum JSONText {
     static func escape(_ text: String) -> String {
-        // The usual text (an apns-id is a UUID) needs nothing: return it without rebuilding it.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            return text
+        // The usual text (an apns-id is a UUID) needs nothing: return it without rebuilding it. Checked on the
+        // string's own storage (iterating its `utf8` view cost about 35 instructions a byte).
+        func needsNothing(_ bytes: some Sequence<UInt8>) -> Bool {
+            !bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
         }
+        if text.utf8.withContiguousStorageIfAvailable(needsNothing) ?? needsNothing(text.utf8) { return text }
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
