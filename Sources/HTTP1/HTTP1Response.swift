@@ -35,27 +35,27 @@ public struct HTTP1Response: Sendable, Equatable {
     public func serialized(close: Bool, keepAliveHTTP10: Bool = false, headRequest: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + body.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
-        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        Self.append("HTTP/1.1 ", to: &out)
         let code = (100...999).contains(status) ? status : 500
-        out.append(contentsOf: String(code).utf8)
+        Self.appendDecimal(code, to: &out)
         out.append(ASCII.space)
         out.append(contentsOf: Self.reasonPhrase(code).utf8)
-        out.append(contentsOf: "\r\n".utf8)
-        for field in headers where Self.isSendable(field) {
-            out.append(contentsOf: field.name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: field.value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
+        Self.append("\r\n", to: &out)
+        for index in headers.indices where Self.isSendable(headers[index]) {
+            Self.withBytes(of: headers[index].name) { out.append(contentsOf: $0) }
+            Self.append(": ", to: &out)
+            Self.withBytes(of: headers[index].value) { out.append(contentsOf: $0) }
+            Self.append("\r\n", to: &out)
         }
-        out.append(contentsOf: "content-length: ".utf8)
-        out.append(contentsOf: String(body.count).utf8)
-        out.append(contentsOf: "\r\n".utf8)
+        Self.append("content-length: ", to: &out)
+        Self.appendDecimal(body.count, to: &out)
+        Self.append("\r\n", to: &out)
         if close {
-            out.append(contentsOf: "connection: close\r\n".utf8)
+            Self.append("connection: close\r\n", to: &out)
         } else if keepAliveHTTP10 {
-            out.append(contentsOf: "connection: keep-alive\r\n".utf8)
+            Self.append("connection: keep-alive\r\n", to: &out)
         }
-        out.append(contentsOf: "\r\n".utf8)
+        Self.append("\r\n", to: &out)
         if !headRequest {
             out.append(contentsOf: body)
         }
@@ -63,12 +63,37 @@ public struct HTTP1Response: Sendable, Equatable {
     }
 
     private static func isSendable(_ field: HTTP1Headers.Field) -> Bool {
-        guard !field.name.isEmpty, field.name.utf8.allSatisfy(ASCII.isToken) else { return false }
+        guard !field.name.isEmpty, withBytes(of: field.name, { $0.allSatisfy(ASCII.isToken) }) else { return false }
         for framing in ["content-length", "transfer-encoding", "connection"]
         where HTTP1Headers.namesMatch(field.name, framing) {
             return false
         }
-        return field.value.utf8.allSatisfy(ASCII.isFieldValue)
+        return withBytes(of: field.value) { $0.allSatisfy(ASCII.isFieldValue) }
+    }
+
+    /// Runs `body` on `text`'s UTF-8 in its own storage (a native string's; a copy for any other): iterating or
+    /// appending a string's `utf8` view goes byte by byte through its index, several times the instructions.
+    private static func withBytes<Result>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(text.utf8).withUnsafeBufferPointer(body)
+    }
+
+    /// Appends a literal's bytes (appending a string's `utf8` view costs about 170 instructions, even for a literal).
+    private static func append(_ literal: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends `value` (not negative) in decimal, without making a string of it.
+    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        precondition(value >= 0)
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        repeat {
+            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        } while divisor > 0
     }
 
     /// The reason phrase of the statuses the relay answers (the phrase is informative only: RFC 9112, 4).

@@ -178,6 +178,23 @@ struct HTTP1ConnectionTests {
         #expect(text == "HTTP/1.1 200 OK\r\nretry-after: 1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
     }
 
+    /// The status code and `content-length` are written as decimal numbers at every size (0, one digit, powers of
+    /// ten and the numbers just below them), and an out-of-range status as 500.
+    @Test func statusAndContentLengthAreWrittenInDecimal() {
+        for length in [0, 1, 9, 10, 99, 100, 999, 1_000, 4_096, 65_536, 1_000_000] {
+            let response = HTTP1Response(status: 204, body: Array(repeating: UInt8(ascii: "x"), count: length))
+            let text = String(decoding: response.serialized(close: false, headRequest: true), as: UTF8.self)
+            #expect(text == "HTTP/1.1 204 No Content\r\ncontent-length: \(length)\r\n\r\n")
+        }
+        for (status, line) in [
+            (100, "100 Continue"), (999, "999 Status"), (1_000, "500 Internal Server Error"),
+            (42, "500 Internal Server Error"),
+        ] {
+            let text = String(decoding: HTTP1Response(status: status).serialized(close: true), as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 \(line)\r\n"))
+        }
+    }
+
     @Test func expectContinueGetsItsInterimAnswerWhenTheBodyIsWanted() {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
