@@ -84,6 +84,14 @@ import Testing
         #expect(name == "duo-relay:p:" + digest)
     }
 
+    @Test func everyNibbleIsWrittenInLowercaseHexInItsPlace() {
+        let key = LimiterKey(words: (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0, .max))
+        let name = String(decoding: key.storeKey(prefix: "", kind: "a"), as: UTF8.self)
+        #expect(
+            name == "a:0123456789abcdef" + "fedcba9876543210" + String(repeating: "0", count: 16)
+                + String(repeating: "f", count: 16))
+    }
+
     @Test func instancesWithTheSameRelayKeysHashAnAddressAlike() throws {
         let one = try SymmetricKey(bytes: [UInt8](repeating: 7, count: 32))
         let two = try SymmetricKey(bytes: [UInt8](repeating: 9, count: 32))
