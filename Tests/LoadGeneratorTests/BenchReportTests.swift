@@ -30,6 +30,28 @@ struct BenchReportTests {
         #expect(value(figures, "ratio") == 1000.0 / 3000.0)
     }
 
+    @Test("the relay over the simulator at 1,000/s: the median of each run's own ratio")
+    func relayOverSimulator() throws {
+        let report = BenchReport(steps: [
+            try step(
+                "rate-relay",
+                #"{"rate":1000,"scheduled":6000,"statuses":{"200":6000},"cpu_us":{"relay":100,"simulator":80}}"#),
+            try step(
+                "rate-relay",
+                #"{"rate":1000,"scheduled":6000,"statuses":{"200":6000},"cpu_us":{"relay":160,"simulator":100}}"#),
+            try step(
+                "rate-relay",
+                #"{"rate":1000,"scheduled":6000,"statuses":{"200":6000},"cpu_us":{"relay":120,"simulator":100}}"#),
+            try step(
+                "rate-relay",
+                #"{"rate":200,"scheduled":1400,"statuses":{"200":1400},"cpu_us":{"relay":300,"simulator":100}}"#),
+        ])
+        let figures = report.figures()
+        // 1.25, 1.6 and 1.2: the median of the ratios, not the ratio of the medians (120 / 100).
+        #expect(value(figures, "relay_over_simulator_at_1000") == 1.25)
+        #expect(value(figures, "push_cpu_us_at_1000") == 120)
+    }
+
     @Test("a run with fewer than 99 % of its requests answered 200 leaves its figure null")
     func failedRunIsNull() throws {
         let report = BenchReport(steps: [
