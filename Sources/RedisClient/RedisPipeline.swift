@@ -60,6 +60,8 @@ public final class RedisPipeline: @unchecked Sendable {
     private var armedDeadline: UInt64?
     private var statistics = RedisPipelineStatistics()
     private var started = false
+    /// A write of the output is due at the start of the loop's next turn (``scheduleFlush()``).
+    private var flushScheduled = false
 
     /// A pipeline on `loop` (a worker's): nothing happens until ``start()``.
     ///
@@ -295,7 +297,7 @@ public final class RedisPipeline: @unchecked Sendable {
         }
         switch machine.submit(command, tag: tag, request: completion, now: now()) {
         case .refused: return false
-        case .flush: flush()
+        case .flush: scheduleFlush()
         case .deferred: break
         }
         armTimer()
@@ -341,7 +343,22 @@ public final class RedisPipeline: @unchecked Sendable {
 
     private func flush() {
         guard let stream else { return }
-        machine.flush { stream.write($0) }
+        machine.flush { output in
+            statistics.writes += 1
+            stream.write(output)
+        }
+    }
+
+    /// Writes at the start of the loop's next turn, once for every request submitted in this one: a turn that
+    /// reads many clients' requests sends all their calls in one write (the first request's own write used to go
+    /// at once, alone).
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        loop.enqueue { [self] in
+            flushScheduled = false
+            flush()
+        }
     }
 
     /// A connection ended (the machine has answered its requests' failure): close it, answer them, report.

@@ -13,6 +13,8 @@ public struct RedisPipelineStatistics: Sendable, Equatable {
     public var connectionsOpened = 0
     /// Times the script was loaded again after NOSCRIPT.
     public var scriptReloads = 0
+    /// Writes made to the server (each carries every request that waited for it: requests per write is the batching).
+    public var writes = 0
 
     public init() {}
 

@@ -90,6 +90,47 @@ struct RedisPipelineLoopTests {
         #expect(pipeline.currentStatistics.connectionsOpened == 1)
     }
 
+    /// The requests made in one turn of the loop (the requests of every client read in that turn) leave in one
+    /// write, the first one included: it used to be written at once, alone, and the rest after its reply.
+    @Test func theRequestsOfOneTurnOfTheLoopLeaveInOneWrite() throws {
+        let server = try RedisServerProcess()
+        let loop = try EventLoop(name: "test-worker")
+        defer { loop.stop() }
+        var configuration = RedisClientConfiguration(
+            host: "127.0.0.1", port: server.port, script: SharedLimitsScript.source)
+        configuration.password = server.password
+        configuration.timeout = .seconds(5)
+        let pipeline = try RedisPipeline(configuration: configuration, loop: loop) { _ in }
+        defer { pipeline.shutdown() }
+        pipeline.start()
+        try #require(pipeline.awaitFirstAttempt(timeout: .seconds(10)))
+
+        /// `count` requests made in one turn of the loop; how many were answered without a failure.
+        func turn(_ count: Int) -> Int {
+            let succeeded = Atomic<Int>(0)
+            let answered = Atomic<Int>(0)
+            let done = DispatchSemaphore(value: 0)
+            loop.execute {
+                for index in 0..<count {
+                    let sent = pipeline.evaluate(keys: [Array("t:w:\(index)".utf8)], arguments: Self.arguments) {
+                        result in
+                        if case .success = result { succeeded.add(1, ordering: .relaxed) }
+                        if answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
+                    }
+                    if !sent, answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
+                }
+            }
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            return succeeded.load(ordering: .relaxed)
+        }
+
+        // One request first, so that the pipeline knows the server's round trip (near: replies are waited for).
+        #expect(turn(1) == 1)
+        let before = pipeline.currentStatistics.writes
+        #expect(turn(50) == 50)
+        #expect(pipeline.currentStatistics.writes - before == 1)
+    }
+
     /// Shut down twice, then freed: its socket is closed once, at the first shutdown (the descriptor's number,
     /// free after that, may belong to another file by the time the pipeline goes).
     @Test func aPipelineShutDownTwiceClosesItsSocketOnce() throws {
