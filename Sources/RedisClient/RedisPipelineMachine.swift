@@ -7,9 +7,10 @@
 ///   in order, all within the connect timeout.
 /// - Requests: each is one `EVALSHA` whose bytes the shell formatted with a tag from ``makeTag()``; the script
 ///   returns that tag first, so a reply is matched to its request by order and by tag.
-/// - Batching: a request goes out at once on an idle connection; while others are in flight to a near server
-///   (recent round trip at most ``Configuration/batchingRoundTrip``), it waits in the output for the next
-///   replies, and everything that queued meanwhile leaves in one write.
+/// - Batching: a request is written with the next write on an idle connection (the shell writes once per turn of
+///   its loop); while others are in flight to a near server (recent round trip at most
+///   ``Configuration/batchingRoundTrip``), it waits in the output for the next replies, and everything that queued
+///   meanwhile leaves in one write.
 /// - Deadlines: no request waits past ``Configuration/timeout``; a request that does drops the connection (a late
 ///   reply would answer nobody), failing every request in flight.
 /// - NOSCRIPT (the server lost its scripts): the script is loaded again and the request sent once more.
