@@ -19,14 +19,47 @@ struct RedisPipelineLoopTests {
         Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [])
     }
 
-    @Test func completionsRunOnTheLoopsThreadAndNoThreadStartsOnceConnected() throws {
-        let server = try RedisServerProcess()
-        let loop = try EventLoop(name: "test-worker")
-        defer { loop.stop() }
+    /// A pipeline's configuration for `server`, with the shared-limits script.
+    static func configuration(_ server: RedisServerProcess) -> RedisClientConfiguration {
         var configuration = RedisClientConfiguration(
             host: "127.0.0.1", port: server.port, script: SharedLimitsScript.source)
         configuration.password = server.password
         configuration.timeout = .seconds(5)
+        return configuration
+    }
+
+    /// `count` requests made in one turn of `loop` (keys `t:<key prefix><index % keys>`); the completions that ran
+    /// off the loop, and the requests that failed or could not be sent.
+    static func turn(
+        _ count: Int, keyPrefix: String, keys: Int, loop: EventLoop, pipeline: RedisPipeline
+    ) -> (offLoop: Int, failed: Int) {
+        let offLoop = Atomic<Int>(0)
+        let failed = Atomic<Int>(0)
+        let answered = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            for index in 0..<count {
+                let key = Array("t:\(keyPrefix)\(index % keys)".utf8)
+                let sent = pipeline.evaluate(keys: [key], arguments: arguments) { result in
+                    if !loop.isCurrent { offLoop.add(1, ordering: .relaxed) }
+                    if case .failure = result { failed.add(1, ordering: .relaxed) }
+                    if answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
+                }
+                if !sent, answered.add(1, ordering: .relaxed).newValue == count {
+                    failed.add(1, ordering: .relaxed)
+                    done.signal()
+                }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        return (offLoop.load(ordering: .relaxed), failed.load(ordering: .relaxed))
+    }
+
+    @Test func completionsRunOnTheLoopsThreadAndNoThreadStartsOnceConnected() throws {
+        let server = try RedisServerProcess()
+        let loop = try EventLoop(name: "test-worker")
+        defer { loop.stop() }
+        let configuration = Self.configuration(server)
         let eventsOffLoop = Atomic<Int>(0)
         let log = EventLog()
         let pipeline = try RedisPipeline(configuration: configuration, loop: loop) { event in
@@ -38,28 +71,8 @@ struct RedisPipelineLoopTests {
         try #require(pipeline.awaitFirstAttempt(timeout: .seconds(10)))
         #expect(log.all == [.connected])
 
-        /// `count` requests made on the loop; the completions that ran elsewhere, and those that failed.
         func burst(_ count: Int) -> (offLoop: Int, failed: Int) {
-            let offLoop = Atomic<Int>(0)
-            let failed = Atomic<Int>(0)
-            let answered = Atomic<Int>(0)
-            let done = DispatchSemaphore(value: 0)
-            loop.execute {
-                for index in 0..<count {
-                    let sent = pipeline.evaluate(keys: [Array("t:a:\(index % 10)".utf8)], arguments: Self.arguments) {
-                        result in
-                        if !loop.isCurrent { offLoop.add(1, ordering: .relaxed) }
-                        if case .failure = result { failed.add(1, ordering: .relaxed) }
-                        if answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
-                    }
-                    if !sent, answered.add(1, ordering: .relaxed).newValue == count {
-                        failed.add(1, ordering: .relaxed)
-                        done.signal()
-                    }
-                }
-            }
-            #expect(done.wait(timeout: .now() + 30) == .success)
-            return (offLoop.load(ordering: .relaxed), failed.load(ordering: .relaxed))
+            Self.turn(count, keyPrefix: "a:", keys: 10, loop: loop, pipeline: pipeline)
         }
 
         let first = burst(500)
@@ -98,10 +111,7 @@ struct RedisPipelineLoopTests {
         let server = try RedisServerProcess()
         let loop = try EventLoop(name: "test-worker")
         defer { loop.stop() }
-        var configuration = RedisClientConfiguration(
-            host: "127.0.0.1", port: server.port, script: SharedLimitsScript.source)
-        configuration.password = server.password
-        configuration.timeout = .seconds(5)
+        let configuration = Self.configuration(server)
         let pipeline = try RedisPipeline(configuration: configuration, loop: loop) { _ in }
         defer { pipeline.shutdown() }
         pipeline.start()
@@ -109,21 +119,7 @@ struct RedisPipelineLoopTests {
 
         /// `count` requests made in one turn of the loop; how many were answered without a failure.
         func turn(_ count: Int) -> Int {
-            let succeeded = Atomic<Int>(0)
-            let answered = Atomic<Int>(0)
-            let done = DispatchSemaphore(value: 0)
-            loop.execute {
-                for index in 0..<count {
-                    let sent = pipeline.evaluate(keys: [Array("t:w:\(index)".utf8)], arguments: Self.arguments) {
-                        result in
-                        if case .success = result { succeeded.add(1, ordering: .relaxed) }
-                        if answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
-                    }
-                    if !sent, answered.add(1, ordering: .relaxed).newValue == count { done.signal() }
-                }
-            }
-            #expect(done.wait(timeout: .now() + 30) == .success)
-            return succeeded.load(ordering: .relaxed)
+            count - Self.turn(count, keyPrefix: "w:", keys: count, loop: loop, pipeline: pipeline).failed
         }
 
         // One request first, so that the pipeline knows the server's round trip (near: replies are waited for).
