@@ -13,6 +13,13 @@ public enum ASCIIWord {
         _ bytes: UnsafeRawBufferPointer, reserving reserved: Int = 0, _ accepted: (UInt64) -> UInt64
     ) -> Int {
         var offset = 0
+        // Two words a turn, judged together: one branch and one bound check for sixteen bytes.
+        while bytes.count - offset >= reserved + 16 {
+            let first = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            let second = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)
+            guard (first | second) & highBits == 0, accepted(first) & accepted(second) == highBits else { break }
+            offset += 16
+        }
         while bytes.count - offset >= reserved + 8 {
             let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             guard word & highBits == 0, accepted(word) == highBits else { break }

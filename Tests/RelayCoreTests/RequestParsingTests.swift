@@ -108,11 +108,11 @@ import Testing
         }
     }
 
-    /// Strings are scanned eight bytes at a time: put the character that ends the fast path at
-    /// every offset of a word.
+    /// Strings are scanned sixteen bytes at a time, then eight: put the character that ends the
+    /// fast path at every offset of both words of a pair, and of the single word after it.
     @Test func specialCharactersAtEveryOffset() {
         let after = String(repeating: "b", count: 22)
-        for offset in 0..<20 {
+        for offset in 0..<40 {
             let before = String(repeating: "a", count: offset % 2 == 0 ? offset : offset + 1)
             for middle in [#"\u0061a"#, #"\u00e9"#, "é", #"\""#] {
                 let body = Array(
