@@ -167,7 +167,11 @@ struct LineScan: Sendable {
                 switch bytes[i] {
                 case ASCII.cr:
                     if !valueStarted { current.valueEnd = current.valueStart }
-                    if !isTrailer { fields.append(current) }
+                    if !isTrailer {
+                        // Room for a usual head's fields at once, rather than growing one, two, four, eight.
+                        if fields.capacity == 0 { fields.reserveCapacity(8) }
+                        fields.append(current)
+                    }
                     step = .fieldLF
                     i += 1
                 case ASCII.lf: return .failed(.invalidLineEnding, "a field line ends with a bare LF")

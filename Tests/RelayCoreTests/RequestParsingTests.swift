@@ -101,10 +101,15 @@ import Testing
         }
     }
 
+    /// The body is checked sixteen bytes at a time, then eight: the bad bytes go at every offset of both.
     @Test func invalidUTF8IsRefused() {
         for bad: [UInt8] in [[0xC3, 0x28], [0xFF], [0xED, 0xA0, 0x80]] {
-            let body = Array(#"{"token":"abcd","environment":"sandbox","x":""#.utf8) + bad + Array(#""}"#.utf8)
-            #expect(Self.parsed(body) == nil)
+            for padding in 0..<40 {
+                let body =
+                    Array(#"{"token":"abcd","environment":"sandbox","x":""#.utf8)
+                    + Array(repeating: UInt8(ascii: "a"), count: padding) + bad + Array(#""}"#.utf8)
+                #expect(Self.parsed(body) == nil, "bad bytes after \(padding) more")
+            }
         }
     }
 

@@ -61,16 +61,21 @@ public final class InMemoryRateLimiter: RateLimiter {
         let shard = shards[Int(key.words.2 % UInt64(shards.count))]
         return shard.state.withLock { shard in
             forgetPassed(&shard, now: now)
-            var entry = shard.entries[key] ?? Entry(window: LimitWindow(start: now), lastUse: 0)
-            if entry.lastUse == 0 {
+            let decision: LimitDecision
+            if let index = shard.entries.index(forKey: key) {
+                // A key in use: counted in its place, hashed once.
+                decision = shard.entries.values[index].window.admit(now: now, policy: policy)
+                shard.entries.values[index].lastUse = shard.touch(key)
+            } else {
                 while shard.entries.count >= capacityPerShard, let oldest = shard.front {
                     shard.dropFront()
                     if shard.entries[oldest.key]?.lastUse == oldest.use { shard.entries[oldest.key] = nil }
                 }
+                var entry = Entry(window: LimitWindow(start: now), lastUse: 0)
+                decision = entry.window.admit(now: now, policy: policy)
+                entry.lastUse = shard.touch(key)
+                shard.entries[key] = entry
             }
-            let decision = entry.window.admit(now: now, policy: policy)
-            entry.lastUse = shard.touch(key)
-            shard.entries[key] = entry
             shard.compactIfNeeded(capacity: capacityPerShard)
             return decision
         }

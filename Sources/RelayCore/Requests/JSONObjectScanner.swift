@@ -354,6 +354,12 @@ struct JSONObjectScanner {
         let ascii = body.withUnsafeBytes { raw -> Bool in
             var offset = 0
             var high: UInt64 = 0
+            while raw.count - offset >= 16 {
+                high |=
+                    raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)
+                offset += 16
+            }
             while raw.count - offset >= 8 {
                 high |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                 offset += 8
