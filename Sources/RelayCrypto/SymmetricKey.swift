@@ -38,6 +38,9 @@ public struct SymmetricKey: Sendable, Equatable {
         try body(UnsafeRawBufferPointer(storage.bytes))
     }
 
+    /// The decryption contexts this key keeps for `AES.GCM.open`.
+    var openingContexts: CipherContextPool { storage.openingContexts }
+
     /// Compares two keys in constant time.
     public static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool {
         lhs.withUnsafeBytes { l in rhs.withUnsafeBytes { r in constantTimeEquals(l, r) } }
@@ -49,6 +52,8 @@ extension SymmetricKey {
     // Safe to share across threads: the bytes are written once in init and only read afterwards.
     private final class Storage: @unchecked Sendable {
         let bytes: UnsafeMutableRawBufferPointer
+        /// Contexts keyed with these bytes, for opening (freed, and wiped by OpenSSL, with the key).
+        let openingContexts = CipherContextPool()
 
         init(copying source: UnsafeRawBufferPointer) {
             bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: source.count, alignment: 16)

@@ -157,20 +157,82 @@ struct AESGCMTests {
         }
     }
 
+    /// A key keeps the contexts that opened its messages for its next ones (only the nonce changes): every
+    /// message opens as it would with a fresh context, whatever was opened or refused before it, and under
+    /// whichever of two keys.
+    @Test("messages opened one after another, some altered, under two keys, each open as if alone")
+    func keptContextsOpenEachMessageAlone() throws {
+        let keys = [SymmetricKey.generate(), SymmetricKey.generate()]
+        struct Message {
+            let key: Int
+            let nonce: [UInt8]
+            let aad: [UInt8]
+            let plaintext: [UInt8]
+            let sealed: AES.GCM.Sealed
+        }
+        var generator = SplitMix64(seed: 0x6763_6D21)
+        let messages = try (0..<64).map { index in
+            let key = index % 3 == 0 ? 1 : 0
+            let plaintext = (0..<(index == 5 ? 2934 : index)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let nonce = (0..<12).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let aad = [UInt8(index), UInt8(key)]
+            let sealed = try AES.GCM.seal(plaintext, using: keys[key], nonce: nonce, authenticating: aad)
+            return Message(key: key, nonce: nonce, aad: aad, plaintext: plaintext, sealed: sealed)
+        }
+        for (index, message) in messages.enumerated() {
+            if index % 4 == 1 {
+                // Refused first: an altered tag, then the other key.
+                var tag = message.sealed.tag
+                tag[index % tag.count] ^= 0x01
+                #expect(throws: CryptoError.self) {
+                    try AES.GCM.open(
+                        ciphertext: message.sealed.ciphertext, tag: tag, nonce: message.nonce,
+                        using: keys[message.key], authenticating: message.aad)
+                }
+                #expect(throws: CryptoError.self) {
+                    try AES.GCM.open(
+                        ciphertext: message.sealed.ciphertext, tag: message.sealed.tag, nonce: message.nonce,
+                        using: keys[1 - message.key], authenticating: message.aad)
+                }
+            }
+            let opened = try AES.GCM.open(
+                ciphertext: message.sealed.ciphertext, tag: message.sealed.tag, nonce: message.nonce,
+                using: keys[message.key], authenticating: message.aad)
+            #expect(opened == message.plaintext, "message \(index)")
+            // The previous message, again: its nonce, not this one's, is the one that counts.
+            if index > 0 {
+                let previous = messages[index - 1]
+                let again = try AES.GCM.open(
+                    ciphertext: previous.sealed.ciphertext, tag: previous.sealed.tag, nonce: previous.nonce,
+                    using: keys[previous.key], authenticating: previous.aad)
+                #expect(again == previous.plaintext, "message \(index - 1), again")
+            }
+        }
+    }
+
+    /// The tasks share the key, so they take its kept contexts in turn: each task opens its own message and,
+    /// in between, refuses an altered one.
     @Test("concurrent opens from many tasks all succeed")
     func concurrentOpens() async throws {
         let key = SymmetricKey.generate()
-        let nonce = SecureRandom.bytes(count: 12)
-        let plaintext = SecureRandom.bytes(count: 2934)
-        let sealed = try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: [1, 0])
+        let messages = try (0..<8).map { task in
+            let nonce = SecureRandom.bytes(count: 12)
+            let plaintext = SecureRandom.bytes(count: 2934 - task)
+            return (nonce, plaintext, try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: [1, 0]))
+        }
         let results = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for _ in 0..<8 {
+            for (nonce, plaintext, sealed) in messages {
                 group.addTask {
+                    var altered = sealed.ciphertext
+                    altered[0] ^= 0x80
                     for _ in 0..<200 {
                         let opened = try AES.GCM.open(
                             ciphertext: sealed.ciphertext, tag: sealed.tag, nonce: nonce, using: key,
                             authenticating: [1, 0])
                         if opened != plaintext { return false }
+                        let refused = try? AES.GCM.open(
+                            ciphertext: altered, tag: sealed.tag, nonce: nonce, using: key, authenticating: [1, 0])
+                        if refused != nil { return false }
                     }
                     return true
                 }
