@@ -229,7 +229,4 @@ final class CipherContextPool: Sendable {
             if contexts.count < Self.capacity { contexts.append(context) }
         }
     }
-
-    /// How many contexts are kept now (for tests).
-    var count: Int { idle.withLock { $0.count } }
 }
