@@ -32,19 +32,19 @@ struct BenchReportTests {
 
     @Test("the relay over the simulator at 1,000/s: the median of each run's own ratio")
     func relayOverSimulator() throws {
+        // One `rate-relay` run: every request answered 200, with each program's CPU per push.
+        func run(rate: Int, relay: Int, simulator: Int) throws -> BenchReport.Step {
+            let requests = rate * 7
+            return try step(
+                "rate-relay",
+                #"{"rate":\#(rate),"scheduled":\#(requests),"statuses":{"200":\#(requests)},"#
+                    + #""cpu_us":{"relay":\#(relay),"simulator":\#(simulator)}}"#)
+        }
         let report = BenchReport(steps: [
-            try step(
-                "rate-relay",
-                #"{"rate":1000,"scheduled":6000,"statuses":{"200":6000},"cpu_us":{"relay":100,"simulator":80}}"#),
-            try step(
-                "rate-relay",
-                #"{"rate":1000,"scheduled":6000,"statuses":{"200":6000},"cpu_us":{"relay":160,"simulator":100}}"#),
-            try step(
-                "rate-relay",
-                #"{"rate":1000,"scheduled":6000,"statuses":{"200":6000},"cpu_us":{"relay":120,"simulator":100}}"#),
-            try step(
-                "rate-relay",
-                #"{"rate":200,"scheduled":1400,"statuses":{"200":1400},"cpu_us":{"relay":300,"simulator":100}}"#),
+            try run(rate: 1000, relay: 100, simulator: 80),
+            try run(rate: 1000, relay: 160, simulator: 100),
+            try run(rate: 1000, relay: 120, simulator: 100),
+            try run(rate: 200, relay: 300, simulator: 100),
         ])
         let figures = report.figures()
         // 1.25, 1.6 and 1.2: the median of the ratios, not the ratio of the medians (120 / 100).
