@@ -10,9 +10,12 @@ import Synchronization
 /// `rediss://`), hiredis's reply reader, and one ``Loop/LoopTimer`` for every deadline (a request's
 /// ``RedisClientConfiguration/timeout``, the connect timeout, the next reconnection); it starts no thread.
 ///
-/// Every request carries a tag (its sequence number, appended as the script's last `ARGV`), which the script must
-/// return first in an array `{tag, integer[, integer]}`: a reply that answers some other request is caught, not
-/// handed to the wrong caller.
+/// Requests written together with the same arguments go as one call of the script, up to 32 to a call (Redis runs
+/// the script once for all of them). A call's `KEYS` are its requests' keys in order; its `ARGV` the requests'
+/// arguments, then how many keys each request has (one digit each: `"2"`, `"21"`, ...), then the call's tag (a
+/// sequence number). The script must return the tag first and then each request's answer, one or two integers:
+/// `{tag, {integer[, integer]}, ...}`. A reply that answers some other call is caught, not handed to the wrong
+/// caller.
 ///
 /// While not connected, ``evaluate(keys:arguments:completion:)`` refuses at once (the caller decides without the
 /// store); the pipeline reconnects with a growing delay (50 ms doubling to 5 s, with jitter) and reports each loss
@@ -29,13 +32,36 @@ public final class RedisPipeline: @unchecked Sendable {
     /// The answer to one request: the script's integers after the tag, or why there are none.
     public typealias Completion = @Sendable (Result<RedisScriptAnswer, RedisClientError>) -> Void
 
-    /// One call of the script prepared once: its command formatted by hiredis with keys of fixed lengths, so that
-    /// a request only copies it and writes its own keys (and the pipeline its tag) into their places.
-    public struct PreparedCall: Sendable {
+    /// One call of the script prepared once: its command for a request alone, formatted by hiredis with keys of
+    /// fixed lengths, so that a request only copies it and writes its own keys (and the pipeline its tag) into their
+    /// places. Requests written together join one call when their arguments are the same.
+    /// (A class: every request made from it holds it, one reference rather than four.)
+    public final class PreparedCall: Sendable {
         let template: [UInt8]
         let keyRanges: [Range<Int>]
+        let arguments: [[UInt8]]
         /// The script's digest it names: usable with every pipeline of that script.
         let scriptDigest: String
+
+        init(template: [UInt8], keyRanges: [Range<Int>], arguments: [[UInt8]], scriptDigest: String) {
+            self.template = template
+            self.keyRanges = keyRanges
+            self.arguments = arguments
+            self.scriptDigest = scriptDigest
+        }
+
+        /// Requests made from `self` and from `other` may share a call.
+        func joins(_ other: PreparedCall) -> Bool {
+            self === other || (scriptDigest == other.scriptDigest && arguments == other.arguments)
+        }
+    }
+
+    /// A request until its call is answered: its command alone (its keys written in; the tag is written when it
+    /// leaves), and the call it was made from (where its keys are, its arguments).
+    struct Request {
+        var command: [UInt8]
+        var call: PreparedCall
+        var completion: Completion
     }
 
     public let loop: EventLoop
@@ -52,7 +78,7 @@ public final class RedisPipeline: @unchecked Sendable {
     private let firstAttemptDone = Atomic<Bool>(false)
 
     // Loop-thread state.
-    private var machine: RedisPipelineMachine<Completion>
+    private var machine: RedisPipelineMachine<Request>
     private var stream: ClientStream?
     private var reader = RedisReplyReader()
     private var timer: LoopTimer?
@@ -122,13 +148,13 @@ public final class RedisPipeline: @unchecked Sendable {
 
     private static func machineConfiguration(
         _ configuration: RedisClientConfiguration, digest: [UInt8]
-    ) -> RedisPipelineMachine<Completion>.Configuration {
+    ) -> RedisPipelineMachine<Request>.Configuration {
         func formatted(_ arguments: [[UInt8]]) -> [UInt8] {
             var bytes: [UInt8] = []
             RedisCommand.append(arguments, to: &bytes)
             return bytes
         }
-        var setUp: [RedisPipelineMachine<Completion>.SetUpCommand] = []
+        var setUp: [RedisPipelineMachine<Request>.SetUpCommand] = []
         if let password = configuration.password {
             var auth = [Array("AUTH".utf8)]
             if let username = configuration.username { auth.append(Array(username.utf8)) }
@@ -190,7 +216,7 @@ public final class RedisPipeline: @unchecked Sendable {
             stream.reset()
         }
         let error = RedisClientError(.unavailable, "shutting down")
-        for request in failed { request(.failure(error)) }
+        for request in failed { request.completion(.failure(error)) }
     }
 
     /// Connected and set up (requests are sent); readable from any thread.
@@ -206,16 +232,9 @@ public final class RedisPipeline: @unchecked Sendable {
 
     /// Runs the script with `keys` and `arguments` (and the tag after them). Returns false at once, without calling
     /// `completion`, when not connected; otherwise `completion` is called exactly once, on the loop's thread,
-    /// within the timeout.
+    /// within the timeout. A request has one to nine keys.
     public func evaluate(keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping Completion) -> Bool {
-        var parts: [[UInt8]] = [Array("EVALSHA".utf8), Array(scriptDigest.utf8), Array(String(keys.count).utf8)]
-        parts.append(contentsOf: keys)
-        parts.append(contentsOf: arguments)
-        parts.append(RedisTag.bytes(0))
-        var command: [UInt8] = []
-        command.reserveCapacity(160)
-        RedisCommand.append(parts, to: &command)
-        return submit(command, completion: completion)
+        evaluate(prepare(keyLengths: keys.map(\.count), arguments: arguments), keys: keys, completion: completion)
     }
 
     /// Prepares the script's call with keys of `keyLengths` bytes and `arguments`, for
@@ -226,6 +245,7 @@ public final class RedisPipeline: @unchecked Sendable {
 
     /// ``prepare(keyLengths:arguments:)`` for `script`, once for every pipeline that runs it.
     public static func prepare(script: String, keyLengths: [Int], arguments: [[UInt8]]) -> PreparedCall {
+        precondition((1...9).contains(keyLengths.count), "a request has one to nine keys (one digit in a call)")
         let scriptDigest = scriptDigest(of: script)
         // Formatted once per key with another filler byte in it: where the bytes differ is where the key is.
         func formatted(changing changed: Int?) -> [UInt8] {
@@ -236,6 +256,7 @@ public final class RedisPipeline: @unchecked Sendable {
                 parts.append([UInt8](repeating: index == changed ? 0x31 : 0x30, count: length))
             }
             parts.append(contentsOf: arguments)
+            parts.append(Array(String(keyLengths.count).utf8))
             parts.append(RedisTag.bytes(0))
             var bytes: [UInt8] = []
             RedisCommand.append(parts, to: &bytes)
@@ -248,7 +269,7 @@ public final class RedisPipeline: @unchecked Sendable {
             return differs.first!..<differs.last! + 1
         }
         precondition(zip(ranges, keyLengths).allSatisfy { $0.count == $1 })
-        return PreparedCall(template: base, keyRanges: ranges, scriptDigest: scriptDigest)
+        return PreparedCall(template: base, keyRanges: ranges, arguments: arguments, scriptDigest: scriptDigest)
     }
 
     /// ``evaluate(keys:arguments:completion:)`` with a prepared call, its keys written by `writingKeys` (given each
@@ -264,7 +285,7 @@ public final class RedisPipeline: @unchecked Sendable {
                 writingKeys(index, UnsafeMutableRawBufferPointer(rebasing: bytes[range]))
             }
         }
-        return submit(command, completion: completion)
+        return submit(Request(command: command, call: call, completion: completion))
     }
 
     /// ``evaluate(_:writingKeys:completion:)`` with the keys given whole (each of its prepared length).
@@ -275,33 +296,73 @@ public final class RedisPipeline: @unchecked Sendable {
             completion: completion)
     }
 
-    /// Sends `command` (whose last argument is a 16-byte tag placeholder) from this thread or, hopping, from another.
-    private func submit(_ command: [UInt8], completion: @escaping Completion) -> Bool {
-        if loop.isCurrent { return submitOnLoop(command, completion: completion) }
+    /// Sends `request` from this thread or, hopping, from another.
+    private func submit(_ request: Request) -> Bool {
+        if loop.isCurrent { return submitOnLoop(request) }
         guard connected.load(ordering: .acquiring) else { return false }
         let accepted = loop.execute { [self] in
-            if !submitOnLoop(command, completion: completion) {
-                completion(.failure(RedisClientError(.unavailable, "not connected")))
+            if !submitOnLoop(request) {
+                request.completion(.failure(RedisClientError(.unavailable, "not connected")))
             }
         }
         return accepted
     }
 
-    private func submitOnLoop(_ command: consuming [UInt8], completion: @escaping Completion) -> Bool {
-        guard machine.isReady else { return false }
-        let tag = machine.makeTag()
-        command.withUnsafeMutableBytes { bytes in
-            // The tag is the last bulk string: 16 bytes before the final CRLF.
-            let end = bytes.count - 2
-            RedisTag.write(tag, to: UnsafeMutableRawBufferPointer(rebasing: bytes[(end - RedisTag.length)..<end]))
-        }
-        switch machine.submit(command, tag: tag, request: completion, now: now()) {
+    private func submitOnLoop(_ request: Request) -> Bool {
+        switch machine.submit(request, now: now()) {
         case .refused: return false
         case .flush: scheduleFlush()
         case .deferred: break
         }
         armTimer()
         return true
+    }
+
+    /// The command of one call for `requests` (from the oldest queued): the first's alone, or theirs together as far
+    /// as they have its arguments; and how many it carries.
+    static func format(_ requests: ArraySlice<Request>, tag: UInt64) -> (command: [UInt8], taken: Int) {
+        let first = requests[requests.startIndex]
+        var taken = 1
+        for request in requests.dropFirst() {
+            guard request.call.joins(first.call) else { break }
+            taken += 1
+        }
+        guard taken > 1 else {
+            var command = first.command
+            command.withUnsafeMutableBytes { bytes in
+                // The tag is the last bulk string: 16 bytes before the final CRLF.
+                let end = bytes.count - 2
+                RedisTag.write(tag, to: UnsafeMutableRawBufferPointer(rebasing: bytes[(end - RedisTag.length)..<end]))
+            }
+            return (command, 1)
+        }
+        // EVALSHA, the digest, the number of keys, every request's keys, the arguments, the counts, the tag: back to
+        // back in one buffer, formatted by hiredis.
+        let joined = requests.prefix(taken)
+        var bytes: [UInt8] = []
+        var lengths: [Int] = []
+        var counts: [UInt8] = []
+        var keys = 0
+        for request in joined {
+            keys += request.call.keyRanges.count
+            counts.append(UInt8(ascii: "0") + UInt8(request.call.keyRanges.count))
+        }
+        func append(_ part: some Collection<UInt8>) {
+            bytes.append(contentsOf: part)
+            lengths.append(part.count)
+        }
+        append("EVALSHA".utf8)
+        append(first.call.scriptDigest.utf8)
+        append(String(keys).utf8)
+        for request in joined {
+            for range in request.call.keyRanges { append(request.command[range]) }
+        }
+        for argument in first.call.arguments { append(argument) }
+        append(counts)
+        append(RedisTag.bytes(tag))
+        var command: [UInt8] = []
+        RedisCommand.append(joined: bytes, lengths: lengths, to: &command)
+        return (command, taken)
     }
 
     // MARK: Connection
@@ -343,7 +404,7 @@ public final class RedisPipeline: @unchecked Sendable {
 
     private func flush() {
         guard let stream else { return }
-        machine.flush { output in
+        machine.flush(format: { Self.format($0, tag: $1) }) { output in
             statistics.writes += 1
             stream.write(output)
         }
@@ -362,7 +423,7 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     /// A connection ended (the machine has answered its requests' failure): close it, answer them, report.
-    private func lost(_ loss: RedisPipelineMachine<Completion>.Loss) {
+    private func lost(_ loss: RedisPipelineMachine<Request>.Loss) {
         if let stream {
             self.stream = nil
             stream.reset()
@@ -370,7 +431,7 @@ public final class RedisPipeline: @unchecked Sendable {
         connected.store(false, ordering: .releasing)
         firstAttemptDone.store(true, ordering: .releasing)
         statistics.errors[loss.error.code.name, default: 0] += 1
-        for request in loss.failed { request(.failure(loss.error)) }
+        for request in loss.failed { request.completion(.failure(loss.error)) }
         if let event = loss.event { onEvent(event) }
         armTimer()
     }
@@ -394,13 +455,15 @@ public final class RedisPipeline: @unchecked Sendable {
             }
             switch machine.received(reply, now: time) {
             case .none: break
-            case .answer(let request, let result, let latency):
-                if case .failure(let error) = result {
-                    statistics.errors[error.code.name, default: 0] += 1
-                } else {
-                    statistics.record(latency: Double(latency) / 1e9)
+            case .answers(let answers):
+                for answer in answers {
+                    if case .failure(let error) = answer.result {
+                        statistics.errors[error.code.name, default: 0] += 1
+                    } else {
+                        statistics.record(latency: Double(answer.latency) / 1e9)
+                    }
+                    answer.request.completion(answer.result)
                 }
-                request(result)
             case .reloading:
                 statistics.scriptReloads += 1
             case .ready(let event):

@@ -5,12 +5,15 @@
 ///
 /// - Set-up: once connected, `AUTH`, `SELECT` and `SCRIPT LOAD` go out in one write and their replies are checked
 ///   in order, all within the connect timeout.
-/// - Requests: each is one `EVALSHA` whose bytes the shell formatted with a tag from ``makeTag()``; the script
-///   returns that tag first, so a reply is matched to its request by order and by tag.
+/// - Calls: requests queue until the next write, when they leave as calls of the script (`EVALSHA`), each carrying
+///   up to ``Configuration/maximumBatch`` requests that the shell's formatter may join, with a tag the machine gives
+///   it; the script returns that tag first and then one answer per request, so a reply is matched to its call by
+///   order and by tag, and to its requests by position. One call costs Redis one script run however many requests
+///   it decides (a run with its `TIME` is most of a lone request's cost).
 /// - Batching: a request is written with the next write on an idle connection (the shell writes once per turn of
 ///   its loop); while others are in flight to a near server (recent round trip at most
-///   ``Configuration/batchingRoundTrip``), it waits in the output for the next replies, and everything that queued
-///   meanwhile leaves in one write.
+///   ``Configuration/batchingRoundTrip``), it waits for the next replies, and everything that queued meanwhile
+///   leaves in one write.
 /// - Deadlines: no request waits past ``Configuration/timeout``; a request that does drops the connection (a late
 ///   reply would answer nobody), failing every request in flight.
 /// - NOSCRIPT (the server lost its scripts): the script is loaded again and the request sent once more.
@@ -33,6 +36,9 @@ struct RedisPipelineMachine<Request> {
         /// The longest recent round trip at which requests wait for the replies in flight rather than go out
         /// at once: a Redis on the same host or in the same rack (nanoseconds).
         var batchingRoundTrip: UInt64 = 250_000
+        /// The most requests one call carries: Redis runs a script alone, so a call must stay short (a request
+        /// takes it a few microseconds).
+        var maximumBatch = 32
     }
 
     struct SetUpCommand {
@@ -63,12 +69,19 @@ struct RedisPipelineMachine<Request> {
         case deferred
     }
 
+    /// A request's answer, and how long it waited (nanoseconds).
+    struct Answer {
+        var request: Request
+        var result: Result<RedisScriptAnswer, RedisClientError>
+        var latency: UInt64
+    }
+
     enum ReplyResult {
-        /// A request's answer, and how long it waited (nanoseconds).
-        case answer(Request, Result<RedisScriptAnswer, RedisClientError>, latency: UInt64)
+        /// The answers of one call's requests, in their order.
+        case answers([Answer])
         /// The set-up has finished: requests are taken from now on (`event`: `.connected`, when it is news).
         case ready(RedisPipelineEvent?)
-        /// NOSCRIPT: the script's load and the request again are in the output: write it.
+        /// NOSCRIPT: the script's load and the call again are in the output: write it.
         case reloading
         /// Nothing to do (a set-up step or a reloaded script acknowledged; a reply on no connection).
         case none
@@ -93,13 +106,19 @@ struct RedisPipelineMachine<Request> {
         case stopped
     }
 
-    /// A command written and not yet answered.
+    /// A request not yet written, or one of a call's.
+    private struct Member {
+        var request: Request
+        var submitted: UInt64
+    }
+
+    /// A call written and not yet answered.
     private struct InFlight {
-        /// nil: a `SCRIPT LOAD` sent after NOSCRIPT, whose reply answers nobody.
-        var request: Request?
+        /// Empty: a `SCRIPT LOAD` sent after NOSCRIPT, whose reply answers nobody.
+        var members: [Member]
         var tag: UInt64
         var command: [UInt8]
-        var submitted: UInt64
+        /// The oldest member's.
         var deadline: UInt64
         var retried: Bool
     }
@@ -108,10 +127,14 @@ struct RedisPipelineMachine<Request> {
     private var state = State.idle
     /// Bytes not yet handed to the stream.
     private(set) var output: [UInt8] = []
-    /// Written (or in ``output``) and not yet answered, oldest first: replies come in this order.
+    /// Requests taken and not yet in a call, oldest first.
+    private var queued: [Member] = []
+    /// Calls written (or in ``output``) and not yet answered, oldest first: replies come in this order.
     private var inFlight: [InFlight] = []
     private var inFlightHead = 0
-    /// Requests in flight sent again after NOSCRIPT: they wait behind later requests, whose deadlines are later.
+    /// Requests in the calls of ``inFlight``.
+    private var inFlightRequests = 0
+    /// Calls in flight sent again after NOSCRIPT: they wait behind later calls, whose deadlines are later.
     private var retriedInFlight = 0
     private var nextTag: UInt64 = 1
     /// Failed attempts since the last connection was ready (the reconnection delay grows with them).
@@ -139,7 +162,7 @@ struct RedisPipelineMachine<Request> {
     }
 
     /// Requests written or waiting to be, not yet answered.
-    var inFlightCount: Int { inFlight.count - inFlightHead }
+    var inFlightCount: Int { inFlightRequests + queued.count }
 
     /// The earliest time at which ``timerFired(now:)`` has something to do: the oldest request's deadline, the
     /// connect timeout, or the next attempt. The shell keeps one timer at (or before) it.
@@ -149,20 +172,16 @@ struct RedisPipelineMachine<Request> {
         case .waiting(let until): return until
         case .connecting(let deadline), .settingUp(let deadline, _): return deadline
         case .ready:
-            // Deadlines grow with submission: the oldest request's is the first, unless one was sent again.
+            // Deadlines grow with submission: the oldest call's is the first, unless one was sent again; queued
+            // requests are younger than every call.
             var earliest: UInt64?
-            for index in inFlightHead..<inFlight.count where inFlight[index].request != nil {
+            for index in inFlightHead..<inFlight.count where !inFlight[index].members.isEmpty {
                 earliest = min(earliest ?? .max, inFlight[index].deadline)
                 if retriedInFlight == 0 { break }
             }
+            if let first = queued.first { earliest = min(earliest ?? .max, first.submitted &+ configuration.timeout) }
             return earliest
         }
-    }
-
-    /// The tag for the next request's command.
-    mutating func makeTag() -> UInt64 {
-        defer { nextTag &+= 1 }
-        return nextTag
     }
 
     // MARK: Inputs
@@ -190,16 +209,12 @@ struct RedisPipelineMachine<Request> {
         }
     }
 
-    /// One request: `command` is its `EVALSHA`, formatted with `tag` (from ``makeTag()``).
-    mutating func submit(_ command: [UInt8], tag: UInt64, request: Request, now: UInt64) -> SubmitResult {
+    /// One request, queued for the next write (``flush(format:write:)``).
+    mutating func submit(_ request: Request, now: UInt64) -> SubmitResult {
         guard case .ready = state else { return .refused }
         // Near server and replies due soon: wait for them and leave together with whatever queues meanwhile.
-        let waits = inFlightCount > 0 && (roundTrip ?? .max) <= configuration.batchingRoundTrip
-        inFlight.append(
-            InFlight(
-                request: request, tag: tag, command: command, submitted: now, deadline: now &+ configuration.timeout,
-                retried: false))
-        output.append(contentsOf: command)
+        let waits = inFlightRequests > 0 && (roundTrip ?? .max) <= configuration.batchingRoundTrip
+        queued.append(Member(request: request, submitted: now))
         return waits ? .deferred : .flush
     }
 
@@ -217,7 +232,7 @@ struct RedisPipelineMachine<Request> {
             return .lost(lose(RedisClientError(.protocolError, "a reply that no request asked for"), now: now))
         }
         let entry = inFlight[inFlightHead]
-        guard let request = entry.request else {
+        guard !entry.members.isEmpty else {
             popHead()
             if case .other(.bulk(let digest?)) = reply, lowercased(digest) == configuration.scriptDigest {
                 return .none
@@ -226,32 +241,41 @@ struct RedisPipelineMachine<Request> {
                 lose(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"), now: now))
         }
         switch reply {
-        case .tagged(let tag, let answer) where tag == entry.tag:
+        case .tagged(let tag, let answers) where tag == entry.tag:
+            guard answers.count == entry.members.count else {
+                return .lost(lose(RedisClientError(.protocolError, "a reply with another number of answers"), now: now))
+            }
             popHead()
-            let latency = now &- entry.submitted
-            shortestInRead = min(shortestInRead ?? .max, latency)
-            return .answer(request, .success(answer), latency: latency)
+            var results: [Answer] = []
+            results.reserveCapacity(answers.count)
+            for (member, answer) in zip(entry.members, answers) {
+                let latency = now &- member.submitted
+                shortestInRead = min(shortestInRead ?? .max, latency)
+                results.append(Answer(request: member.request, result: .success(answer), latency: latency))
+            }
+            return .answers(results)
         case .other(.error(let message)) where message.hasPrefix("NOSCRIPT") && !entry.retried:
             // The server lost its scripts (a restart without our reconnecting, SCRIPT FLUSH, a failover): load it
-            // again and send this request once more, both at the back of the line, in one write.
+            // again and send this call once more, both at the back of the line, in one write.
             popHead()
             var again = entry
             again.retried = true
-            inFlight.append(
-                InFlight(request: nil, tag: 0, command: [], submitted: now, deadline: entry.deadline, retried: true))
+            inFlight.append(InFlight(members: [], tag: 0, command: [], deadline: entry.deadline, retried: true))
             inFlight.append(again)
+            inFlightRequests += again.members.count
             retriedInFlight += 1
             output.append(contentsOf: configuration.scriptLoad)
             output.append(contentsOf: entry.command)
             return .reloading
         case .other(.error(let message)):
             popHead()
-            return .answer(
-                request,
-                .failure(RedisClientError(.script, "the script failed (\(RedisPipelineMachine.errorName(message)))")),
-                latency: now &- entry.submitted)
+            let error = RedisClientError(.script, "the script failed (\(RedisPipelineMachine.errorName(message)))")
+            return .answers(
+                entry.members.map {
+                    Answer(request: $0.request, result: .failure(error), latency: now &- $0.submitted)
+                })
         case .other(.array(let parts?)) where parts.first == .bulk(RedisTag.bytes(entry.tag)):
-            // Its own tag, but not integers with it.
+            // Its own tag, but not answers of integers with it.
             return .lost(lose(RedisClientError(.protocolError, "an unexpected reply type"), now: now))
         default:
             // A reply of another shape, or another request's tag: nothing after it can be trusted.
@@ -259,8 +283,8 @@ struct RedisPipelineMachine<Request> {
         }
     }
 
-    /// Every reply of one read has been given: the round trip is updated, and the output (requests that waited
-    /// for these replies) should be written if it is not empty.
+    /// Every reply of one read has been given: the round trip is updated, and the requests that waited for these
+    /// replies should be written (``flush(format:write:)``).
     mutating func endOfRead() {
         guard let shortest = shortestInRead else { return }
         shortestInRead = nil
@@ -295,8 +319,34 @@ struct RedisPipelineMachine<Request> {
         return drain()
     }
 
-    /// Hands the pending output to `write` and empties it.
-    mutating func flush(_ write: (UnsafeRawBufferPointer) -> Void) {
+    /// Puts the queued requests into calls, oldest first, and hands the pending output to `write`, emptying it.
+    ///
+    /// `format` is given the queued requests from the oldest on (at most ``Configuration/maximumBatch``) and a
+    /// call's tag; it returns the call's command for as many of them as it joins (at least one: a request that
+    /// joins no other is a call alone).
+    mutating func flush(
+        format: (_ requests: ArraySlice<Request>, _ tag: UInt64) -> (command: [UInt8], taken: Int),
+        write: (UnsafeRawBufferPointer) -> Void
+    ) {
+        if !queued.isEmpty, case .ready = state {
+            var start = 0
+            while start < queued.count {
+                let end = min(queued.count, start + max(1, configuration.maximumBatch))
+                let tag = nextTag
+                nextTag &+= 1
+                let (command, taken) = format(ArraySlice(queued[start..<end].lazy.map(\.request)), tag)
+                let count = min(max(1, taken), end - start)
+                let members = Array(queued[start..<start + count])
+                inFlight.append(
+                    InFlight(
+                        members: members, tag: tag, command: command,
+                        deadline: members[0].submitted &+ configuration.timeout, retried: false))
+                inFlightRequests += count
+                output.append(contentsOf: command)
+                start += count
+            }
+            queued.removeAll(keepingCapacity: queued.capacity <= 4_096)
+        }
         guard !output.isEmpty else { return }
         output.withUnsafeBytes(write)
         output.removeAll(keepingCapacity: output.capacity <= 65_536)
@@ -356,9 +406,11 @@ struct RedisPipelineMachine<Request> {
     }
 
     private mutating func drain() -> [Request] {
-        let requests = inFlight[inFlightHead...].compactMap(\.request)
+        let requests = inFlight[inFlightHead...].flatMap { $0.members.map(\.request) } + queued.map(\.request)
         inFlight.removeAll(keepingCapacity: inFlight.capacity <= 4_096)
+        queued.removeAll(keepingCapacity: queued.capacity <= 4_096)
         inFlightHead = 0
+        inFlightRequests = 0
         retriedInFlight = 0
         roundTrip = nil
         shortestInRead = nil
@@ -366,8 +418,9 @@ struct RedisPipelineMachine<Request> {
     }
 
     private mutating func popHead() {
-        if inFlight[inFlightHead].retried && inFlight[inFlightHead].request != nil { retriedInFlight -= 1 }
-        inFlight[inFlightHead].request = nil
+        if inFlight[inFlightHead].retried && !inFlight[inFlightHead].members.isEmpty { retriedInFlight -= 1 }
+        inFlightRequests -= inFlight[inFlightHead].members.count
+        inFlight[inFlightHead].members = []
         inFlight[inFlightHead].command = []
         inFlightHead += 1
         if inFlightHead == inFlight.count {
@@ -399,7 +452,7 @@ public enum RedisPipelineEvent: Sendable, Equatable {
     case lost(RedisClientError)
 }
 
-/// What the script answers after the request's tag: one integer, or two.
+/// What the script answers for one request: one integer, or two.
 public struct RedisScriptAnswer: Sendable, Equatable {
     public var first: Int64
     public var second: Int64?
@@ -410,9 +463,10 @@ public struct RedisScriptAnswer: Sendable, Equatable {
     }
 }
 
-/// One whole reply, sorted for matching: the script's usual answer `{tag, integer[, integer]}`, or anything else.
+/// One whole reply, sorted for matching: the script's usual answer `{tag, {integer[, integer]}, ...}` (one answer
+/// per request of the call), or anything else.
 enum RedisPipelineReply: Equatable {
-    case tagged(tag: UInt64, answer: RedisScriptAnswer)
+    case tagged(tag: UInt64, answers: [RedisScriptAnswer])
     case other(RedisReply)
 }
 

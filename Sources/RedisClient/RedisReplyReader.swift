@@ -29,7 +29,7 @@ final class RedisReplyReader {
         return Self.convert(object.assumingMemoryBound(to: redisReply.self))
     }
 
-    /// The next whole reply, sorted for matching (the script's usual answer `{tag, integer[, integer]}` read
+    /// The next whole reply, sorted for matching (the script's usual answer `{tag, {integer[, integer]}, ...}` read
     /// straight from hiredis's object, without a Swift copy of it); nil when more bytes are needed.
     func nextParsed() throws(RedisClientError) -> RedisPipelineReply? {
         var object: UnsafeMutableRawPointer?
@@ -41,21 +41,32 @@ final class RedisReplyReader {
         return .other(Self.convert(reply))
     }
 
-    /// A two- or three-element array of a 16-hex-digit tag and one or two integers.
+    /// An array of a 16-hex-digit tag and one or more answers, each an array of one or two integers.
     private static func tagged(_ reply: UnsafeMutablePointer<redisReply>) -> RedisPipelineReply? {
         let value = reply.pointee
-        guard value.type == REDIS_REPLY_ARRAY, value.elements == 2 || value.elements == 3, let elements = value.element,
+        guard value.type == REDIS_REPLY_ARRAY, value.elements >= 2, let elements = value.element,
             let first = elements[0]?.pointee, first.type == REDIS_REPLY_STRING,
             let tag = RedisTag.parse(UnsafeRawBufferPointer(start: first.str, count: first.len))
         else { return nil }
-        func integer(_ index: Int) -> Int64? {
-            guard let element = elements[index]?.pointee, element.type == REDIS_REPLY_INTEGER else { return nil }
-            return Int64(element.integer)
+        var answers: [RedisScriptAnswer] = []
+        answers.reserveCapacity(value.elements - 1)
+        for index in 1..<value.elements {
+            guard let answer = elements[index]?.pointee, answer.type == REDIS_REPLY_ARRAY,
+                answer.elements == 1 || answer.elements == 2, let integers = answer.element
+            else { return nil }
+            func integer(_ index: Int) -> Int64? {
+                guard let element = integers[index]?.pointee, element.type == REDIS_REPLY_INTEGER else { return nil }
+                return Int64(element.integer)
+            }
+            guard let first = integer(0) else { return nil }
+            if answer.elements == 1 {
+                answers.append(RedisScriptAnswer(first))
+            } else {
+                guard let second = integer(1) else { return nil }
+                answers.append(RedisScriptAnswer(first, second))
+            }
         }
-        guard let first = integer(1) else { return nil }
-        guard value.elements == 3 else { return .tagged(tag: tag, answer: RedisScriptAnswer(first)) }
-        guard let second = integer(2) else { return nil }
-        return .tagged(tag: tag, answer: RedisScriptAnswer(first, second))
+        return .tagged(tag: tag, answers: answers)
     }
 
     private func failure() -> RedisClientError {

@@ -7,7 +7,7 @@ import Synchronization
 /// their names in the byte stream (the tests' keys and arguments never contain them).
 final class FakeRedisServer: Sendable {
     enum Behaviour: Sendable {
-        /// `:0` to every EVALSHA.
+        /// `{0}` to every request of every EVALSHA.
         case allow
         /// Bytes that are not RESP.
         case garbage
@@ -83,15 +83,19 @@ final class FakeRedisServer: Sendable {
                     reply += Array("$\(digest.utf8.count)\r\n\(digest)\r\n".utf8)
                     continue
                 }
-                guard name == "EVALSHA", let tag = command.last else { continue }
+                guard name == "EVALSHA", let tag = command.last, command.count >= 2 else { continue }
                 answered += 1
-                let proper = Array("*2\r\n$\(tag.count)\r\n".utf8) + tag + Array("\r\n:0\r\n".utf8)
+                // The call's tag, then `{0}` for each of its requests (the argument before the tag has a digit each).
+                let requests = command[command.count - 2].count
+                let proper =
+                    Array("*\(requests + 1)\r\n$\(tag.count)\r\n".utf8) + tag + Array("\r\n".utf8)
+                    + Array(repeating: Array("*1\r\n:0\r\n".utf8), count: requests).joined()
                 switch behaviour {
                 case .allow: reply += proper
                 case .unsolicited:
                     reply += proper
                     // A reply that no request asked for, with a tag no request has (tags start at 1).
-                    if answered == 1 { reply += Array("*2\r\n$16\r\n0000000000000000\r\n:0\r\n".utf8) }
+                    if answered == 1 { reply += Array("*2\r\n$16\r\n0000000000000000\r\n*1\r\n:0\r\n".utf8) }
                 case .garbage: reply += Array("?this is not RESP\r\n".utf8)
                 case .wrongType: reply += Array("$3\r\nabc\r\n".utf8)
                 case .closeAfter(let limit):

@@ -129,6 +129,73 @@ struct RedisPipelineLoopTests {
         #expect(pipeline.currentStatistics.writes - before == 1)
     }
 
+    /// The requests of one turn are decided in as few runs of the script as calls allow (32 requests a call), each
+    /// request in the order it was made: a call runs the script once for all of its requests, and a request with a
+    /// phone key and one without join the same call.
+    @Test func theRequestsOfOneTurnShareScriptRunsAndAreDecidedInOrder() throws {
+        let server = try RedisServerProcess()
+        let loop = try EventLoop(name: "test-worker")
+        defer { loop.stop() }
+        let pipeline = try RedisPipeline(configuration: Self.configuration(server), loop: loop) { _ in }
+        defer { pipeline.shutdown() }
+        pipeline.start()
+        try #require(pipeline.awaitFirstAttempt(timeout: .seconds(10)))
+
+        /// Script runs the server has made so far (`INFO commandstats`).
+        func scriptRuns() throws -> Int {
+            let line = try server.command("INFO", "commandstats").split(whereSeparator: \.isNewline)
+                .first { $0.hasPrefix("cmdstat_evalsha:") }
+            return line.flatMap { Int($0.split(separator: "=")[1].split(separator: ",")[0]) } ?? 0
+        }
+        // The address: 40 a minute; the phone: 15 a minute. Even requests name the phone, odd ones do not.
+        let arguments = SharedLimitsScript.arguments(
+            address: LimitPolicy(requests: 40, periodSeconds: 60), phone: LimitPolicy(requests: 15, periodSeconds: 60))
+        let address = Array("t:o:address".utf8)
+        let phone = Array("t:o:phone".utf8)
+        let count = 100
+        let answers = Mutex<[Int: RedisScriptAnswer]>([:])
+        let done = DispatchSemaphore(value: 0)
+        let before = try scriptRuns()
+        loop.execute {
+            for index in 0..<count {
+                let keys = index % 2 == 0 ? [address, phone] : [address]
+                let sent = pipeline.evaluate(keys: keys, arguments: arguments) { result in
+                    let answer = (try? result.get()) ?? RedisScriptAnswer(-1)
+                    let answered = answers.withLock { all in
+                        all[index] = answer
+                        return all.count
+                    }
+                    if answered == count { done.signal() }
+                }
+                if !sent { done.signal() }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let all = answers.withLock { $0 }
+        try #require(all.count == count)
+        // The first 40 are admitted for the address, in order; of those, the even ones ask for the phone too, and
+        // its first 15 (requests 0, 2, ... 28) are admitted.
+        for index in 0..<count {
+            let answer = try #require(all[index])
+            if index >= 40 {
+                #expect(answer.first > 0, "request \(index): the address is over its limit")
+                #expect(answer.second == nil, "request \(index): the phone is not counted")
+                continue
+            }
+            #expect(answer.first == 0, "request \(index): the address is admitted")
+            if index % 2 == 1 {
+                #expect(answer.second == nil, "request \(index) names no phone")
+            } else if index < 30 {
+                #expect(answer.second == 0, "request \(index): the phone is admitted")
+            } else {
+                #expect((answer.second ?? 0) > 0, "request \(index): the phone is over its limit")
+            }
+        }
+        #expect(try server.command("HGET", "t:o:phone", "c").trimmingCharacters(in: .whitespacesAndNewlines) == "20")
+        // 100 requests of one turn: four calls of at most 32.
+        #expect(try scriptRuns() - before == 4)
+    }
+
     /// Shut down twice, then freed: its socket is closed once, at the first shutdown (the descriptor's number,
     /// free after that, may belong to another file by the time the pipeline goes).
     @Test func aPipelineShutDownTwiceClosesItsSocketOnce() throws {

@@ -13,16 +13,17 @@ import Testing
     static let select = Array("SELECT-BYTES;".utf8)
     static let scriptLoad = Array("SCRIPT-LOAD-BYTES;".utf8)
 
-    static func machine(password: Bool = true, timeout: UInt64 = 100 * ms, seed: UInt64 = 7) -> Machine {
+    static func machine(
+        password: Bool = true, timeout: UInt64 = 100 * ms, seed: UInt64 = 7, maximumBatch: Int = 32
+    ) -> Machine {
         var setUp: [Machine.SetUpCommand] = []
         if password { setUp.append(.init(kind: .auth, bytes: auth)) }
         setUp.append(.init(kind: .select, bytes: select))
         setUp.append(.init(kind: .scriptLoad, bytes: scriptLoad))
-        return Machine(
-            configuration: .init(
-                timeout: timeout, connectTimeout: 2_000 * ms, setUp: setUp, scriptLoad: scriptLoad,
-                scriptDigest: digest),
-            seed: seed)
+        var configuration = Machine.Configuration(
+            timeout: timeout, connectTimeout: 2_000 * ms, setUp: setUp, scriptLoad: scriptLoad, scriptDigest: digest)
+        configuration.maximumBatch = maximumBatch
+        return Machine(configuration: configuration, seed: seed)
     }
 
     /// The set-up replies, in order.
@@ -31,34 +32,64 @@ import Testing
     ]
 
     /// A machine connected and set up at `now`.
-    static func ready(at now: UInt64 = 0, timeout: UInt64 = 100 * ms) -> Machine {
-        var machine = machine(timeout: timeout)
+    static func ready(at now: UInt64 = 0, timeout: UInt64 = 100 * ms, maximumBatch: Int = 32) -> Machine {
+        var machine = machine(timeout: timeout, maximumBatch: maximumBatch)
         _ = machine.start(now: now)
         machine.connected(now: now)
-        machine.flush { _ in }
+        _ = written(&machine)
         for reply in setUpReplies { _ = machine.received(reply, now: now) }
         return machine
     }
 
-    static func command(_ tag: UInt64) -> [UInt8] { Array("EVALSHA-\(tag);".utf8) }
-
-    /// Submits request `id` with a fresh tag; returns the tag.
+    /// Queues request `id`.
     @discardableResult
-    static func submit(_ machine: inout Machine, _ id: Int, at now: UInt64) -> (UInt64, Machine.SubmitResult) {
-        let tag = machine.makeTag()
-        return (tag, machine.submit(command(tag), tag: tag, request: id, now: now))
+    static func submit(_ machine: inout Machine, _ id: Int, at now: UInt64) -> Machine.SubmitResult {
+        machine.submit(id, now: now)
     }
 
-    static func written(_ machine: inout Machine) -> String {
+    /// Queues request `id` and writes it, a call alone; returns the call's tag.
+    @discardableResult
+    static func send(_ machine: inout Machine, _ id: Int, at now: UInt64) -> UInt64 {
+        submit(&machine, id, at: now)
+        var tags: [UInt64] = []
+        _ = written(&machine, tags: &tags)
+        return tags.last ?? 0
+    }
+
+    /// What a flush writes: each call as `EVALSHA-<tag>:<requests>;`. `joins` says whether a request may join the
+    /// first of a call (by default none does: each request is a call alone).
+    static func written(
+        _ machine: inout Machine, joins: (Int, Int) -> Bool = { _, _ in false }
+    ) -> String {
+        var tags: [UInt64] = []
+        return written(&machine, joins: joins, tags: &tags)
+    }
+
+    static func written(
+        _ machine: inout Machine, joins: (Int, Int) -> Bool = { _, _ in false }, tags: inout [UInt64]
+    ) -> String {
         var text = ""
-        machine.flush { text += String(decoding: $0, as: UTF8.self) }
+        var calls: [UInt64] = []
+        machine.flush(
+            format: { requests, tag in
+                calls.append(tag)
+                let first = requests[requests.startIndex]
+                let taken = 1 + requests.dropFirst().prefix { joins(first, $0) }.count
+                let ids = requests.prefix(taken).map(String.init).joined(separator: ",")
+                return (Array("EVALSHA-\(tag):\(ids);".utf8), taken)
+            },
+            write: { text += String(decoding: $0, as: UTF8.self) })
+        tags = calls
         return text
     }
 
+    /// The answer of a call of one request.
     static func answered(_ result: Machine.ReplyResult) -> (Int, Result<RedisScriptAnswer, RedisClientError>)? {
-        if case .answer(let id, let result, _) = result { return (id, result) }
-        return nil
+        guard case .answers(let answers) = result, answers.count == 1 else { return nil }
+        return (answers[0].request, answers[0].result)
     }
+
+    static func one(_ answer: RedisScriptAnswer) -> [RedisScriptAnswer] { [answer] }
 
     static func loss(_ result: Machine.ReplyResult) -> Machine.Loss? {
         if case .lost(let loss) = result { return loss }
@@ -74,7 +105,7 @@ import Testing
 
     @Test func theSetUpGoesOutInOneWriteAndRequestsAreRefusedUntilItsRepliesAreIn() {
         var machine = Self.machine()
-        #expect(Self.submit(&machine, 1, at: 0).1 == .refused)
+        #expect(Self.submit(&machine, 1, at: 0) == .refused)
         let started = machine.start(now: 0)
         let again = machine.start(now: 0)
         #expect(started)
@@ -82,7 +113,7 @@ import Testing
         #expect(machine.nextDeadline == 2_000 * Self.ms, "the connect timeout runs")
         machine.connected(now: 1 * Self.ms)
         #expect(Self.written(&machine) == "AUTH-BYTES;SELECT-BYTES;SCRIPT-LOAD-BYTES;")
-        #expect(Self.submit(&machine, 1, at: 0).1 == .refused)
+        #expect(Self.submit(&machine, 1, at: 0) == .refused)
         guard case .none = machine.received(Self.setUpReplies[0], now: 2 * Self.ms),
             case .none = machine.received(Self.setUpReplies[1], now: 2 * Self.ms)
         else {
@@ -146,45 +177,50 @@ import Testing
 
     @Test func repliesAreMatchedByOrderAndTag() throws {
         var machine = Self.ready()
-        let (first, _) = Self.submit(&machine, 1, at: 1 * Self.ms)
-        let (second, _) = Self.submit(&machine, 2, at: 2 * Self.ms)
+        let first = Self.send(&machine, 1, at: 1 * Self.ms)
+        let second = Self.send(&machine, 2, at: 2 * Self.ms)
         #expect(machine.inFlightCount == 2)
-        let one = Self.answered(machine.received(.tagged(tag: first, answer: .init(0)), now: 3 * Self.ms))
+        let one = Self.answered(machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: 3 * Self.ms))
         #expect(one?.0 == 1)
         #expect(try one?.1.get() == RedisScriptAnswer(0))
         guard
-            case .answer(let id, let result, let latency) = machine.received(
-                .tagged(tag: second, answer: .init(0, 5_000_000)), now: 5 * Self.ms)
+            case .answers(let answers) = machine.received(
+                .tagged(tag: second, answers: Self.one(.init(0, 5_000_000))), now: 5 * Self.ms),
+            let answer = answers.first, answers.count == 1
         else {
             Issue.record("the second reply answers the second request")
             return
         }
-        #expect(id == 2)
-        #expect(try result.get() == RedisScriptAnswer(0, 5_000_000))
-        #expect(latency == 3 * Self.ms)
+        #expect(answer.request == 2)
+        #expect(try answer.result.get() == RedisScriptAnswer(0, 5_000_000))
+        #expect(answer.latency == 3 * Self.ms)
         #expect(machine.inFlightCount == 0)
     }
 
     @Test func aReplyWithAnotherRequestsTagFailsEveryRequestInFlightAndLosesTheConnection() {
         var machine = Self.ready()
-        let (first, _) = Self.submit(&machine, 1, at: 0)
-        Self.submit(&machine, 2, at: 0)
-        let loss = Self.loss(machine.received(.tagged(tag: first + 1, answer: .init(0)), now: 1 * Self.ms))
+        let first = Self.send(&machine, 1, at: 0)
+        Self.send(&machine, 2, at: 0)
+        Self.submit(&machine, 3, at: 0)
+        let loss = Self.loss(
+            machine.received(.tagged(tag: first + 1, answers: Self.one(.init(0))), now: 1 * Self.ms))
         #expect(loss?.error.code == .protocolError)
-        #expect(loss?.failed == [1, 2])
+        #expect(loss?.failed == [1, 2, 3], "the calls in flight, then the requests queued")
         #expect(loss?.event == .lost(RedisClientError(.protocolError, "")))
         #expect(!machine.isReady)
-        #expect(Self.submit(&machine, 3, at: 2 * Self.ms).1 == .refused)
+        #expect(Self.submit(&machine, 4, at: 2 * Self.ms) == .refused)
     }
 
     @Test(arguments: [
         RedisPipelineReply.other(.integer(0)),
         .other(.bulk(Array("abc".utf8))),
         .other(.array([.bulk(RedisTag.bytes(1)), .bulk(Array("x".utf8))])),
+        .other(.array([.bulk(RedisTag.bytes(1)), .integer(0)])),
+        .tagged(tag: 1, answers: [.init(0), .init(0)]),
     ])
     func aReplyOfAnotherShapeLosesTheConnection(reply: RedisPipelineReply) {
         var machine = Self.ready()
-        Self.submit(&machine, 1, at: 0)
+        #expect(Self.send(&machine, 1, at: 0) == 1)
         let loss = Self.loss(machine.received(reply, now: 0))
         #expect(loss?.error.code == .protocolError)
         #expect(loss?.failed == [1])
@@ -192,14 +228,20 @@ import Testing
 
     @Test func aReplyThatNoRequestAskedForLosesTheConnection() {
         var machine = Self.ready()
-        let loss = Self.loss(machine.received(.tagged(tag: 0, answer: .init(0)), now: 0))
+        let loss = Self.loss(machine.received(.tagged(tag: 0, answers: Self.one(.init(0))), now: 0))
         #expect(loss?.error.code == .protocolError)
         #expect(loss?.failed == [])
+        // A request queued but not yet written has no reply to come either.
+        var queued = Self.ready()
+        Self.submit(&queued, 1, at: 0)
+        let early = Self.loss(queued.received(.tagged(tag: 1, answers: Self.one(.init(0))), now: 0))
+        #expect(early?.error.code == .protocolError)
+        #expect(early?.failed == [1])
     }
 
     @Test func aScriptErrorAnswersItsRequestAndKeepsTheConnection() {
         var machine = Self.ready()
-        Self.submit(&machine, 1, at: 0)
+        Self.send(&machine, 1, at: 0)
         let answer = Self.answered(
             machine.received(.other(.error("WRONGTYPE Operation against a key holding the wrong kind")), now: 0))
         #expect(answer?.0 == 1)
@@ -209,22 +251,22 @@ import Testing
 
     @Test func noScriptLoadsTheScriptAgainAndSendsTheRequestOnceMore() {
         var machine = Self.ready()
-        let (tag, _) = Self.submit(&machine, 1, at: 0)
-        _ = Self.written(&machine)
+        let tag = Self.send(&machine, 1, at: 0)
         guard case .reloading = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 1 * Self.ms)
         else {
             Issue.record("NOSCRIPT reloads")
             return
         }
-        #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-\(tag);")
+        #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-\(tag):1;")
         guard case .none = machine.received(.other(.bulk(Self.digest)), now: 2 * Self.ms) else {
             Issue.record("the reload's reply answers nobody")
             return
         }
-        #expect(Self.answered(machine.received(.tagged(tag: tag, answer: .init(0)), now: 3 * Self.ms))?.0 == 1)
+        #expect(
+            Self.answered(machine.received(.tagged(tag: tag, answers: Self.one(.init(0))), now: 3 * Self.ms))?.0 == 1)
 
         // Once only: a second NOSCRIPT for the same request is the script's failure.
-        let (again, _) = Self.submit(&machine, 2, at: 4 * Self.ms)
+        let again = Self.send(&machine, 2, at: 4 * Self.ms)
         _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 5 * Self.ms)
         _ = machine.received(.other(.bulk(Self.digest)), now: 5 * Self.ms)
         let failed = Self.answered(machine.received(.other(.error("NOSCRIPT No matching script.")), now: 6 * Self.ms))
@@ -236,11 +278,84 @@ import Testing
 
     @Test func aReloadThatDoesNotAnswerTheDigestLosesTheConnection() {
         var machine = Self.ready()
-        Self.submit(&machine, 1, at: 0)
+        Self.send(&machine, 1, at: 0)
         _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 0)
         let loss = Self.loss(machine.received(.other(.error("ERR no")), now: 0))
         #expect(loss?.error.code == .protocolError)
         #expect(loss?.failed == [1])
+    }
+
+    // MARK: Calls of several requests
+
+    @Test func requestsWrittenTogetherJoinOneCallAndItsReplyAnswersEachInOrder() throws {
+        var machine = Self.ready()
+        for id in 1...3 { Self.submit(&machine, id, at: UInt64(id) * Self.ms) }
+        #expect(machine.inFlightCount == 3)
+        var tags: [UInt64] = []
+        #expect(Self.written(&machine, joins: { _, _ in true }, tags: &tags) == "EVALSHA-1:1,2,3;")
+        #expect(tags == [1])
+        guard
+            case .answers(let answers) = machine.received(
+                .tagged(tag: 1, answers: [.init(0), .init(7), .init(0, 9)]), now: 10 * Self.ms)
+        else {
+            Issue.record("one reply answers the call's three requests")
+            return
+        }
+        #expect(answers.map(\.request) == [1, 2, 3])
+        #expect(try answers.map { try $0.result.get() } == [.init(0), .init(7), .init(0, 9)])
+        #expect(answers.map(\.latency) == [9 * Self.ms, 8 * Self.ms, 7 * Self.ms], "each from its own submission")
+        #expect(machine.inFlightCount == 0)
+    }
+
+    @Test func aCallCarriesAtMostTheBatchAndOnlyTheRequestsTheFormatterJoins() {
+        var machine = Self.ready(maximumBatch: 4)
+        for id in 1...10 { Self.submit(&machine, id, at: 0) }
+        #expect(
+            Self.written(&machine, joins: { _, _ in true }) == "EVALSHA-1:1,2,3,4;EVALSHA-2:5,6,7,8;EVALSHA-3:9,10;")
+        // A request the formatter does not join (here: odd after even) starts the next call.
+        var parity = Self.ready()
+        for id in [2, 4, 5, 7, 6] { Self.submit(&parity, id, at: 0) }
+        #expect(
+            Self.written(&parity, joins: { $0 % 2 == $1 % 2 }) == "EVALSHA-1:2,4;EVALSHA-2:5,7;EVALSHA-3:6;")
+    }
+
+    @Test func aReplyWithAnotherNumberOfAnswersThanItsCallLosesTheConnection() {
+        var machine = Self.ready()
+        for id in 1...3 { Self.submit(&machine, id, at: 0) }
+        _ = Self.written(&machine, joins: { _, _ in true })
+        let loss = Self.loss(machine.received(.tagged(tag: 1, answers: [.init(0), .init(0)]), now: 0))
+        #expect(loss?.error.code == .protocolError)
+        #expect(loss?.failed == [1, 2, 3])
+    }
+
+    @Test func aScriptErrorFailsEveryRequestOfItsCallAndNoScriptSendsTheWholeCallAgain() throws {
+        var machine = Self.ready()
+        for id in 1...2 { Self.submit(&machine, id, at: 0) }
+        _ = Self.written(&machine, joins: { _, _ in true })
+        guard case .answers(let failed) = machine.received(.other(.error("ERR boom")), now: 1 * Self.ms) else {
+            Issue.record("a script error answers the call")
+            return
+        }
+        #expect(failed.map(\.request) == [1, 2])
+        for answer in failed { #expect(throws: RedisClientError(.script, "")) { try answer.result.get() } }
+
+        for id in 3...4 { Self.submit(&machine, id, at: 2 * Self.ms) }
+        _ = Self.written(&machine, joins: { _, _ in true })
+        guard case .reloading = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 3 * Self.ms)
+        else {
+            Issue.record("NOSCRIPT reloads")
+            return
+        }
+        #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-2:3,4;", "the same call, its tag kept")
+        _ = machine.received(.other(.bulk(Self.digest)), now: 4 * Self.ms)
+        guard
+            case .answers(let answers) = machine.received(
+                .tagged(tag: 2, answers: [.init(0), .init(1)]), now: 5 * Self.ms)
+        else {
+            Issue.record("the call sent again is answered")
+            return
+        }
+        #expect(answers.map(\.request) == [3, 4])
     }
 
     // MARK: Batching
@@ -248,38 +363,39 @@ import Testing
     @Test func requestsWaitForTheRepliesInFlightOnlyWhileTheServerIsNear() {
         var machine = Self.ready()
         // Idle: at once.
-        let (first, result) = Self.submit(&machine, 1, at: 0)
-        #expect(result == .flush)
-        _ = Self.written(&machine)
+        #expect(Self.submit(&machine, 1, at: 0) == .flush)
+        var tags: [UInt64] = []
+        _ = Self.written(&machine, tags: &tags)
+        let first = tags[0]
         // No round trip measured yet: a far server is assumed, so at once too.
-        let (second, next) = Self.submit(&machine, 2, at: 0)
-        #expect(next == .flush)
-        _ = Self.written(&machine)
+        #expect(Self.submit(&machine, 2, at: 0) == .flush)
+        _ = Self.written(&machine, tags: &tags)
+        let second = tags[0]
         // Replies after 100 µs: a near server.
-        _ = machine.received(.tagged(tag: first, answer: .init(0)), now: 100_000)
+        _ = machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: 100_000)
         machine.endOfRead()
-        #expect(Self.submit(&machine, 3, at: 100_000).1 == .deferred)
-        #expect(Self.submit(&machine, 4, at: 110_000).1 == .deferred)
-        // They leave together, after the reply in flight.
-        _ = machine.received(.tagged(tag: second, answer: .init(0)), now: 150_000)
+        #expect(Self.submit(&machine, 3, at: 100_000) == .deferred)
+        #expect(Self.submit(&machine, 4, at: 110_000) == .deferred)
+        // They leave together, after the reply in flight: one call when the formatter joins them.
+        _ = machine.received(.tagged(tag: second, answers: Self.one(.init(0))), now: 150_000)
         machine.endOfRead()
-        #expect(Self.written(&machine) == "EVALSHA-3;EVALSHA-4;")
+        #expect(Self.written(&machine, joins: { _, _ in true }) == "EVALSHA-3:3,4;")
 
         // A far server (1 ms round trips): every request goes out at once.
         var far = Self.ready()
-        let (tag, _) = Self.submit(&far, 1, at: 0)
-        Self.submit(&far, 2, at: 0)
-        _ = far.received(.tagged(tag: tag, answer: .init(0)), now: 1 * Self.ms)
+        let tag = Self.send(&far, 1, at: 0)
+        Self.send(&far, 2, at: 0)
+        _ = far.received(.tagged(tag: tag, answers: Self.one(.init(0))), now: 1 * Self.ms)
         far.endOfRead()
-        #expect(Self.submit(&far, 3, at: 1 * Self.ms).1 == .flush)
+        #expect(Self.submit(&far, 3, at: 1 * Self.ms) == .flush)
     }
 
     // MARK: Deadlines
 
     @Test func noRequestWaitsPastTheTimeout() {
         var machine = Self.ready(timeout: 100 * Self.ms)
-        Self.submit(&machine, 1, at: 10 * Self.ms)
-        Self.submit(&machine, 2, at: 30 * Self.ms)
+        Self.send(&machine, 1, at: 10 * Self.ms)
+        Self.send(&machine, 2, at: 30 * Self.ms)
         #expect(machine.nextDeadline == 110 * Self.ms)
         guard case .none = machine.timerFired(now: 109 * Self.ms) else {
             Issue.record("fired before the deadline")
@@ -292,23 +408,35 @@ import Testing
         #expect(!machine.isReady)
     }
 
+    @Test func aQueuedRequestHasItsDeadlineToo() {
+        var machine = Self.ready(timeout: 100 * Self.ms)
+        Self.submit(&machine, 1, at: 10 * Self.ms)
+        #expect(machine.nextDeadline == 110 * Self.ms, "not yet written, already waiting")
+        #expect(Self.loss(machine.timerFired(now: 110 * Self.ms))?.failed == [1])
+        // A call's deadline is its oldest request's.
+        var joined = Self.ready(timeout: 100 * Self.ms)
+        Self.submit(&joined, 1, at: 10 * Self.ms)
+        Self.submit(&joined, 2, at: 20 * Self.ms)
+        _ = Self.written(&joined, joins: { _, _ in true })
+        #expect(joined.nextDeadline == 110 * Self.ms)
+    }
+
     @Test func theDeadlineFollowsTheOldestRequestStillWaiting() {
         var machine = Self.ready(timeout: 100 * Self.ms)
-        let (first, _) = Self.submit(&machine, 1, at: 0)
-        Self.submit(&machine, 2, at: 40 * Self.ms)
-        _ = machine.received(.tagged(tag: first, answer: .init(0)), now: 50 * Self.ms)
+        let first = Self.send(&machine, 1, at: 0)
+        Self.send(&machine, 2, at: 40 * Self.ms)
+        _ = machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: 50 * Self.ms)
         #expect(machine.nextDeadline == 140 * Self.ms)
     }
 
     @Test func aRequestSentAgainAfterNoScriptKeepsItsDeadline() {
         var machine = Self.ready(timeout: 100 * Self.ms)
-        let (first, _) = Self.submit(&machine, 1, at: 0)
-        Self.submit(&machine, 2, at: 50 * Self.ms)
+        Self.send(&machine, 1, at: 0)
+        Self.send(&machine, 2, at: 50 * Self.ms)
         _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 60 * Self.ms)
         // Request 1 now waits behind request 2, and its deadline is still the earliest.
         #expect(machine.nextDeadline == 100 * Self.ms)
         #expect(Self.loss(machine.timerFired(now: 100 * Self.ms))?.failed == [2, 1])
-        _ = first
     }
 
     // MARK: Reconnection and events
@@ -401,12 +529,12 @@ import Testing
 
     @Test func stoppingAnswersWhatIsInFlightAndRefusesTheRest() {
         var machine = Self.ready()
-        Self.submit(&machine, 1, at: 0)
+        Self.send(&machine, 1, at: 0)
         Self.submit(&machine, 2, at: 0)
         #expect(machine.stop() == [1, 2])
         #expect(machine.isStopped)
         #expect(machine.nextDeadline == nil)
-        #expect(Self.submit(&machine, 3, at: 0).1 == .refused)
+        #expect(Self.submit(&machine, 3, at: 0) == .refused)
         #expect(machine.failed(RedisClientError(.closed, ""), now: 0) == nil, "nothing more is reported")
         guard case .none = machine.timerFired(now: 10_000 * Self.ms) else {
             Issue.record("a stopped machine reconnects")

@@ -212,4 +212,27 @@ struct SharedLimitsScriptTests {
         #expect(decisions.allSatisfy { $0.phone == nil })
         #expect(try server.keysWithTTL().map(\.key) == ["t:a:one-address"])
     }
+    /// A call whose key counts do not match its keys is refused before anything is counted (the pipeline never
+    /// sends one; a script run on its own, or another client's mistake, must not count a key as the wrong limit).
+    @Test(arguments: [
+        (["t:a:x", "t:p:x"], "1"), (["t:a:x"], "2"), (["t:a:x", "t:p:x", "t:a:y"], "11"), (["t:a:x"], "3"),
+        (["t:a:x"], ""),
+    ])
+    func keyCountsThatDoNotMatchTheKeysAreRefusedAndCountNothing(keys: [String], counts: String) throws {
+        let server = try RedisServerProcess()
+        let policy = LimitPolicy(requests: 10, periodSeconds: 60)
+        let arguments = SharedLimitsScript.arguments(address: policy, phone: policy).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        let reply = try server.command(
+            ["EVAL", SharedLimitsScript.source, String(keys.count)] + keys + arguments + [counts, "0000000000000001"])
+        #expect(reply.contains("ERR"), "\(reply)")
+        #expect(try server.keysWithTTL().isEmpty)
+        // The same call with matching counts is answered: the tag, then one answer a request.
+        let matching = String(repeating: "1", count: keys.count)
+        let answered = try server.command(
+            ["EVAL", SharedLimitsScript.source, String(keys.count)] + keys + arguments + [matching, "0000000000000001"])
+        #expect(answered.split(separator: "\n").first == "0000000000000001", "\(answered)")
+        #expect(try server.keysWithTTL().count == Set(keys).count)
+    }
 }

@@ -1,15 +1,17 @@
-/// The Lua script that keeps ``LimitWindow``'s fixed windows and blocks in Redis and decides one request in one
-/// call (DESIGN.md, "Several instances"): its client address, and then, only if the address is admitted, its
-/// phone. Several relays count one key together, atomically per request.
+/// The Lua script that keeps ``LimitWindow``'s fixed windows and blocks in Redis and decides each request of a call
+/// in turn (DESIGN.md, "Several instances"): its client address, and then, only if the address is admitted, its
+/// phone. Several relays count one key together, atomically per call. A call carries the requests a worker's
+/// pipeline writes together (``RedisClient/RedisPipeline``): one script run, with one `TIME`, for all of them.
 ///
-/// `KEYS[1]`: the address's key, `KEYS[2]` (optional): the phone's (``LimiterKey/storeKey(prefix:kind:)``).
-/// `ARGV`: the address's policy (requests, period and block in microseconds), the phone's, the time in
-/// microseconds or an empty string for the server's own clock (`TIME`, which every instance then shares), and the
-/// caller's request tag, returned first so that a reply is matched to its request. Each key is a hash `s` (window
-/// start), `c` (count), `b` (blocked until, 0: not blocked), expiring when its window or block has passed.
+/// `KEYS`: each request's address key, followed by its phone's when it has one
+/// (``LimiterKey/storeKey(prefix:kind:)``). `ARGV`: the address's policy (requests, period and block in
+/// microseconds), the phone's, the time in microseconds or an empty string for the server's own clock (`TIME`, which
+/// every instance then shares), each request's number of keys (one digit each, `1` or `2`), and the call's tag,
+/// returned first so that a reply is matched to its call. Each key is a hash `s` (window start), `c` (count), `b`
+/// (blocked until, 0: not blocked), expiring when its window or block has passed.
 ///
-/// Returns `{tag, address}` (no phone key, or the address refused: the phone is not counted) or
-/// `{tag, address, phone}`, each 0 (allowed) or the microseconds until a retry may succeed.
+/// Returns `{tag, answer, ...}`, one answer per request in order: `{address}` (no phone key, or the address refused:
+/// the phone is not counted) or `{address, phone}`, each 0 (allowed) or the microseconds until a retry may succeed.
 public enum SharedLimitsScript {
     /// Within a window (the usual case) a decision only counts (`HINCRBY`); the key's expiry, set when its
     /// window or block starts, already ends with it.
@@ -46,14 +48,32 @@ public enum SharedLimitsScript {
           local time = redis.call('TIME')
           now = tonumber(time[1]) * 1000000 + tonumber(time[2])
         end
-        local address = decide(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), now)
-        if address ~= 0 or not KEYS[2] then
-          return {ARGV[8], address}
+        local ar, ap, ab = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+        local pr, pp, pb = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+        local counts = ARGV[8]
+        local total = 0
+        for index = 1, #counts do
+          local keys = string.byte(counts, index) - 48
+          if keys ~= 1 and keys ~= 2 then return redis.error_reply('ERR a request has one key or two') end
+          total = total + keys
         end
-        return {ARGV[8], address, decide(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), now)}
+        if total ~= #KEYS or total == 0 then return redis.error_reply('ERR the key counts do not add up') end
+        local answers = {ARGV[9]}
+        local key = 1
+        for index = 1, #counts do
+          local keys = string.byte(counts, index) - 48
+          local address = decide(KEYS[key], ar, ap, ab, now)
+          if address ~= 0 or keys == 1 then
+            answers[index + 1] = {address}
+          else
+            answers[index + 1] = {address, decide(KEYS[key + 1], pr, pp, pb, now)}
+          end
+          key = key + keys
+        end
+        return answers
         """
 
-    /// The script's `ARGV` (all but the tag) for the two policies at `now` (microseconds; nil: the server's clock).
+    /// The script's `ARGV` (all but the key counts and the tag) for the two policies at `now` (microseconds; nil: the server's clock).
     public static func arguments(
         address: LimitPolicy, phone: LimitPolicy, nowMicroseconds: UInt64? = nil
     ) -> [[UInt8]] {
