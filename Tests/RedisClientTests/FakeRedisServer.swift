@@ -17,8 +17,9 @@ final class FakeRedisServer: Sendable {
         case closeAfter(Int)
         /// Answers nothing after the set-up.
         case silent
-        /// An extra reply that no request asked for, right after the first EVALSHA's answer (while others are in
-        /// flight: the pipeline reads the set-up's replies and a reply sent with them in one go, before any request).
+        /// An extra reply that no request asked for, right after the first EVALSHA's answer (while other calls are
+        /// in flight: the pipeline reads the set-up's replies and a reply sent with them in one go, before any
+        /// request).
         case unsolicited
     }
 

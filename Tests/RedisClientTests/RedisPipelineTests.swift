@@ -193,13 +193,15 @@ struct RedisPipelineFaultTests {
         #expect(log.wait { !$0.isEmpty })
         var failures: [RedisClientError] = []
         for round in 0..<6 {
-            // Several requests in flight at once, as under load.
+            // Several calls in flight at once, as under load: each request with arguments of its own, so that none
+            // joins another's call.
             let results = Mutex<[Result<RedisScriptAnswer, RedisClientError>]>([])
             let group = DispatchGroup()
             for index in 0..<5 {
                 group.enter()
                 let sent = pipeline.evaluate(
-                    keys: [Array("t:p:\(round)-\(index)".utf8)], arguments: RedisPipelineTests.arguments
+                    keys: [Array("t:p:\(round)-\(index)".utf8)],
+                    arguments: RedisPipelineTests.arguments(LimitPolicy(requests: 1_000 + index, periodSeconds: 60))
                 ) { result in
                     results.withLock { $0.append(result) }
                     group.leave()
