@@ -16,7 +16,7 @@
 ///   leaves in one write.
 /// - Deadlines: no request waits past ``Configuration/timeout``; a request that does drops the connection (a late
 ///   reply would answer nobody), failing every request in flight.
-/// - NOSCRIPT (the server lost its scripts): the script is loaded again and the request sent once more.
+/// - NOSCRIPT (the server lost its scripts): the script is loaded again and the call sent once more.
 /// - Reconnection: 50 ms doubling to 5 s, with up to a fifth more of jitter; a loss and a return are each
 ///   reported once (``RedisPipelineEvent``), however many attempts fail in between.
 ///
