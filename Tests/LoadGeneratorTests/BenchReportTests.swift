@@ -100,4 +100,25 @@ struct BenchReportTests {
             if let other = target.times { #expect(known.contains(other), "\(other)") }
         }
     }
+    @Test("a --cpu or --redis run leaves what it does not measure null and passes; a full run with a null fails")
+    func partialModes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let results = FileManager.default.temporaryDirectory.appendingPathComponent("bench-report-\(getpid()).jsonl")
+        defer { try? FileManager.default.removeItem(at: results) }
+        // What `scripts/bench --redis` measures: the saturated pairs, and nothing of the memory-only figures.
+        let lines = [
+            #"{"step":"pair-memory","data":{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":20}}}"#,
+            #"{"step":"pair-redis","data":{"answers":900,"ok":900,"rps":850,"cpu_us":{"relay":23,"redis":9}}}"#,
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(to: results, atomically: true, encoding: .utf8)
+        let targets = root.appendingPathComponent("scripts/bench-targets.json").path
+        func run(_ mode: String) throws -> Int32 {
+            try BenchReport.run(try Arguments(["--results", results.path, "--targets", targets, "--mode", mode]))
+        }
+        #expect(try run("redis") == 0)
+        #expect(try run("cpu") == 0)
+        #expect(try run("full") == 1, "a full run must measure every figure")
+        #expect(try run("smoke") == 1)
+    }
 }
