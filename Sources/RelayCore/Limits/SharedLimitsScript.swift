@@ -73,7 +73,8 @@ public enum SharedLimitsScript {
         return answers
         """
 
-    /// The script's `ARGV` (all but the key counts and the tag) for the two policies at `now` (microseconds; nil: the server's clock).
+    /// The script's `ARGV` (all but the key counts and the tag) for the two policies at `now` (microseconds; nil:
+    /// the server's clock).
     public static func arguments(
         address: LimitPolicy, phone: LimitPolicy, nowMicroseconds: UInt64? = nil
     ) -> [[UInt8]] {
