@@ -52,7 +52,8 @@ public final class HTTPServer: Sendable {
             timeout: timeout)
         let core = ServerCore(
             handler: handler, connection: connection,
-            caps: ConnectionCaps(total: limit, perAddress: configuration.perAddressConnectionLimit))
+            caps: ConnectionCaps(total: limit, perAddress: configuration.perAddressConnectionLimit),
+            workers: configuration.threads)
         let backlog = Int32(clamping: min(limit, 4096))
         let socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
         let listening = fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
@@ -99,7 +100,7 @@ public final class HTTPServer: Sendable {
 
     /// Requests handed to the handler and not answered yet.
     public var pendingResponses: Int {
-        core.counters.pending.load(ordering: .relaxed)
+        core.ledgers.total { $0.pending.load(ordering: .relaxed) }
     }
 
     /// Stops accepting connections (new attempts are refused from when this returns); idle connections close at once,
@@ -158,12 +159,12 @@ public final class HTTPServer: Sendable {
 
     /// Request contexts the connections hold right now (for leak checks in tests).
     var openRequestContexts: Int {
-        core.openContexts.load(ordering: .relaxed)
+        core.ledgers.total { $0.held.load(ordering: .relaxed) }
     }
 
     /// Request contexts alive, whoever holds them: a connection or a responder (for leak checks in tests).
     var liveRequestContexts: Int {
-        core.counters.liveContexts.load(ordering: .relaxed)
+        core.ledgers.total { $0.alive.load(ordering: .relaxed) }
     }
 
     private static func validate(_ configuration: HTTPServerConfiguration) throws(HTTPServerError) {

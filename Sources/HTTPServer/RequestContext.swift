@@ -31,10 +31,10 @@ final class ConnectionReference: @unchecked Sendable {
 /// its connection.
 ///
 /// Ownership: the connection holds it until the answer comes or the connection closes, and every ``HTTPResponder``
-/// holds it, so an answer that comes after the client left is simply dropped. It holds its connection weakly and the
-/// counters strongly, never the server: a responder the handler keeps does not keep the server alive.
+/// holds it, so an answer that comes after the client left is simply dropped. It holds its connection weakly and its
+/// worker's ledger strongly, never the server: a responder the handler keeps does not keep the server alive.
 final class RequestContext: Sendable {
-    let counters: RequestCounters
+    let ledger: WorkerLedger
     let reference: ConnectionReference
     /// The request's route (``HTTPRequestHead/route``), for an answer the server gives in the handler's stead
     /// (``HTTPServer/answerWaiting(_:)``).
@@ -42,29 +42,29 @@ final class RequestContext: Sendable {
     /// 0: waiting for the answer; 1: answered; 2: dropped unanswered.
     private let state = Atomic<UInt8>(0)
 
-    init(counters: RequestCounters, reference: ConnectionReference, route: Int) {
-        self.counters = counters
+    init(ledger: WorkerLedger, reference: ConnectionReference, route: Int) {
+        self.ledger = ledger
         self.reference = reference
         self.route = route
-        counters.liveContexts.add(1, ordering: .relaxed)
-        counters.pending.add(1, ordering: .relaxed)
+        ledger.alive.add(1, ordering: .relaxed)
+        ledger.pending.add(1, ordering: .relaxed)
     }
 
     deinit {
-        counters.liveContexts.subtract(1, ordering: .relaxed)
+        ledger.alive.subtract(1, ordering: .relaxed)
     }
 
     /// The handler's answer, from any thread; only the first counts.
     func deliver(_ response: HTTPResponse) {
         guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else { return }
-        counters.pending.subtract(1, ordering: .relaxed)
+        ledger.pending.subtract(1, ordering: .relaxed)
         reference.withConnection { [self] connection in connection.answer(response, for: self) }
     }
 
     /// The connection let go of the request before its answer (the client left, or the server stopped).
     func drop() {
         if state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged {
-            counters.pending.subtract(1, ordering: .relaxed)
+            ledger.pending.subtract(1, ordering: .relaxed)
         }
     }
 }

@@ -11,6 +11,9 @@ import Loop
 final class ServerConnection: TCPConnectionDelegate {
     private let core: ServerCore
     private unowned let worker: ServerWorker
+    /// The worker's record of the requests it holds (held here, not reached through the unowned `worker` on every
+    /// request).
+    private let ledger: WorkerLedger
     private let socket: TCPConnection
     let peer: SocketPeer
     /// Handed to the handler with every head: what it works out from `peer` once for the connection.
@@ -41,6 +44,7 @@ final class ServerConnection: TCPConnectionDelegate {
     init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer) {
         self.core = core
         self.worker = worker
+        ledger = worker.ledger
         self.socket = socket
         self.peer = peer
         machine = HTTP1Connection(configuration: core.connection, now: socket.loop.now &* 1_000_000)
@@ -88,7 +92,7 @@ final class ServerConnection: TCPConnectionDelegate {
     func answer(_ response: HTTPResponse, for context: RequestContext) {
         guard context === self.context else { return }
         self.context = nil
-        core.openContexts.subtract(1, ordering: .relaxed)
+        ledger.held.subtract(1, ordering: .relaxed)
         feed(.respond(Self.wire(response)))
     }
 
@@ -125,7 +129,7 @@ final class ServerConnection: TCPConnectionDelegate {
         timer = nil
         if let context {
             self.context = nil
-            core.openContexts.subtract(1, ordering: .relaxed)
+            ledger.held.subtract(1, ordering: .relaxed)
             context.drop()
         }
         pendingDecision?.abandon()
@@ -223,9 +227,9 @@ final class ServerConnection: TCPConnectionDelegate {
         case .request(let parsed, let body):
             let head = self.head ?? makeHead(parsed)
             self.head = nil
-            let context = RequestContext(counters: core.counters, reference: reference, route: head.route)
+            let context = RequestContext(ledger: ledger, reference: reference, route: head.route)
             self.context = context
-            core.openContexts.add(1, ordering: .relaxed)
+            ledger.held.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
         case .refused(let parsed, let error):
             // A head kept here went to the handler's head(_:), which chose to read the body.

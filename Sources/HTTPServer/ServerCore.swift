@@ -3,16 +3,15 @@ import HTTP1
 import Synchronization
 
 /// What every worker of one ``HTTPServer`` shares: the handler, the connection machine's settings, the caps and the
-/// counters. Workers and connections hold it; request contexts do not (see ``RequestContext``), so that a responder a
-/// handler keeps never keeps the server, and the handler with it, alive.
+/// workers' records of work in flight. Workers and connections hold it; request contexts do not (see
+/// ``RequestContext``), so that a responder a handler keeps never keeps the server, and the handler with it, alive.
 final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let connection: HTTP1Connection.Configuration
     let caps: ConnectionCaps
-    /// Counters that request contexts update, retained by each of them.
-    let counters = RequestCounters()
-    /// Request contexts a connection holds right now (for leak checks in tests).
-    let openContexts = Atomic<Int>(0)
+    /// Each worker's record of the requests it holds (indexed by ``ServerWorker/index``); kept after the server
+    /// stops, for the counts of answers that come late.
+    let ledgers: [WorkerLedger]
     /// Set by ``HTTPServer/quiesce()``: every later answer closes its connection.
     let quiesced = Atomic<Bool>(false)
     /// Signalled when the last connection of a quiesced server closes (``HTTPServer/waitUntilDrained(until:)``).
@@ -25,7 +24,8 @@ final class ServerCore: Sendable {
         }
     }
 
-    init(handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps) {
+    init(handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps, workers: Int) {
+        ledgers = (0..<workers).map { _ in WorkerLedger() }
         self.handler = handler
         self.connection = connection
         self.caps = caps

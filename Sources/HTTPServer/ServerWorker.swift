@@ -10,6 +10,8 @@ final class ServerWorker: @unchecked Sendable {
     let loop: EventLoop
     /// The worker's number, handed to the handler with every head (``HTTPRequestHead/worker``).
     let index: Int
+    /// This worker's record of the requests it holds.
+    let ledger: WorkerLedger
     private let core: ServerCore
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
@@ -32,6 +34,7 @@ final class ServerWorker: @unchecked Sendable {
             ownsLoop = true
         }
         self.core = core
+        ledger = core.ledgers[index]
     }
 
     /// Accepts from `descriptor` (the server's listening socket or a duplicate of it), which the worker owns from

@@ -127,7 +127,6 @@ final class APNsGateway: Sendable {
 
     var health: Health { currentHealth.withLock { $0 } }
 
-    /// Sends one notification; `completion` gets the APNs id or the error to answer with.
     /// Sends one notification with the client of `worker` (``HTTPRequestHead/worker``); `completion` gets the APNs id
     /// or the error to answer with, on that worker's loop when called there.
     func send(
@@ -136,13 +135,13 @@ final class APNsGateway: Sendable {
     ) {
         let deadline = clock.uptimeNanoseconds + timeoutNanoseconds.load(ordering: .relaxed)
         send(
-            notification, client: client(forWorker: worker), deadline: deadline, mayRetry: true, metrics: metrics,
-            completion: completion)
+            notification, client: client(forWorker: worker), worker: worker, deadline: deadline, mayRetry: true,
+            metrics: metrics, completion: completion)
     }
 
     private func send(
-        _ notification: Notification, client: HTTP2Client, deadline: UInt64, mayRetry: Bool, metrics: Metrics,
-        completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
+        _ notification: Notification, client: HTTP2Client, worker: Int, deadline: UInt64, mayRetry: Bool,
+        metrics: Metrics, completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
         let now = clock.uptimeNanoseconds
         guard now < deadline, let (bearer, authorization) = try? token.authorization() else {
@@ -160,14 +159,16 @@ final class APNsGateway: Sendable {
         client.send(request) { [self] result in
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - sentAt) / 1e9
             guard case .success(let response) = result else {
-                metrics.apnsAnswer(environment: environment.name, status: 0, reason: nil, seconds: seconds)
+                metrics.apnsAnswer(
+                    environment: environment.name, status: 0, reason: nil, seconds: seconds, worker: worker)
                 setHealth(.failing)
                 completion(.failure(.apns))
                 return
             }
             let answer = APNsAnswer(status: response.status, apnsID: response[header: "apns-id"], body: response.body)
             metrics.apnsAnswer(
-                environment: environment.name, status: answer.status, reason: answer.reason, seconds: seconds)
+                environment: environment.name, status: answer.status, reason: answer.reason, seconds: seconds,
+                worker: worker)
             switch answer.action(retryAfter: Self.apnsRetryAfter) {
             case .answer(let outcome):
                 setHealth(.ready)
@@ -180,8 +181,8 @@ final class APNsGateway: Sendable {
                     return
                 }
                 send(
-                    notification, client: client, deadline: deadline, mayRetry: false, metrics: metrics,
-                    completion: completion)
+                    notification, client: client, worker: worker, deadline: deadline, mayRetry: false,
+                    metrics: metrics, completion: completion)
             case .rejectedKey:
                 setHealth(.failing)
                 complainAboutKey()

@@ -4,6 +4,10 @@ import Synchronization
 /// Aggregate counts for operators, exposed in the Prometheus text format. Labels only ever carry
 /// values from small fixed sets (endpoints, error codes, APNs statuses and reasons, key ids):
 /// never a token, address, grant, id or thread.
+///
+/// Each worker counts in a shard of its own (the caller names its worker, ``HTTPRequestHead/worker``), so that the
+/// workers never take a lock another worker takes: a count is a lock no other thread is waiting on, in memory no other
+/// core writes. The shards are added up when the metrics are read.
 final class Metrics: Sendable {
     /// The APNs latency histogram's bucket bounds, in seconds.
     static let latencyBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -30,6 +34,12 @@ final class Metrics: Sendable {
             count += 1
             sum += seconds
         }
+
+        mutating func add(_ other: Histogram) {
+            for index in buckets.indices { buckets[index] += other.buckets[index] }
+            count += other.count
+            sum += other.sum
+        }
     }
 
     private struct RequestKey: Hashable {
@@ -52,6 +62,17 @@ final class Metrics: Sendable {
         var apnsResponses: [APNsKey: Int] = [:]
         var histograms: [String: Histogram] = [:]
 
+        /// Adds another shard's counts to these.
+        mutating func add(_ other: State) {
+            requests.merge(other.requests, uniquingKeysWith: +)
+            rejections.merge(other.rejections, uniquingKeysWith: +)
+            for index in grantsOpened.indices { grantsOpened[index] += other.grantsOpened[index] }
+            apnsResponses.merge(other.apnsResponses, uniquingKeysWith: +)
+            for (environment, histogram) in other.histograms {
+                histograms[environment, default: Histogram()].add(histogram)
+            }
+        }
+
         /// The counters as `name -> labels -> value`, the shape the exposition is written from.
         var labelled: [String: [String: Int]] {
             var out: [String: [String: Int]] = [:]
@@ -73,32 +94,55 @@ final class Metrics: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    /// One worker's counts. Padded past two cache lines, so that two shards made one after the other (neighbours in
+    /// the allocator's slab) never share a line that both workers write.
+    private final class Shard: Sendable {
+        let state = Mutex(State())
+        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        )
+    }
+
+    /// A shard per worker, modulo their count: more workers than shards only share shards (and their locks).
+    private static let shardCount = 16  // a power of two
+    private let shards = (0..<Metrics.shardCount).map { _ in Shard() }
 
     init() {}
 
-    /// One request answered: `endpoint` is `grant`, `push`, `healthz` or `other`; `outcome` is
+    /// Worker `worker`'s shard.
+    private func shard(_ worker: Int) -> Shard {
+        shards[worker & (Self.shardCount - 1)]
+    }
+
+    /// Every shard's counts, added up.
+    private var total: State {
+        var total = State()
+        for shard in shards { total.add(shard.state.withLock { $0 }) }
+        return total
+    }
+
+    /// One request answered by `worker`: `endpoint` is `grant`, `push`, `healthz` or `other`; `outcome` is
     /// `ok` or the error code.
-    func request(endpoint: String, outcome: String) {
+    func request(endpoint: String, outcome: String, worker: Int) {
         let key = RequestKey(endpoint: endpoint, outcome: outcome)
-        state.withLock { $0.requests[key, default: 0] += 1 }
+        shard(worker).state.withLock { $0.requests[key, default: 0] += 1 }
     }
 
     /// A limiter refused a request: `limit` is `address` or `phone`.
-    func limited(_ limit: String) {
-        state.withLock { $0.rejections[limit, default: 0] += 1 }
+    func limited(_ limit: String, worker: Int) {
+        shard(worker).state.withLock { $0.rejections[limit, default: 0] += 1 }
     }
 
     /// A grant opened with `keyID` (shows when an old key stops being used).
-    func grantOpened(keyID: UInt8) {
-        state.withLock { $0.grantsOpened[Int(keyID)] += 1 }
+    func grantOpened(keyID: UInt8, worker: Int) {
+        shard(worker).state.withLock { $0.grantsOpened[Int(keyID)] += 1 }
     }
 
     /// APNs answered (status 0: no answer: timeout or connection failure).
-    func apnsAnswer(environment: String, status: Int, reason: String?, seconds: Double) {
+    func apnsAnswer(environment: String, status: Int, reason: String?, seconds: Double, worker: Int) {
         let reasonLabel = reason.map { Self.knownReasons.contains($0) ? $0 : "other" } ?? ""
         let key = APNsKey(environment: environment, status: status, reason: reasonLabel)
-        state.withLock { state in
+        shard(worker).state.withLock { state in
             state.apnsResponses[key, default: 0] += 1
             state.histograms[environment, default: Histogram()].record(seconds)
         }
@@ -106,7 +150,7 @@ final class Metrics: Sendable {
 
     /// Requests answered, by outcome (for the line a stopping relay prints).
     var outcomes: [String: Int] {
-        let counts = state.withLock { $0.requests }
+        let counts = total.requests
         var totals: [String: Int] = [:]
         for (key, value) in counts { totals[key.outcome, default: 0] += value }
         return totals
@@ -117,7 +161,7 @@ final class Metrics: Sendable {
     ///   - inFlight: pushes currently waiting for APNs.
     ///   - counters: values owned elsewhere (token refreshes, connections), already labelled.
     func render(inFlight: Int, counters: [CounterSample]) -> String {
-        let snapshot = state.withLock { $0 }
+        let snapshot = total
         let labelled = snapshot.labelled
         var out = ""
         let help: [String: (String, String)] = [

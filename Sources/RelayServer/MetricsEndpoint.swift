@@ -33,7 +33,7 @@ final class MetricsEndpoint: HTTPHandler {
         case "/healthz":
             return .respond(HTTPResponse.json(200, #"{"status":"ok"}"#))
         case "/readyz":
-            return .respond(service.readiness())
+            return .respond(service.readiness(worker: head.worker))
         default:
             return .respond(RelayError.notFound.response(allow: Self.allow))
         }

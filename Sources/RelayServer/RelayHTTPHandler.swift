@@ -71,14 +71,16 @@ final class RelayHTTPHandler: HTTPHandler {
     func head(_ head: HTTPRequestHead) -> HeadDecision {
         let route = Route(number: head.route)
         if route.endpoint == .healthz || route.endpoint == .readyz {
-            guard route.allows(head.method) else { return .respond(answer(.methodNotAllowed, route.endpoint)) }
-            return .respond(route.endpoint == .healthz ? healthy() : readiness())
+            guard route.allows(head.method) else {
+                return .respond(answer(.methodNotAllowed, route.endpoint, head.worker))
+            }
+            return .respond(route.endpoint == .healthz ? healthy(head.worker) : readiness(worker: head.worker))
         }
-        guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint)) }
+        guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint, head.worker)) }
         switch limits {
         case .immediate(let address, _):
             let key = addressKey(head, current)
-            return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method)
+            return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method, head.worker)
         case .shared(let limits):
             // The body is read first: one call then decides the address and the phone (`request`), and hashes the
             // address then.
@@ -86,33 +88,36 @@ final class RelayHTTPHandler: HTTPHandler {
             // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
             let pending = PendingHeadDecision()
             let method = head.method
+            let worker = head.worker
             let key = addressKey(head, current)
-            limits.admit(worker: head.worker, address: key, phone: nil) { [self] decision, _ in
-                pending.decide(afterAddressLimit(decision, route, method))
+            limits.admit(worker: worker, address: key, phone: nil) { [self] decision, _ in
+                pending.decide(afterAddressLimit(decision, route, method, worker))
             }
             return .later(pending)
         }
     }
 
     /// What the head of a `/v1/` request gets once the per-address limit has decided.
-    private func afterAddressLimit(_ decision: LimitDecision, _ route: Route, _ method: String) -> HeadDecision {
-        if let refusal = addressRefusal(decision, route.endpoint) { return .respond(refusal) }
-        guard route.endpoint != .other else { return .respond(answer(.notFound, route.endpoint)) }
-        guard route.allows(method) else { return .respond(answer(.methodNotAllowed, route.endpoint)) }
+    private func afterAddressLimit(
+        _ decision: LimitDecision, _ route: Route, _ method: String, _ worker: Int
+    ) -> HeadDecision {
+        if let refusal = addressRefusal(decision, route.endpoint, worker) { return .respond(refusal) }
+        guard route.endpoint != .other else { return .respond(answer(.notFound, route.endpoint, worker)) }
+        guard route.allows(method) else { return .respond(answer(.methodNotAllowed, route.endpoint, worker)) }
         return .readBody(limit: route.bodyLimit)
     }
 
     /// The answer to a request whose address the limit refused (429, or 503 with `on_failure: refuse`); nil when
     /// admitted.
-    private func addressRefusal(_ decision: LimitDecision, _ endpoint: Endpoint) -> HTTPResponse? {
+    private func addressRefusal(_ decision: LimitDecision, _ endpoint: Endpoint, _ worker: Int) -> HTTPResponse? {
         switch decision {
         case .allowed:
             return nil
         case .limited(let retryAfter):
-            metrics.limited("address")
-            return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
+            metrics.limited("address", worker: worker)
+            return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint, worker)
         case .unavailable(let retryAfter):
-            return answer(RelayError(.overloaded, retryAfter: retryAfter), endpoint)
+            return answer(RelayError(.overloaded, retryAfter: retryAfter), endpoint, worker)
         }
     }
 
@@ -130,14 +135,15 @@ final class RelayHTTPHandler: HTTPHandler {
                 guard !refusal.followsHead else { break }
                 let key = addressKey(head, current)
                 if case .limited(let retryAfter) = address.admit(key, now: clock.uptimeNanoseconds) {
-                    metrics.limited("address")
-                    return answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint)
+                    metrics.limited("address", worker: head.worker)
+                    return answer(
+                        RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint, head.worker)
                 }
             case .shared(let limits):
                 countInStore(head, limits)
             }
         }
-        var response = answer(error, endpoint)
+        var response = answer(error, endpoint, head.worker)
         response.status = refusal.status
         return response
     }
@@ -146,7 +152,7 @@ final class RelayHTTPHandler: HTTPHandler {
         let route = Route(number: head.route)
         // In memory the address was counted with the head; with a shared store it is counted now.
         if case .shared(let limits) = limits { countInStore(head, limits) }
-        return answer(route.tooLarge, route.endpoint)
+        return answer(route.tooLarge, route.endpoint, head.worker)
     }
 
     /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
@@ -157,33 +163,34 @@ final class RelayHTTPHandler: HTTPHandler {
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
         switch Route(number: head.route).endpoint {
         case .grant:
-            guard case .shared(let limits) = limits else { return responder.respond(grant(body)) }
+            let worker = head.worker
+            guard case .shared(let limits) = limits else { return responder.respond(grant(body, worker)) }
             // The address decided now, whatever the body (DESIGN.md, "Several instances").
-            limits.admit(worker: head.worker, address: addressKey(head, current), phone: nil) {
+            limits.admit(worker: worker, address: addressKey(head, current), phone: nil) {
                 [self] decision, _ in
-                responder.respond(addressRefusal(decision, .grant) ?? grant(body))
+                responder.respond(addressRefusal(decision, .grant, worker) ?? grant(body, worker))
             }
         case .push: push(head, body, responder: responder)
-        case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other))
+        case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other, head.worker))
         }
     }
 
     // MARK: Endpoints
 
-    private func healthy() -> HTTPResponse {
-        metrics.request(endpoint: Endpoint.healthz.rawValue, outcome: "ok")
+    private func healthy(_ worker: Int) -> HTTPResponse {
+        metrics.request(endpoint: Endpoint.healthz.rawValue, outcome: "ok", worker: worker)
         return HTTPResponse.json(200, #"{"status":"ok"}"#)
     }
 
     /// Ready when every configured APNs environment has a key and has not been failing, and the
     /// limits can be decided (`"limits"`: memory, shared, local, or unavailable with `refuse`).
-    func readiness() -> HTTPResponse {
+    func readiness(worker: Int) -> HTTPResponse {
         let (ready, states, limits) = readinessState()
         let body =
             #"{"status":""# + (ready ? "ready" : "not_ready") + #"","environments":{"#
             + states.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",")
             + #"},"limits":""# + limits + #""}"#
-        metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: ready ? "ok" : "not_ready")
+        metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: ready ? "ok" : "not_ready", worker: worker)
         return HTTPResponse.json(ready ? 200 : 503, body)
     }
 
@@ -196,7 +203,7 @@ final class RelayHTTPHandler: HTTPHandler {
         return (ready, states, limits)
     }
 
-    private func grant(_ body: [UInt8]) -> HTTPResponse {
+    private func grant(_ body: [UInt8], _ worker: Int) -> HTTPResponse {
         let state = current
         do throws(RelayError) {
             let request = try GrantRequest.parse(body)
@@ -213,11 +220,11 @@ final class RelayHTTPHandler: HTTPHandler {
                 }
                 throw RelayError(.internalError)
             }
-            metrics.request(endpoint: Endpoint.grant.rawValue, outcome: "ok")
+            metrics.request(endpoint: Endpoint.grant.rawValue, outcome: "ok", worker: worker)
             return HTTPResponse.json(
                 200, GrantResponse(grant: text, expiresAt: now + state.configuration.grantLifetimeSeconds).json)
         } catch {
-            return answer(error, .grant)
+            return answer(error, .grant, worker)
         }
     }
 
@@ -245,7 +252,7 @@ final class RelayHTTPHandler: HTTPHandler {
             let address = addressKey(head, state)
             limits.admit(worker: head.worker, address: address, phone: phoneKey) {
                 [self] addressDecision, phoneDecision in
-                if let refusal = addressRefusal(addressDecision, .push) { return finish(refusal) }
+                if let refusal = addressRefusal(addressDecision, .push, head.worker) { return finish(refusal) }
                 proceed(opened, overloaded: overloaded, state, head.worker, finish) { _ in
                     phoneDecision ?? .unavailable(retryAfter: 1)
                 }
@@ -259,11 +266,13 @@ final class RelayHTTPHandler: HTTPHandler {
         _ opened: Result<OpenedPush, RelayError>?, overloaded: Bool, _ state: RelayState, _ worker: Int,
         _ finish: @escaping @Sendable (HTTPResponse) -> Void, phone: (OpenedPush) -> LimitDecision
     ) {
-        guard let opened, !overloaded else { return finish(answer(RelayError(.overloaded, retryAfter: 1), .push)) }
+        guard let opened, !overloaded else {
+            return finish(answer(RelayError(.overloaded, retryAfter: 1), .push, worker))
+        }
         switch opened {
-        case .failure(let error): finish(answer(error, .push))
+        case .failure(let error): finish(answer(error, .push, worker))
         case .success(let push):
-            metrics.grantOpened(keyID: push.keyID)
+            metrics.grantOpened(keyID: push.keyID, worker: worker)
             send(push.request, push.grant, state, worker, phone(push), finish)
         }
     }
@@ -299,16 +308,16 @@ final class RelayHTTPHandler: HTTPHandler {
         switch decision {
         case .allowed: break
         case .limited(let retryAfter):
-            metrics.limited("phone")
-            finish(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone), .push))
+            metrics.limited("phone", worker: worker)
+            finish(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone), .push, worker))
             return
         case .unavailable(let retryAfter):
-            finish(answer(RelayError(.overloaded, retryAfter: retryAfter), .push))
+            finish(answer(RelayError(.overloaded, retryAfter: retryAfter), .push, worker))
             return
         }
         // A grant for an environment whose key was removed can no longer deliver.
         guard let gateway = state.gateways[grant.environment] else {
-            finish(answer(.apns, .push))
+            finish(answer(.apns, .push, worker))
             return
         }
         let settings = state.configuration.apns.notificationSettings
@@ -318,18 +327,19 @@ final class RelayHTTPHandler: HTTPHandler {
         gateway.send(notification, worker: worker, metrics: metrics) { [self] outcome in
             switch outcome {
             case .success(let apnsID):
-                metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok")
+                metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok", worker: worker)
                 let body = apnsID.map { #"{"apns_id":""# + JSONText.escape($0) + #""}"# } ?? "{}"
                 finish(HTTPResponse.json(200, body))
             case .failure(let error):
-                finish(answer(error, .push))
+                finish(answer(error, .push, worker))
             }
         }
     }
 
-    /// The answer to a request still waiting when a stopping relay's grace period has ended: 503 `overloaded`.
+    /// The answer to a request still waiting when a stopping relay's grace period has ended: 503 `overloaded`
+    /// (counted in the first worker's metrics: the server's worker is not named, and it is the last count of a stop).
     func abandoned(route: Int) -> HTTPResponse {
-        answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint)
+        answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint, 0)
     }
 
     // MARK: Helpers
@@ -358,9 +368,9 @@ final class RelayHTTPHandler: HTTPHandler {
         return key
     }
 
-    /// An error answer on the public listener, counted by endpoint and code.
-    func answer(_ error: RelayError, _ endpoint: Endpoint) -> HTTPResponse {
-        metrics.request(endpoint: endpoint.rawValue, outcome: error.code.rawValue)
+    /// An error answer on the public listener, counted by endpoint and code in `worker`'s metrics.
+    func answer(_ error: RelayError, _ endpoint: Endpoint, _ worker: Int) -> HTTPResponse {
+        metrics.request(endpoint: endpoint.rawValue, outcome: error.code.rawValue, worker: worker)
         return error.response(allow: endpoint.allow)
     }
 }

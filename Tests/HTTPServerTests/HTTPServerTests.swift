@@ -522,13 +522,13 @@ struct HTTPServerTests {
         weak var weakHandler: TestHandler?
         weak var weakCore: ServerCore?
         let kept: HTTPResponder
-        let counters: RequestCounters
+        let ledgers: [WorkerLedger]
         do {
             let handler = TestHandler()
             weakHandler = handler
             let server = try makeServer(handler)
             weakCore = server.core
-            counters = server.core.counters
+            ledgers = server.core.ledgers
             let client = try RawHTTPClient(port: server.port)
             try client.send("POST /async HTTP/1.1\r\nHost: x\r\nx-id: k\r\nContent-Length: 1\r\n\r\nx")
             kept = try handler.responder("k")
@@ -536,11 +536,11 @@ struct HTTPServerTests {
         }
         #expect(weakCore == nil)
         #expect(weakHandler == nil)
-        #expect(counters.liveContexts.load(ordering: .relaxed) == 1)
+        #expect(ledgers.total { $0.alive.load(ordering: .relaxed) } == 1)
         kept.respond(.json(200, "{}"))
-        #expect(counters.pending.load(ordering: .relaxed) == 0)
+        #expect(ledgers.total { $0.pending.load(ordering: .relaxed) } == 0)
         _ = consume kept
-        #expect(counters.liveContexts.load(ordering: .relaxed) == 0)
+        #expect(ledgers.total { $0.alive.load(ordering: .relaxed) } == 0)
     }
 
     @Test func peerIsIPv4LoopbackOnAnIPv4Listener() throws {
