@@ -9,8 +9,9 @@ final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let connection: HTTP1Connection.Configuration
     let caps: ConnectionCaps
-    /// Each worker's record of the requests it holds (indexed by ``ServerWorker/index``); kept after the server
-    /// stops, for the counts of answers that come late.
+    /// Each worker's record of the requests it holds (indexed by ``ServerWorker/index``), added up by the server's
+    /// counts; a request context retains its own worker's, so an answer that comes after the server stopped still
+    /// counts.
     let ledgers: [WorkerLedger]
     /// Set by ``HTTPServer/quiesce()``: every later answer closes its connection.
     let quiesced = Atomic<Bool>(false)
