@@ -6,8 +6,7 @@ import Synchronization
 /// never a token, address, grant, id or thread.
 ///
 /// Each worker counts in a shard of its own (the caller names its worker, ``HTTPRequestHead/worker``), so that the
-/// workers never take a lock another worker takes: a count is a lock no other thread is waiting on, in memory no other
-/// core writes. The shards are added up when the metrics are read.
+/// workers never take a lock another worker takes. The shards are added up when the metrics are read.
 final class Metrics: Sendable {
     /// The APNs latency histogram's bucket bounds, in seconds.
     static let latencyBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -94,8 +93,9 @@ final class Metrics: Sendable {
         }
     }
 
-    /// One worker's counts. Padded past two cache lines, so that two shards made one after the other (neighbours in
-    /// the allocator's slab) never share a line that both workers write.
+    /// One worker's counts. Padded past two cache lines, so that the locks of two shards made one after the other
+    /// (neighbours in the allocator's slab) never share a line. The dictionaries' storage is allocated apart and is not
+    /// padded: two shards' may still neighbour.
     private final class Shard: Sendable {
         let state = Mutex(State())
         private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
