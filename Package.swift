@@ -63,10 +63,6 @@ let package = Package(
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
         .target(name: "HTTP1", dependencies: ["ErrorCodes"], swiftSettings: strict),
-        // The measured spike of issue 20 (docs/LOOP.md): a keep-alive server on Loop and on plain epoll, and a TLS
-        // client on memory BIOs over a TCP handle or on its socket under a poll handle.
-        .executableTarget(
-            name: "LoopSpike", dependencies: ["Loop", "CSystem", "CUV", "COpenSSL"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written

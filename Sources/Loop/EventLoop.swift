@@ -137,11 +137,6 @@ public final class EventLoop: @unchecked Sendable {
         uv_hrtime()
     }
 
-    /// The `uv_loop_t`, for measurements that drive a libuv handle this module does not wrap (LoopSpike's
-    /// poll handle). On the loop's thread only. Close such handles before ``stop()``, which takes every
-    /// open handle's `data` for one of this module's owners.
-    @_spi(Raw) public var uvLoop: UnsafeMutablePointer<uv_loop_t> { raw }
-
     /// The loop's epoll descriptor (for tests that check it is closed).
     var backendDescriptor: Int32 { uv_backend_fd(raw) }
 

@@ -1,10 +1,7 @@
-// glibc interfaces that Swift's Glibc module leaves out: epoll(7) (LoopSpike's baseline server),
-// timerfd (Loop's PreciseTimer), eventfd (HTTP2Client's wake-ups), mallopt (the relay limits
-// malloc's per-thread arenas), and naming the calling thread or making the process undumpable (prctl is variadic, so
-// Swift cannot call it directly).
+// glibc interfaces that Swift's Glibc module leaves out: timerfd (Loop's PreciseTimer), mallopt (the relay
+// limits malloc's per-thread arenas), and naming the calling thread or making the process undumpable (prctl is
+// variadic, so Swift cannot call it directly).
 #include <malloc.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
 
