@@ -102,6 +102,7 @@ let package = Package(
             name: "DuoRelayCLI",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
+                "ErrorCodes",
             ] + allocator,
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench); its delaying
@@ -115,7 +116,7 @@ let package = Package(
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
         // delaying TCP forwarder (also the benchmark's), loopback listeners, ports and sockets.
-        .target(name: "RelayTestSupport", dependencies: ["APNsSimulator"], swiftSettings: strict),
+        .target(name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes"], swiftSettings: strict),
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),

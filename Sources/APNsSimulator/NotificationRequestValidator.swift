@@ -1,3 +1,4 @@
+import ErrorCodes
 import Foundation
 
 /// The checks APNs makes on a request, apart from the provider token.
@@ -8,9 +9,12 @@ enum NotificationRequestValidator {
     ]
     static let devicePathPrefix = "/3/device/"
 
-    struct Rejection: Error, Equatable {
+    /// APNs' refusal: its status and its reason string (the code, as APNs names it).
+    struct Rejection: CodedError {
         let status: Int
         let reason: String
+
+        var code: ErrorCode<Rejection> { ErrorCode(reason) }
     }
 
     /// The validated fields of an acceptable request.

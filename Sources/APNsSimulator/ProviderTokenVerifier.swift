@@ -1,3 +1,4 @@
+import ErrorCodes
 import Foundation
 import RelayCrypto
 
@@ -73,8 +74,10 @@ struct ProviderTokenVerifier: Sendable {
         now - issuedAt > Self.maximumAge
     }
 
-    struct Rejection: Error {
+    /// APNs' refusal of a provider token, by its reason string (the code, as APNs names it).
+    struct Rejection: CodedError {
         let reason: String
+        var code: ErrorCode<Rejection> { ErrorCode(reason) }
         static let invalid = Rejection(reason: "InvalidProviderToken")
     }
 

@@ -1,3 +1,4 @@
+import ErrorCodes
 import Foundation
 import RelayCore
 import RelayServer
@@ -86,6 +87,8 @@ enum SetupLoader {
 }
 
 /// A process exit status, as the failure of a command step.
-struct ExitCode: Error {
+struct ExitCode: CodedError {
     let status: Int32
+    var code: ErrorCode<ExitCode> { ErrorCode("exit_status") }
+    var reason: String { "exit status \(status)" }
 }

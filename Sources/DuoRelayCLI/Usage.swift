@@ -1,3 +1,4 @@
+import ErrorCodes
 import RelayServer
 import RelayVersion
 
@@ -99,6 +100,9 @@ enum Usage {
     }
 }
 
-struct UsageError: Error {
+/// A command line that cannot be run: `problem` is printed with the usage, and the exit status is 64.
+struct UsageError: CodedError {
     let problem: String
+    var code: ErrorCode<UsageError> { ErrorCode("usage") }
+    var reason: String { problem }
 }

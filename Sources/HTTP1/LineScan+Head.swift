@@ -1,5 +1,6 @@
+import ErrorCodes
 /// A head refused once complete, with the head as read (a handler may count the refusal against its route).
-struct HeadRefusal: Error {
+struct HeadRefusal: CodedError {
     let code: HTTP1ParseError.Code
     let reason: String
     let head: HTTP1RequestHead

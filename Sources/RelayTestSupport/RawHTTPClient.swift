@@ -1,3 +1,4 @@
+import ErrorCodes
 import Foundation
 
 #if canImport(Glibc)
@@ -34,7 +35,7 @@ public final class RawHTTPClient: @unchecked Sendable {
         public var error: String? { json?["error"] as? String }
     }
 
-    public enum Failure: Error, CustomStringConvertible {
+    public enum Failure: CodedError {
         case socket(Int32)
         case bind(String)
         case connect(Int32)
@@ -42,7 +43,20 @@ public final class RawHTTPClient: @unchecked Sendable {
         case timeout
         case malformed(String)
 
-        public var description: String {
+        public var code: ErrorCode<Failure> {
+            switch self {
+            case .socket: ErrorCode("socket")
+            case .bind: ErrorCode("bind")
+            case .connect: ErrorCode("connect")
+            case .closed: ErrorCode("closed")
+            case .timeout: ErrorCode("timeout")
+            case .malformed: ErrorCode("malformed")
+            }
+        }
+
+        public var description: String { reason }
+
+        public var reason: String {
             switch self {
             case .socket(let code): "socket failed (errno \(code))"
             case .bind(let source): "bind to \(source) failed"

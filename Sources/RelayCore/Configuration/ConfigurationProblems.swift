@@ -1,7 +1,21 @@
+import ErrorCodes
+
 /// Every problem found in a configuration and its secrets, in the order found: what `check` reports, one line
-/// each. Never empty.
-public struct ConfigurationProblems: Error, Equatable, Sendable {
+/// each. Never empty. Its code is the first problem's; two are equal when every problem is.
+public struct ConfigurationProblems: CodedError, Sendable {
     public let all: [ConfigurationError]
+
+    /// The first problem's code.
+    public var code: ConfigurationError.Code { first.code }
+
+    /// Every problem, one after the other, as `check` prints them one a line.
+    public var reason: String { all.map(\.description).joined(separator: "; ") }
+
+    public static func == (lhs: ConfigurationProblems, rhs: ConfigurationProblems) -> Bool { lhs.all == rhs.all }
+
+    public func hash(into hasher: inout Hasher) {
+        for problem in all { hasher.combine(problem) }
+    }
 
     public init(_ first: ConfigurationError, _ more: [ConfigurationError] = []) {
         all = [first] + more

@@ -1,15 +1,32 @@
+import ErrorCodes
+
 /// A strict JSON (RFC 8259) reader for the configuration file and `RELAY_KEYS`: what is not JSON is refused
 /// with its line and column (Foundation's reader accepts a trailing comma), and an object that names a member
 /// twice is refused with that member's path (any reader would otherwise pick one of the values silently).
 ///
 /// Errors describe the problem in words and by position, never by quoting the text: the text may be a secret.
 struct JSONParser {
-    /// Why a text was refused.
-    enum Failure: Error, Equatable {
+    /// Why a text was refused. Its reason names positions and problems, never a member's name (which may be a
+    /// secret); ``ConfigurationError/init(_:subject:shows:)`` decides which names a message may show.
+    enum Failure: CodedError {
         /// Not JSON: `line` and `column` count from 1 (the column in bytes).
         case syntax(line: Int, column: Int, problem: String)
         /// An object names one member twice: the member names from the outermost object down to it.
         case duplicateMember(path: [String])
+
+        var code: ErrorCode<Failure> {
+            switch self {
+            case .syntax: ErrorCode("syntax")
+            case .duplicateMember: ErrorCode("duplicate_member")
+            }
+        }
+
+        var reason: String {
+            switch self {
+            case .syntax(let line, let column, let problem): "line \(line), column \(column): \(problem)"
+            case .duplicateMember(let path): "a member is given more than once, \(path.count) levels deep"
+            }
+        }
     }
 
     /// Nesting deeper than any configuration needs is refused before it can exhaust the stack.

@@ -1,13 +1,17 @@
+import ErrorCodes
+
 /// An answer the relay gives instead of success: an error code from DESIGN.md, its HTTP status,
 /// and, for limits, when to try again. Every error answer is built from one of these, in one place.
 ///
 /// Two errors are equal when their code, `retryAfter` and `limit` are: `detail` is for people,
 /// and clients decide by `error` (and `limit`), never by `detail`.
-public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct RelayError: CodedError, Sendable {
     /// The stable machine-readable code sent as `{"error":"<code>"}`.
-    public struct Code: RawRepresentable, Hashable, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
+
+        public var description: String { rawValue }
 
         public static let badRequest = Code(rawValue: "bad_request")
         public static let environmentUnavailable = Code(rawValue: "environment_unavailable")
@@ -65,8 +69,17 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The detail as text, if any.
     public var detail: String? { staticDetail.map { $0.description } }
 
+    /// The detail, or the code where there is none (``ErrorCodes/CodedError``).
+    public var reason: String { detail ?? code.rawValue }
+
     public static func == (lhs: RelayError, rhs: RelayError) -> Bool {
         lhs.code == rhs.code && lhs.retryAfter == rhs.retryAfter && lhs.limit == rhs.limit
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(retryAfter)
+        hasher.combine(limit)
     }
 
     /// The HTTP status DESIGN.md assigns to this code.
