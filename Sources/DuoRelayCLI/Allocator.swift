@@ -4,9 +4,9 @@
 
 /// The memory allocator the process runs on, for the startup lines.
 ///
-/// The relay links jemalloc: its threads hand every push's buffers to each other (a request built
-/// by a server thread is freed by an APNs connection thread, an answer the other way), and glibc's
-/// malloc serialises such frees on the allocating thread's arena lock (BENCHMARKS.md).
+/// The relay links jemalloc: glibc's malloc serialises a free of memory another thread allocated on
+/// that thread's arena lock, and jemalloc keeps the relay's CPU per push lower and steadier
+/// (BENCHMARKS.md, "The allocator").
 enum Allocator {
     static var name: String {
         #if canImport(CJemalloc)

@@ -23,7 +23,7 @@ enum DevCommand {
           --metrics-port N       the metrics listener's port (default 0: a free one, printed)
         """ + "\n" + Usage.faultHelp
 
-    /// Relaxed so that trying things by hand never meets a limit by accident (DESIGN.md's
+    /// Relaxed so that trying things by hand never meets a limit by accident (docs/DESIGN.md's
     /// defaults are 20 per 60 s and 10 per 10 s); a phone's or address's limit can still be
     /// reached on purpose with a loop.
     static let pushLimit = LimitPolicy(requests: 600, periodSeconds: 60)

@@ -1,4 +1,4 @@
-/// One client connection's HTTP/1.1 state machine (DESIGN.md, "The HTTP front"), pure: the shell that owns the
+/// One client connection's HTTP/1.1 state machine (docs/DESIGN.md, "The HTTP front"), pure: the shell that owns the
 /// socket feeds it inputs (bytes read, the peer's end of stream, a deadline reached, the handler's decision and
 /// answer, a write finished), each with the current instant, and carries out the ``Action`` it returns.
 ///

@@ -1,6 +1,6 @@
 import ErrorCodes
 
-/// Why a request was refused from its bytes (DESIGN.md, "The HTTP front"). Equality compares codes only, so that
+/// Why a request was refused from its bytes (docs/DESIGN.md, "The HTTP front"). Equality compares codes only, so that
 /// tests and callers match on the kind of refusal, never on the wording of its reason.
 public struct HTTP1ParseError: CodedError {
     /// The kind of refusal. Each code answers one status (``status``), decided here and nowhere else: a code of

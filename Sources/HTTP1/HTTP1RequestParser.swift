@@ -1,4 +1,4 @@
-/// The relay's strict, incremental HTTP/1.1 request parser (RFC 9112 as DESIGN.md, "The HTTP front", narrows it).
+/// The relay's strict, incremental HTTP/1.1 request parser (RFC 9112 as docs/DESIGN.md, "The HTTP front", narrows it).
 ///
 /// Bytes go in with ``append(_:)`` as they arrive, in any split; ``next()`` then says what they hold: a head, a
 /// whole body, a refusal, or that more bytes are needed. The same bytes give the same events however they are split:
@@ -8,7 +8,7 @@
 /// until then the parser reads nothing more. Bytes of later requests (pipelining) stay buffered
 /// (``bufferedByteCount``) until the current request is done. A refusal is final: the connection must close.
 public struct HTTP1RequestParser: Sendable {
-    /// What a head may hold. Defaults are the relay's (DESIGN.md, "Limits").
+    /// What a head may hold. Defaults are the relay's (docs/DESIGN.md, "Limits").
     public struct Limits: Sendable, Equatable {
         /// The longest target; longer: 414.
         public var maxTargetBytes: Int

@@ -9,7 +9,7 @@ struct HeadRefusal: CodedError {
 extension LineScan {
     typealias Bytes = UnsafeBufferPointer<UInt8>
 
-    /// The head of a complete section, with its framing checked (DESIGN.md, "The HTTP front"): one valid `Host` in
+    /// The head of a complete section, with its framing checked (docs/DESIGN.md, "The HTTP front"): one valid `Host` in
     /// HTTP/1.1, `Content-Length` digits given once, `Transfer-Encoding` only as one `chunked` in HTTP/1.1.
     func makeHead(_ bytes: Bytes, start: Int) -> Result<HTTP1RequestHead, HeadRefusal> {
         let method = Self.text(bytes, start, 0, methodEnd)

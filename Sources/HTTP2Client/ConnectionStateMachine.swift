@@ -4,7 +4,7 @@
 /// timer) and does what each input's result says; the machine keeps the requests given to the
 /// connection, its streams and their answers, and the report the pool reads (``takeReport()``).
 ///
-/// It decides the things that must never be wrong (DESIGN.md, "Lifecycle"):
+/// It decides the things that must never be wrong (docs/DESIGN.md, "Lifecycle"):
 /// - whether a request that got no answer may have been processed: only a request whose HEADERS
 ///   were handed to the socket may have been; a refused stream (RST_STREAM REFUSED_STREAM) or one
 ///   above a GOAWAY's last stream id certainly was not (RFC 9113 8.7);

@@ -3,8 +3,7 @@ extension String {
     /// are copied once), without going through `String.UTF8View`'s iterator.
     ///
     /// Inlinable, so that each caller gets it specialized for its `Result`: called across modules unspecialized,
-    /// it looked up `Optional<Result>`'s metadata at run time on every call (14 calls and about 5,000
-    /// instructions per push, callgrind).
+    /// it would look up `Optional<Result>`'s metadata at run time on every call, many times a push.
     @inlinable
     public func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
         if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The connection caps shared by every worker (DESIGN.md, "The HTTP front", Caps): a global one and one per client
+/// The connection caps shared by every worker (docs/DESIGN.md, "The HTTP front", Caps): a global one and one per client
 /// address. Over a cap, a new connection is closed at once; one address at its cap never shuts out another.
 final class ConnectionCaps: Sendable {
     let total: Int

@@ -1,6 +1,6 @@
 import HTTP1
 
-/// Why the server refused a request from its framing or its size, before the handler saw it whole (DESIGN.md, "The
+/// Why the server refused a request from its framing or its size, before the handler saw it whole (docs/DESIGN.md, "The
 /// HTTP front"). The connection closes once the answer is written.
 public struct HTTPRefusal: Sendable, Equatable {
     /// The answer's status: 400, 414, 431, 501 or 505 (a body over its limit goes to

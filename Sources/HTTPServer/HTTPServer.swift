@@ -4,7 +4,7 @@ import HTTP1
 import Loop
 import Synchronization
 
-/// The relay's HTTP/1.1 server (DESIGN.md, "The HTTP front"), knowing nothing of routes: every request goes to an
+/// The relay's HTTP/1.1 server (docs/DESIGN.md, "The HTTP front"), knowing nothing of routes: every request goes to an
 /// ``HTTPHandler``. `threads` workers, each an event loop that accepts from a duplicate of one listening socket (not
 /// `SO_REUSEPORT`, with which a second server on the same port would join the first silently instead of failing) and
 /// owns the connections it accepted; each connection runs the strict ``HTTP1Connection`` machine.

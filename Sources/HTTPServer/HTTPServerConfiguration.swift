@@ -14,7 +14,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var perAddressConnectionLimit: Int
     /// `server.connection_timeout_s`: the deadline, in seconds, for each of a request head (from its first byte), a
     /// body (from the head's end), the idle wait between requests and the writing of one answer; progress does not
-    /// extend it (DESIGN.md, "The HTTP front"). 0 means none. A request waiting for its handler is exempt.
+    /// extend it (docs/DESIGN.md, "The HTTP front"). 0 means none. A request waiting for its handler is exempt.
     public var connectionTimeoutSeconds: Int
     /// The largest request line plus headers answered normally; larger: 431 `{"error":"too_large"}`.
     public var maxHeaderBytes: Int

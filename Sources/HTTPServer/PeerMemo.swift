@@ -1,6 +1,6 @@
 /// What a handler works out from a connection's peer, kept for the connection's life so that it is worked out once
 /// per connection rather than once per request (the relay keeps its keyed digest of the client address here: an
-/// HMAC per request was a twentieth of a push's instructions).
+/// HMAC is one of the dearer steps of a request).
 ///
 /// Every request of a connection carries the same memo (``HTTPRequestHead/peerMemo``). It is read and written only
 /// on the connection's worker loop, where every handler callback for the connection runs: hence

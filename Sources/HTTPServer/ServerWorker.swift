@@ -3,7 +3,7 @@ import Loop
 
 /// One worker of an ``HTTPServer``: an event loop on a thread of its own, its descriptor of the server's one
 /// listening socket (every worker accepts from it; see ``HTTPServer``) and the connections it accepted, which it owns
-/// for their whole life (DESIGN.md, worker model).
+/// for their whole life (docs/DESIGN.md, "Worker model").
 // @unchecked Sendable: `listener` and `connections` are used only on `loop`'s thread (every method but `init` and
 // `stop` runs there, through `loop.execute` or `performAndWait`); `loop` and `core` never change.
 final class ServerWorker: @unchecked Sendable {

@@ -21,7 +21,7 @@ public enum OpenSSLErrorQueue {
 
     /// Empties the calling thread's error queue if it holds anything: what to call before an `SSL_*` call whose
     /// failure is read with `SSL_get_error`. `ERR_clear_error` alone walks all sixteen slots of the queue every
-    /// time (about 2,000 instructions, three times a push on the APNs connection); the queue is empty on every
+    /// time (several times a push on the APNs connection); the queue is empty on every
     /// path that has not failed, and looking costs little.
     @inline(__always)
     public static func clear() {

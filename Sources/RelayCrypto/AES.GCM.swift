@@ -210,8 +210,8 @@ final class CipherContext: @unchecked Sendable {
 }
 
 /// Decryption contexts already keyed with one key, kept by that key for `AES.GCM.open`. Keying a context (its
-/// AES key schedule and GHASH tables) and making and freeing it cost about 3,300 instructions, more than opening a
-/// grant; a kept context only takes the next nonce (about 800). A call takes a context out and puts it back once
+/// AES key schedule and GHASH tables) and making and freeing it cost more than opening a grant; a kept context
+/// only takes the next nonce. A call takes a context out and puts it back once
 /// it has opened a message, so no two calls share one; a call that fails frees its context. The pool holds no more
 /// contexts than calls ever ran at once, at most `capacity`; they are freed with the key.
 final class CipherContextPool: Sendable {

@@ -18,8 +18,8 @@ public enum HMACSHA256 {
     /// A key made ready once for many codes: OpenSSL's HMAC context keyed and kept, copied for each code.
     ///
     /// OpenSSL's one-shot `HMAC()` looks up the HMAC and SHA-256 implementations by name and derives the key's
-    /// pads on every call (about 20,000 instructions, most of a per-address limiter key); a copy of a keyed
-    /// context is a few hundred. Immutable after `init`, so shared by any number of threads: each code works on
+    /// pads on every call (most of the cost of a per-address limiter key); copying a keyed context is far
+    /// cheaper. Immutable after `init`, so shared by any number of threads: each code works on
     /// its own copy, and copying only reads the kept context (OpenSSL's reference counts are atomic).
     public final class Key: @unchecked Sendable {
         private let keyed: OpaquePointer

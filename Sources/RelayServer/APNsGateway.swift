@@ -7,7 +7,7 @@ import Synchronization
 import class Foundation.FileManager
 
 /// Sends notifications to one APNs environment: the HTTP/2 client, the cached provider token,
-/// and what to do with APNs' answer (DESIGN.md, "The APNs request").
+/// and what to do with APNs' answer (docs/DESIGN.md, "The APNs request").
 final class APNsGateway: Sendable {
     /// Whether this environment has lately been able to deliver, for readiness.
     enum Health: String, Sendable {
@@ -19,8 +19,8 @@ final class APNsGateway: Sendable {
     }
 
     let environment: APNsEnvironment
-    /// One client per worker, on that worker's loop (DESIGN.md, worker model): a push is sent and answered by the
-    /// worker that read it. Without worker loops (handler tests), one client on a loop of its own.
+    /// One client per worker, on that worker's loop (docs/DESIGN.md, "Worker model"): a push is sent and answered by
+    /// the worker that read it. Without worker loops (handler tests), one client on a loop of its own.
     let clients: [HTTP2Client]
     let token: ProviderToken
     private let timeoutNanoseconds: Atomic<UInt64>
@@ -49,7 +49,7 @@ final class APNsGateway: Sendable {
             workers: Int = 1, onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
         ) -> HTTP2ClientConfiguration {
             // APNs allows a new connection one stream until it has seen a valid token (not 403); idle
-            // connections are checked with PING every 60 s (the client's defaults, DESIGN.md "Lifecycle").
+            // connections are checked with PING every 60 s (the client's defaults, docs/DESIGN.md "Lifecycle").
             HTTP2ClientConfiguration(
                 origin: origin, caFile: caFile, maxConnections: Self.share(of: maxConnections, workers: workers),
                 provesConnection: APNsAnswer.provesToken(status:), onEvent: onEvent)

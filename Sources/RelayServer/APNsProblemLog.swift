@@ -1,6 +1,6 @@
 import HTTP2Client
 
-/// What an operator is told about one APNs environment's connections (DESIGN.md, "Lifecycle"):
+/// What an operator is told about one APNs environment's connections (docs/DESIGN.md, "Lifecycle"):
 /// one line when a problem starts and one when it ends, never per push, never an identifier.
 /// Repeats while a problem lasts are counted and summarized every ``summaryInterval``.
 ///

@@ -8,11 +8,11 @@ import Loop
 import RelayCore
 import Synchronization
 
-/// A running relay: its HTTP server, its APNs gateways, and its lifecycle (DESIGN.md, "Lifecycle").
+/// A running relay: its HTTP server, its APNs gateways, and its lifecycle (docs/DESIGN.md, "Lifecycle").
 public final class Relay: Sendable {
     private let service: RelayHTTPHandler
-    /// The workers' event loops (DESIGN.md, worker model): each runs the HTTP connections it accepted, and will run
-    /// its own APNs and Redis connections, so that a push is read, limited, sent and answered on one thread. The
+    /// The workers' event loops (docs/DESIGN.md, "Worker model"): each runs the HTTP connections it accepted and its
+    /// own APNs and Redis connections, so that a push is read, limited, sent and answered on one thread. The
     /// relay owns them: the server leaves them running when it stops, and `stop()` ends them last.
     private let loops: [EventLoop]
     private let server: HTTPServer
@@ -256,14 +256,10 @@ public final class Relay: Sendable {
     }
 
     /// Once per process: glibc gives threads their own malloc arenas (up to eight per core), and
-    /// memory freed into one is not reused by another. With the APNs client on libcurl, whose
-    /// per-request buffers the relay's threads handed to each other, the peak RSS at 256 pushes in
-    /// flight was about 100 MB with the default and 60 MB with one arena, so the relay used one.
-    /// Since the client is on nghttp2 the peak is about 37 MB with 1, 2, 4 or 8 arenas alike, while
-    /// one arena's lock made threads wait on each other (0.48 against 0.41 context switches and about
-    /// 5% more CPU per push in the benchmark): four arenas, still a bound. The `duo-relay` binary
-    /// links jemalloc, which replaces glibc's malloc and ignores this; it applies where the relay
-    /// runs on glibc's malloc (the test processes, sanitizer builds).
+    /// memory freed into one is not reused by another. Four arenas keep that bounded, where a single
+    /// arena's lock would make the threads wait on each other. The `duo-relay` binary links jemalloc,
+    /// which replaces glibc's malloc and ignores this; it applies where the relay runs on glibc's
+    /// malloc (the test processes, sanitizer builds).
     private static let mallocLimited: Bool = {
         mallopt(M_ARENA_MAX, 4) == 1
     }()

@@ -15,8 +15,8 @@ extension RelayError {
 }
 
 extension RelayError {
-    /// The relay's answer to a request its HTTP front refused (DESIGN.md, "The HTTP front"): the error code for the
-    /// status, with a detail naming the rule broken (never a value from the request).
+    /// The relay's answer to a request its HTTP front refused (docs/DESIGN.md, "The HTTP front"): the error code for
+    /// the status, with a detail naming the rule broken (never a value from the request).
     static func refusal(_ rule: HTTP1ParseError.Code?, status: Int) -> RelayError {
         switch status {
         case 413, 414, 431: return .tooLarge

@@ -1,6 +1,6 @@
 import RelayCore
 
-/// Where a request goes (DESIGN.md, "HTTP API"): the relay's one route table. Each row says an endpoint's path,
+/// Where a request goes (docs/DESIGN.md, "HTTP API"): the relay's one route table. Each row says an endpoint's path,
 /// methods, body limit and whether it counts against the client's address; ``RelayHTTPHandler`` answers by
 /// ``endpoint`` and reads everything else from here.
 ///

@@ -27,7 +27,7 @@ final class SharedRateLimiter: Sendable {
     }
 }
 
-/// Both limits counted in the shared store, each request decided by one script call (DESIGN.md, "Several
+/// Both limits counted in the shared store, each request decided by one script call (docs/DESIGN.md, "Several
 /// instances"): the address, and then, only if it is admitted, the phone, on the pipeline of the worker that read the
 /// request. The requests the worker writes together share a call (``RedisClient/RedisPipeline``).
 final class SharedLimits: Sendable {

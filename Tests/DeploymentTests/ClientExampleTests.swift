@@ -3,7 +3,7 @@ import RelayTestSupport
 import Testing
 
 /// docs/API.md's DuoRelayClient example compiles as written, and the package line beside it names this package
-/// and its product (issue 23: the example lacked `import Foundation`, and no `.package(...)` line was given).
+/// and its product, so that a channel can copy both (the example's imports included) and build.
 @Suite struct ClientExampleTests {
     /// The ```swift blocks of docs/API.md's "A client for channels" section.
     static func examples() throws -> [String] {

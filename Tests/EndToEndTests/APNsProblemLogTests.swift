@@ -4,7 +4,7 @@ import RelayTestSupport
 import Testing
 
 /// What an operator reads when APNs cannot be reached: one line when the problem starts, one when
-/// it ends, never per push and never an identifier (DESIGN.md, "Lifecycle"). Through the real binary.
+/// it ends, never per push and never an identifier (docs/DESIGN.md, "Lifecycle"). Through the real binary.
 @Suite(.serialized) struct APNsProblemLogTests {
     /// Sends `count` pushes for one fresh token and returns the relay's standard error after them.
     private func pushes(

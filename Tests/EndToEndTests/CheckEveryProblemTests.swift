@@ -3,7 +3,7 @@ import RelayCrypto
 import RelayTestSupport
 import Testing
 
-/// `check` sees what `serve` will see in each deployment form and reports every problem in one run (issue 23).
+/// `check` sees what `serve` will see in each deployment form and reports every problem in one run.
 @Suite struct CheckEveryProblemTests {
     @Test func everyProblemIsReportedInOneRunOneLineEach() throws {
         let directory = try RelayProcess.temporaryDirectory()

@@ -5,7 +5,7 @@ import RelayTestSupport
 import Testing
 
 /// `check` refuses whatever `serve` would refuse at start, and both say which configuration key is at fault, in
-/// words, never with an internal type name (issue 14).
+/// words, never with an internal type name.
 @Suite struct CheckPredictsServeTests {
     let secrets = TestSecrets()
     let directory: URL
@@ -54,7 +54,7 @@ import Testing
     }
 
     /// An origin with an empty port (a template's unset variable) is the origin's fault, not the CA file's, though
-    /// the CA file is set (issue 23: it blamed `apns.ca_file`).
+    /// the CA file is set.
     @Test func anOriginWithAnEmptyPortIsBlamedOnTheOrigin() throws {
         let ca = directory.appendingPathComponent("ca.pem").path
         try SimulatorPKI.generate().caCertificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)

@@ -2,7 +2,7 @@ import Foundation
 import RelayCrypto
 import Testing
 
-/// `check` on the edges of the configuration and the secrets (issue 14): duplicates and what is not JSON are
+/// `check` on the edges of the configuration and the secrets: duplicates and what is not JSON are
 /// refused where they are, CRLF endings are not part of a secret, unreadable credentials are errors, and no
 /// secret, nor any part of one, is ever printed, wherever it was put by mistake.
 @Suite struct ConfigurationEdgeTests {

@@ -30,7 +30,7 @@ import Testing
     }
 
     /// The printed steps run as printed, in a shell where `duo-relay` is not on PATH (as after scripts/dev): the
-    /// curl lines deliver, and so does the `duo-relay push` line, which names the running binary (issue 23).
+    /// curl lines deliver, and so does the `duo-relay push` line, which names the running binary.
     @Test func printedCommandsRunAsPrinted() throws {
         let dev = try RelayProcess(arguments: ["dev", "--port", "0"], environment: [:])
         Poll.until(within: .seconds(30)) { dev.standardOutput.contains("Ctrl-C stops") }

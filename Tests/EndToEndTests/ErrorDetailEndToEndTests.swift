@@ -3,7 +3,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// Over the wire: every 400 says which field or rule, every 429 which limit (DESIGN.md, "HTTP API").
+/// Over the wire: every 400 says which field or rule, every 429 which limit (docs/DESIGN.md, "HTTP API").
 @Suite struct ErrorDetailEndToEndTests {
     @Test func badRequestsNameTheFieldAndTooLargeTheLimit() throws {
         let fixture = try PushFixture()

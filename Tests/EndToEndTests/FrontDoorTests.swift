@@ -2,7 +2,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// The relay's front door on the edges of HTTP (issue 14): forwarded addresses on several lines, huge declared
+/// The relay's front door on the edges of HTTP: forwarded addresses on several lines, huge declared
 /// lengths, oversized targets and headers under the per-address limit, and invalid framing answered in JSON.
 @Suite struct FrontDoorTests {
     /// A relay whose per-address limit admits `requests` per minute, then blocks for a minute.
@@ -93,7 +93,7 @@ import Testing
     }
 
     /// Framing that a lenient parser lets through but no proxy should: the relay answers 400 in its JSON, naming the
-    /// rule (DESIGN.md, "The HTTP front"), and closes rather than guess where the body ends. A repeated
+    /// rule (docs/DESIGN.md, "The HTTP front"), and closes rather than guess where the body ends. A repeated
     /// `Content-Length` is refused even when the values agree: the contract says "given once".
     @Test(arguments: [
         (["Content-Length: 5", "Content-Length: 6"], "Content-Length: must be ASCII digits, given once"),

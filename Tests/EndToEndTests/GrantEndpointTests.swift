@@ -29,7 +29,7 @@ import Testing
         let grant = try #require(response.json?["grant"] as? String)
         let expiresAt = try #require(response.json?["expires_at"] as? String)
 
-        // Open it as DESIGN.md says, holding only RELAY_KEYS: no GrantCodec involved.
+        // Open it as docs/DESIGN.md says, holding only RELAY_KEYS: no GrantCodec involved.
         let bytes = try #require(Base64.urlDecode(grant))
         #expect(bytes[0] == 0x01)
         #expect(bytes[1] == 1)

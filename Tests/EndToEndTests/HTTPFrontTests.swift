@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// The rules of DESIGN.md's "The HTTP front", each as a client of the real binary sees it: framing refused in the
+/// The rules of docs/DESIGN.md's "The HTTP front", each as a client of the real binary sees it: framing refused in the
 /// relay's JSON and the connection closed, deadlines that progress does not extend, connection caps, lingering close,
 /// keep-alive, pipelining and half-close. Serialized: the deadline tests measure time, and one holds 10,000 sockets.
 @Suite(.serialized) struct HTTPFrontTests {

@@ -2,7 +2,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// The whole `/metrics` exposition, as Prometheus reads it (issue 14): valid for `promtool check metrics`, each
+/// The whole `/metrics` exposition, as Prometheus reads it: valid for `promtool check metrics`, each
 /// family in one group even with both environments configured, names that say what they count, and the version.
 @Suite struct MetricsExpositionTests {
     /// Relay and simulator with both environments, after a little traffic in each, scraped once.

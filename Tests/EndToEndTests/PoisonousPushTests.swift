@@ -4,7 +4,7 @@ import RelayTestSupport
 import Testing
 
 /// One push whose token makes APNs answer GOAWAY on every connection it is sent on must not cost
-/// the pushes beside it their delivery (DESIGN.md, "Lifecycle"; issue 12).
+/// the pushes beside it their delivery (docs/DESIGN.md, "Lifecycle").
 @Suite(.serialized) struct PoisonousPushTests {
     static let pushes = 150
     static let runs = 20

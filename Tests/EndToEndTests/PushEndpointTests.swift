@@ -8,7 +8,7 @@ import Testing
 /// `POST /v1/push` end to end: the real relay binary and an APNs simulator on loopback.
 @Suite(.serialized) struct PushEndpointTests {
     /// The first push to an APNs host given by name starts no thread: the name is looked up on libuv's thread
-    /// pool, which the relay starts with its workers (before, the first push started the pool's four threads).
+    /// pool, which the relay starts with its workers (not the first push).
     @Test func theFirstPushToAHostByNameStartsNoThread() throws {
         let fixture = try PushFixture(apnsHost: "localhost")
         let pid = fixture.relay.process.processIdentifier

@@ -2,7 +2,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// SIGHUP says, in its `reloaded: …` line, which changed settings it did not apply (issue 14).
+/// SIGHUP says, in its `reloaded: …` line, which changed settings it did not apply.
 @Suite struct ReloadTests {
 
     func reloadedLines(_ relay: RelayProcess) -> [Substring] {
@@ -131,8 +131,8 @@ import Testing
         #expect(lines(relay, "resolved: ").count == 1, "\(relay.standardError)")
     }
 
-    /// The CA file replaced in place (same path) and SIGHUP: the relay trusts the new CA (issue 23: every push
-    /// stayed at 502 until the path changed), and says that the trust problem is resolved.
+    /// The CA file replaced in place (same path) and SIGHUP: the relay trusts the new CA (a path that stays the same
+    /// is no reason to keep the old trust), and says that the trust problem is resolved.
     @Test func aCAFileReplacedInPlaceIsReadAgainOnSIGHUP() throws {
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -144,8 +144,8 @@ import Testing
         }
     }
 
-    /// A trust problem ended by a reload to another CA file is said to be resolved, once (issue 23: the new
-    /// connections reported to a log that had never seen the problem).
+    /// A trust problem ended by a reload to another CA file is said to be resolved, once (the new gateway's
+    /// connections report to the log that saw the problem).
     @Test func aTrustProblemFixedByAReloadLogsItsResolvedLine() throws {
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -4,7 +4,7 @@ import RelayTestSupport
 import Testing
 
 /// The relay holds the APNs signing keys: `serve` (and `check`) make the process undumpable at start, so no
-/// core file is written and no other process of the same user can attach or read its memory (issue 23).
+/// core file is written and no other process of the same user can attach or read its memory.
 @Suite struct SecretMemoryTests {
     /// Root reads any process (CAP_SYS_PTRACE): as root, the relay and the probes run as `nobody`, one user
     /// without capabilities, as a same-user attacker would be.

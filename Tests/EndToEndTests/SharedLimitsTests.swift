@@ -3,7 +3,7 @@ import RedisTestSupport
 import RelayTestSupport
 import Testing
 
-/// Two relay processes sharing one redis-server (DESIGN.md, "Several instances"): together they admit
+/// Two relay processes sharing one redis-server (docs/DESIGN.md, "Several instances"): together they admit
 /// exactly what one would, survive Redis going away and coming back, and leave nothing but prefixed
 /// hashes with expiries in it.
 @Suite("Limits shared by two instances through Redis", .serialized)
@@ -110,8 +110,8 @@ struct SharedLimitsTests {
         let before = try metrics(cluster.fixture.relay)
         #expect(sample(before, "duo_relay_limits_store_up") == 1)
         #expect(sample(before, #"duo_relay_limits_store_state{state="shared"}"#) == 1)
-        // One round trip per request, both limits in one script call (DESIGN.md, "Several instances"): the 3 pushes
-        // and the grant this instance answered.
+        // One round trip per request, both limits in one script call (docs/DESIGN.md, "Several instances"): the 3
+        // pushes and the grant this instance answered.
         #expect((sample(before, "duo_relay_limits_store_latency_seconds_count") ?? 0) >= 4)
 
         cluster.redis.stop()

@@ -11,7 +11,7 @@ import Testing
 struct H11DifferentialTests {
     typealias Code = HTTP1ParseError.Code
 
-    /// Where the relay refuses what h11 accepts, on purpose (DESIGN.md, "The HTTP front"), and why h11 differs.
+    /// Where the relay refuses what h11 accepts, on purpose (docs/DESIGN.md, "The HTTP front"), and why h11 differs.
     static let stricterOnPurpose: [Code: String] = [
         .invalidLineEnding: "bare LF line ends: h11 splits lines at LF and drops a CR before it",
         .obsoleteLineFolding: "obs-fold: h11 unfolds continuation lines",

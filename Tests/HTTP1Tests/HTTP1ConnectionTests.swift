@@ -1,7 +1,7 @@
 import HTTP1
 import Testing
 
-/// The connection machine driven alone with a test clock: each deadline of DESIGN.md, "The HTTP front",
+/// The connection machine driven alone with a test clock: each deadline of docs/DESIGN.md, "The HTTP front",
 /// keep-alive and pipelining, half-close, and the answers to refusals with their lingering close.
 @Suite("HTTP/1.1 connection state machine")
 struct HTTP1ConnectionTests {

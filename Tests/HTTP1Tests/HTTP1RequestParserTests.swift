@@ -1,7 +1,7 @@
 import HTTP1
 import Testing
 
-/// Known answers for every rule of DESIGN.md, "The HTTP front", each fed whole and in every 1-byte and 2-way
+/// Known answers for every rule of docs/DESIGN.md, "The HTTP front", each fed whole and in every 1-byte and 2-way
 /// split (the smuggling classics among them).
 @Suite("HTTP/1.1 request parser")
 struct HTTP1RequestParserTests {

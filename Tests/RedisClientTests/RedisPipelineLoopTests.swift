@@ -92,8 +92,8 @@ struct RedisPipelineLoopTests {
 
         // Connected, the pipeline starts no thread: a burst leaves the process's threads as they were. Other suites
         // run beside this one and may start threads of their own, so windows are tried until one is clean: one clean
-        // is proof. Under ThreadSanitizer beside the whole suite a burst of 300 took several seconds, and five such
-        // windows all saw another suite's thread once (2026-12-02): the windows are shorter and more.
+        // is proof. Under ThreadSanitizer beside the whole suite a burst of 300 takes several seconds, long enough for
+        // every one of a few windows to see another suite's thread: hence many short windows.
         var clean = false
         for _ in 0..<20 where !clean {
             let before = Self.threads()
@@ -106,7 +106,7 @@ struct RedisPipelineLoopTests {
     }
 
     /// The requests made in one turn of the loop (the requests of every client read in that turn) leave in one
-    /// write, the first one included: it used to be written at once, alone, and the rest after its reply.
+    /// write, the first one included (not written at once, alone, with the rest waiting for its reply).
     @Test func theRequestsOfOneTurnOfTheLoopLeaveInOneWrite() throws {
         let server = try RedisServerProcess()
         let loop = try EventLoop(name: "test-worker")

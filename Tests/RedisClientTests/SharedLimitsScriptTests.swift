@@ -140,7 +140,7 @@ struct SharedWindowScriptTests {
     }
 }
 
-/// One call decides the address and then, only if the address is admitted, the phone (DESIGN.md, "Several
+/// One call decides the address and then, only if the address is admitted, the phone (docs/DESIGN.md, "Several
 /// instances"), on a real redis-server.
 @Suite("The shared limits script: address, then phone", .serialized)
 struct SharedLimitsScriptTests {

@@ -3,7 +3,7 @@ import RelayCore
 import RelayCrypto
 import Testing
 
-/// `check` reports every problem in one run (issue 23): the configuration and the secrets are read past each
+/// `check` reports every problem in one run: the configuration and the secrets are read past each
 /// problem, and each problem names its own key.
 @Suite struct ConfigurationProblemsTests {
     @Test func everyBadKeyOfTheFileIsFound() {

@@ -3,7 +3,7 @@ import RelayCore
 import RelayCrypto
 import Testing
 
-/// `detail` names the field or rule at fault, never a value from the request (DESIGN.md, "HTTP API").
+/// `detail` names the field or rule at fault, never a value from the request (docs/DESIGN.md, "HTTP API").
 @Suite struct ErrorDetailTests {
     static let sealed = Base64.encode([UInt8](repeating: 0x5a, count: 2934))
     static let hex64 = String(repeating: "cD", count: 32)

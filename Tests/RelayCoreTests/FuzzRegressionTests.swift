@@ -102,7 +102,7 @@ import Testing
         #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(grant.utf8)) }
         let twice = #"{"token":"ab","environment":"sandbox","environment":"sandbox"}"#
         #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(twice.utf8)) }
-        // An unknown member given twice is refused too (issue 23: DESIGN.md refuses any member named twice).
+        // An unknown member given twice is refused too (docs/DESIGN.md, "Duplicates": any member named twice).
         let unknownTwice = #"{"token":"ab","x":1,"x":2,"environment":"sandbox"}"#
         #expect(throws: RelayError.badRequest) { _ = try GrantRequest.parse(Array(unknownTwice.utf8)) }
         // Unknown members named once each are still ignored.

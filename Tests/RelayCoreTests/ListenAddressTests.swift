@@ -1,8 +1,8 @@
 import RelayCore
 import Testing
 
-/// `listen` and `metrics_listen` take an IP address and a port, never a host name (issue 14: `check` and
-/// `serve` refuse a name alike).
+/// `listen` and `metrics_listen` take an IP address and a port, never a host name (`check` and `serve` refuse a
+/// name alike).
 @Suite struct ListenAddressTests {
     @Test(arguments: [
         "127.0.0.1", "0.0.0.0", "255.255.255.255", "10.0.0.1", "::", "::1", "fe80::1", "2001:db8::8:800:200c:417a",

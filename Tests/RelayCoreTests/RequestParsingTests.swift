@@ -6,7 +6,7 @@ import Testing
 /// The request parser is hand-written (JSONDecoder was the relay's top cost per push): these tests
 /// hold it to what `JSONDecoder` decides, body by body.
 @Suite struct RequestParsingTests {
-    /// The parse the relay used before, as the reference.
+    /// The reference parse: `JSONDecoder` on the same fields.
     struct Wire: Decodable, Equatable {
         let token: String
         let environment: String
@@ -52,7 +52,7 @@ import Testing
         #"["token","abcd"]"#, "", " ", "{}", "null", "\"abcd\"", "{", "}",
     ]
 
-    /// Malformed JSON: 400, as DESIGN.md asks. JSONDecoder refused some of these too, and let the others
+    /// Malformed JSON: 400, as docs/DESIGN.md asks. JSONDecoder refused some of these too, and let the others
     /// pass because the fault sits in a member it never reads (`01`, `1.`, `1e`, trailing commas, bad
     /// escapes, lone surrogates, raw control characters).
     static let malformed: [String] = [

@@ -2,8 +2,8 @@ import RelayCore
 import RelayCrypto
 import Testing
 
-/// The provider token's life by the relay's clock (DESIGN.md, "JWT"): replaced before it is 50 minutes old,
-/// never more often than once per 20 minutes, except once after APNs answered ExpiredProviderToken.
+/// The provider token's life by the relay's clock (docs/DESIGN.md, "Provider token"): replaced before it is 50 minutes
+/// old, never more often than once per 20 minutes, except once after APNs answered ExpiredProviderToken.
 @Suite struct ProviderTokenTests {
     let clock = ManualClock()
     let token: ProviderToken

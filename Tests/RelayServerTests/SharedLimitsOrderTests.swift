@@ -8,7 +8,7 @@ import Testing
 @testable import RelayServer
 
 /// With `limits_store: redis`, one call decides a request's address and then its phone, once the body is read and
-/// the grant opened, and the answers keep their order (DESIGN.md, "Several instances"): a limited address gets 429
+/// the grant opened, and the answers keep their order (docs/DESIGN.md, "Several instances"): a limited address gets 429
 /// `limit: address` whatever its body; otherwise a bad body 400 and a bad grant 401 (the address counted, the phone
 /// not); then the phone's limit. Addresses are chosen per request through `X-Forwarded-For`.
 @Suite(.serialized) struct SharedLimitsOrderTests {

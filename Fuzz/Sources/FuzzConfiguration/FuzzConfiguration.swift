@@ -3,7 +3,7 @@ import RelayCore
 
 /// Configuration and `RELAY_KEYS` parsing: never crash; every error's description is one line
 /// (it is printed as one log line) and never repeats a relay key value; every accepted
-/// configuration holds DESIGN.md's constraints.
+/// configuration holds docs/DESIGN.md's constraints.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConfiguration(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = fuzzInput(data, size)

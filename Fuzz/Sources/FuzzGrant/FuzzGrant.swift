@@ -2,7 +2,7 @@ import FuzzSupport
 import RelayCore
 import RelayCrypto
 
-/// Grant opening (DESIGN.md, "The grant"), three ways, chosen by the first byte:
+/// Grant opening (docs/DESIGN.md, "The grant"), three ways, chosen by the first byte:
 /// - 0: an arbitrary plaintext, correctly sealed with a fixed key, is opened and the result is
 ///   compared with an independent reading of the layout (reaches everything after authentication);
 /// - 1: an arbitrary `Grant` is sealed, then opened at and around its expiry;
@@ -82,7 +82,7 @@ enum GrantTarget {
             try GrantCodec.open(text, keys: keys, now: now, lifetime: lifetime)
         }
 
-        // The expected answer, in the order DESIGN.md lists the checks.
+        // The expected answer, in the order docs/DESIGN.md lists the checks.
         let expected: Result<Grant, GrantError>
         if plaintext.count < 9 || plaintext.count > 9 + GrantCodec.maximumTokenBytes || version != GrantCodec.version {
             expected = .failure(GrantError(.malformed))

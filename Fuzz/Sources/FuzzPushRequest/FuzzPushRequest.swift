@@ -3,7 +3,7 @@ import FuzzSupport
 import RelayCore
 import RelayCrypto
 
-/// `POST /v1/push` body validation: whatever `PushRequest.parse` accepts meets DESIGN.md's
+/// `POST /v1/push` body validation: whatever `PushRequest.parse` accepts meets docs/DESIGN.md's
 /// constraints, survives a JSON round trip unchanged, and builds an APNs payload that is valid
 /// JSON within APNs' 4096 bytes carrying `sealed` and `thread` verbatim. Whatever it refuses is
 /// `bad_request`.

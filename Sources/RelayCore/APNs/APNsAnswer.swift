@@ -1,6 +1,6 @@
 import Foundation
 
-/// What APNs answered to one push, and what the relay does about it (DESIGN.md, /v1/push table).
+/// What APNs answered to one push, and what the relay does about it (docs/DESIGN.md, "POST /v1/push").
 public struct APNsAnswer: Equatable, Sendable {
     public var status: Int
     /// The `reason` of an error body, if any.
@@ -54,7 +54,7 @@ public struct APNsAnswer: Equatable, Sendable {
         }
     }
 
-    /// A connection has seen a valid provider token once it answers anything but 403 (DESIGN.md,
+    /// A connection has seen a valid provider token once it answers anything but 403 (docs/DESIGN.md,
     /// "Details that are easy to get wrong"): until then APNs allows it one stream. The relay
     /// passes this to its HTTP/2 client as the rule that proves a new connection.
     public static func provesToken(status: Int) -> Bool { status != 403 }

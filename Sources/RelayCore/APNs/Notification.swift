@@ -1,4 +1,4 @@
-/// The APNs request for one push (DESIGN.md, "The APNs request"), minus the provider token,
+/// The APNs request for one push (docs/DESIGN.md, "The APNs request"), minus the provider token,
 /// which the transport adds.
 public struct Notification: Equatable, Sendable {
     /// `/3/device/<token, lowercase hex>`
@@ -44,7 +44,7 @@ public struct Notification: Equatable, Sendable {
         return out
     }
 
-    /// Appends a literal's bytes (appending a string's `utf8` view costs about 170 instructions, even a literal's).
+    /// Appends a literal's bytes (appending a string's `utf8` view goes through its index, even a literal's).
     private static func appendLiteral(_ literal: StaticString, to out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }

@@ -22,7 +22,7 @@ public struct ProviderCredentials: Sendable {
     }
 }
 
-/// One cached provider token per environment (DESIGN.md, "JWT"): refreshed before it is
+/// One cached provider token per environment (docs/DESIGN.md, "Provider token"): refreshed before it is
 /// 50 minutes old, never more often than once per 20 minutes, except after APNs answered
 /// ExpiredProviderToken.
 public final class ProviderToken: Sendable {

@@ -1,4 +1,4 @@
-/// Where the per-phone and per-address limits are counted (DESIGN.md, "Several instances"):
+/// Where the per-phone and per-address limits are counted (docs/DESIGN.md, "Several instances"):
 /// in this process's memory (the default), or in Redis, shared by every instance.
 public struct LimitsStore: Equatable, Sendable {
     public enum Kind: String, Sendable {

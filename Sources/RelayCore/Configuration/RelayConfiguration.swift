@@ -1,4 +1,4 @@
-/// The relay's configuration file (DESIGN.md, "Configuration"). Secrets never live here.
+/// The relay's configuration file (docs/DESIGN.md, "Configuration"). Secrets never live here.
 public struct RelayConfiguration: Equatable, Sendable {
     public var listen = ListenAddress(host: "127.0.0.1", port: 8787)
     public var grantLifetimeSeconds: UInt64 = 2_592_000
@@ -44,7 +44,7 @@ public struct RelayConfiguration: Equatable, Sendable {
         public var maxPushesInFlight = 8_192
         /// How long a stopping relay lets pushes finish.
         public var shutdownGraceSeconds = 10
-        /// Workers, each one event loop (DESIGN.md, worker model); by default one per core this process may use.
+        /// Workers, each one event loop (docs/DESIGN.md, "Worker model"); by default one per core this process may use.
         public var threads = Server.defaultThreads
         /// Keys each limiter remembers at most (about 150 bytes each); the least recently used go first.
         public var maxTrackedKeys = 200_000

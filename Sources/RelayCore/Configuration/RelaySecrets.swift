@@ -1,6 +1,6 @@
 import RelayCrypto
 
-/// The secrets (DESIGN.md, "Configuration"): APNs keys per environment, the team, relay keys.
+/// The secrets (docs/DESIGN.md, "Configuration"): APNs keys per environment, the team, relay keys.
 public struct RelaySecrets: Sendable {
     /// One environment's APNs signing identity.
     public struct APNsKey: Sendable {

@@ -1,7 +1,7 @@
 import ErrorCodes
 import RelayCrypto
 
-/// Seals and opens push grants (DESIGN.md, "The grant"):
+/// Seals and opens push grants (docs/DESIGN.md, "The grant"):
 /// `base64url(version | key_id | nonce | ciphertext | tag)`, AAD `version | key_id`,
 /// plaintext `environment | issued_at (u64 BE) | token`.
 public enum GrantCodec {

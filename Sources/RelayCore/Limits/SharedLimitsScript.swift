@@ -1,5 +1,5 @@
 /// The Lua script that keeps ``LimitWindow``'s fixed windows and blocks in Redis and decides each request of a call
-/// in turn (DESIGN.md, "Several instances"): its client address, and then, only if the address is admitted, its
+/// in turn (docs/DESIGN.md, "Several instances"): its client address, and then, only if the address is admitted, its
 /// phone. Several relays count one key together, atomically per call. A call carries the requests a worker's
 /// pipeline writes together (``RedisClient/RedisPipeline``): one script run, with one `TIME`, for all of them.
 ///

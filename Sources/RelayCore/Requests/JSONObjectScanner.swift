@@ -4,9 +4,9 @@
 /// It decides as `JSONDecoder` decoding a `Decodable` struct of `String` properties did: member names
 /// and values are compared after unescaping; any member of the object given twice, wanted or not,
 /// makes the body unacceptable (readers that keep the first and readers that keep the last would
-/// disagree on it; DESIGN.md, "Duplicates"); members not asked for may hold any JSON value; a wanted member that is not a string (`null` included) makes
+/// disagree on it; docs/DESIGN.md, "Duplicates"); members not asked for may hold any JSON value; a wanted member that is not a string (`null` included) makes
 /// the body unacceptable, as a type mismatch makes `JSONDecoder` throw. It is stricter in one way,
-/// the one DESIGN.md asks for (malformed JSON: 400): the whole body must be valid JSON in UTF-8
+/// the one docs/DESIGN.md asks for (malformed JSON: 400): the whole body must be valid JSON in UTF-8
 /// (RFC 8259: one object, optional surrounding whitespace, a leading UTF-8 byte order mark ignored,
 /// nesting at most 512 deep), where `JSONDecoder` lets malformed members it never reads pass
 /// (trailing commas, `01`, `1.`, unknown escapes, lone surrogates, control characters, bad UTF-8).

@@ -1,5 +1,5 @@
 /// One string member of a request body, with the sentences that name it when it is at fault
-/// (`detail` in DESIGN.md, "HTTP API"). Static text only: a detail never carries a value from the
+/// (`detail` in docs/DESIGN.md, "HTTP API"). Static text only: a detail never carries a value from the
 /// request, and the success path builds none.
 struct RequestField: Sendable {
     let missing: StaticString

@@ -1,6 +1,6 @@
 import ErrorCodes
 
-/// An answer the relay gives instead of success: an error code from DESIGN.md, its HTTP status,
+/// An answer the relay gives instead of success: an error code from docs/DESIGN.md, its HTTP status,
 /// and, for limits, when to try again. Every error answer is built from one of these, in one place.
 ///
 /// Two errors are equal when their code, `retryAfter` and `limit` are: `detail` is for people,
@@ -24,7 +24,7 @@ public struct RelayError: CodedError, Sendable {
         public static let overloaded = Code(rawValue: "overloaded")
         public static let notFound = Code(rawValue: "not_found")
         public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
-        /// A transfer coding other than `chunked` (DESIGN.md, "The HTTP front").
+        /// A transfer coding other than `chunked` (docs/DESIGN.md, "The HTTP front").
         public static let notImplemented = Code(rawValue: "not_implemented")
         /// An HTTP version other than 1.0 and 1.1.
         public static let versionNotSupported = Code(rawValue: "version_not_supported")
@@ -82,7 +82,7 @@ public struct RelayError: CodedError, Sendable {
         hasher.combine(limit)
     }
 
-    /// The HTTP status DESIGN.md assigns to this code.
+    /// The HTTP status docs/DESIGN.md assigns to this code.
     public var status: Int {
         switch code {
         case .badRequest, .environmentUnavailable: 400

@@ -7,7 +7,7 @@ import Testing
 
 /// The relay's APNs client on a real network path: the simulator in a network namespace of its
 /// own, reached through a veth pair and a delaying forwarder; faults made with iptables inside
-/// the namespace and with the forwarder (DESIGN.md, "Lifecycle"; issue 12).
+/// the namespace and with the forwarder (docs/DESIGN.md, "Lifecycle").
 @Suite(
     "APNs client on a real network", .serialized,
     .enabled(if: NetworkNamespace.available, Comment(rawValue: NetworkNamespace.unavailableReason ?? "")))
