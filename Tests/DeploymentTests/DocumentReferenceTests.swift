@@ -16,7 +16,8 @@ struct DocumentReferenceTests {
             broken += found.broken
         }
         #expect(checked > 100, "too few references found: the scan did not read the repository")
-        #expect(broken.isEmpty, "\(broken.count) broken references:\n\(broken.map(\.description).joined(separator: "\n"))")
+        let list = broken.map(\.description).joined(separator: "\n")
+        #expect(broken.isEmpty, "\(broken.count) broken references:\n\(list)")
     }
 
     /// The check itself, on made-up files: a missing document, a missing section and a section split over comment

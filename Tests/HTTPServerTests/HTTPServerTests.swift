@@ -117,6 +117,8 @@ struct HTTPServerTests {
             #expect(try other.readResponse().status == 200)
         }
 
+        // A deliberate pace, not a wait for anything: the answer comes from another thread while the client is
+        // already blocked reading, as a handler's later answer does. It must arrive whatever the delay.
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) {
             responder.respond(.json(202, #"{"late":true}"#))
         }

@@ -27,6 +27,8 @@ struct LaterHeadDecisionTests {
             try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try other.readResponse().status == 200)
         }
+        // A deliberate pace, not a wait for anything: the decision comes from another thread while the client is
+        // already blocked reading, as a handler's later decision does. The answer must come whatever the delay.
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
             pending.decide(.readBody(limit: 64))
         }

@@ -1,5 +1,6 @@
 import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Testing
 
 @Suite struct GrantRequestTests {
@@ -44,7 +45,7 @@ import Testing
     static let hex64 = String(repeating: "aB", count: 32)
 
     func body(grant: String = "g", sealed: String = sealed, id: String = hex64, thread: String = hex64) -> [UInt8] {
-        Array(#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(id)","thread":"\#(thread)"}"#.utf8)
+        PushBody.bytes(grant: grant, sealed: sealed, id: id, thread: thread)
     }
 
     @Test func valid() throws {

@@ -1,6 +1,7 @@
 import HTTPServer
 import RelayCore
 import RelayCrypto
+import RelayTestSupport
 import Synchronization
 import Testing
 
@@ -81,10 +82,9 @@ struct RelayHandlerFixture {
         connection: PeerMemo = PeerMemo()
     ) -> HTTPResponse {
         let sealed = Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount))
-        let id = String(repeating: "a", count: 64)
-        let body =
-            #"{"grant":""# + grant + #"","sealed":""# + sealed + #"","id":""# + id + #"","thread":""# + id + #""}"#
-        return send("POST", "/v1/push", body: Array(body.utf8), from: address, headers: headers, connection: connection)
+        return send(
+            "POST", "/v1/push", body: PushBody.bytes(grant: grant, sealed: sealed), from: address, headers: headers,
+            connection: connection)
     }
 }
 

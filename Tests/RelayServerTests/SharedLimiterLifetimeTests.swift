@@ -40,9 +40,8 @@ import Testing
                 keyID: 1, keys: keys)
             let client = try RawHTTPClient(port: relay.port)
             let sealed = Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount))
-            let id = String(repeating: "a", count: 64)
-            let body = #"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(id)","thread":"\#(id)"}"#
-            #expect(try client.request("POST", "/v1/push", body: Array(body.utf8)).error == "apns")
+            let body = PushBody.bytes(grant: grant, sealed: sealed)
+            #expect(try client.request("POST", "/v1/push", body: body).error == "apns")
             #expect(try client.request("GET", "/v1/nothing-here").status == 404)
         }
     }

@@ -40,9 +40,7 @@ import Testing
 
     /// A well-formed push body around `grant`.
     func pushBody(grant: String) -> [UInt8] {
-        let sealed = Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount))
-        let id = String(repeating: "a", count: 64)
-        return Array(#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(id)","thread":"\#(id)"}"#.utf8)
+        PushBody.bytes(grant: grant, sealed: Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount)))
     }
 
     func post(_ path: String, _ body: [UInt8], from address: String) throws -> RawHTTPClient.Response {

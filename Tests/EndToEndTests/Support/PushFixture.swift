@@ -75,7 +75,7 @@ final class PushFixture: Sendable {
     static func pushBody(grant: String, id: String = hex64(), thread: String = hex64(), sealed: String = sealed)
         -> [UInt8]
     {
-        Array(#"{"grant":"\#(grant)","sealed":"\#(sealed)","id":"\#(id)","thread":"\#(thread)"}"#.utf8)
+        PushBody.bytes(grant: grant, sealed: sealed, id: id, thread: thread)
     }
 
     func push(grant: String, id: String = hex64(), on connection: RawHTTPClient? = nil) throws
