@@ -1,4 +1,4 @@
-/// The one shape of the project's errors (swift-asn1's, STYLE.md): an opaque ``CodedError/code`` to decide by,
+/// The one shape of the project's errors (swift-asn1's): an opaque ``CodedError/code`` to decide by,
 /// a ``CodedError/reason`` for people, and equality by code only (a reason's wording never decides anything).
 ///
 /// A module's error adopts it with ``ErrorCode`` as its code and declares its codes as static members, so that a

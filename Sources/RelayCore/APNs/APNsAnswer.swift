@@ -55,7 +55,7 @@ public struct APNsAnswer: Equatable, Sendable {
     }
 
     /// A connection has seen a valid provider token once it answers anything but 403 (docs/DESIGN.md,
-    /// "Details that are easy to get wrong"): until then APNs allows it one stream. The relay
+    /// "The APNs request"): until then APNs allows it one stream. The relay
     /// passes this to its HTTP/2 client as the rule that proves a new connection.
     public static func provesToken(status: Int) -> Bool { status != 403 }
 
