@@ -103,6 +103,8 @@ let package = Package(
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
                 "ErrorCodes",
+                // `push`'s own client connection (a CA of the operator's beside the system's roots).
+                "COpenSSL", "ClientTLS", "Loop", "LoopTLS",
             ] + allocator,
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench); its delaying

@@ -1,16 +1,22 @@
-import Dispatch
+import ClientTLS
 import DuoRelayClient
 import Foundation
+import LoopTLS
 import RelayCrypto
-import Synchronization
+import RelayVersion
 
 /// `duo-relay push`: an operator's end-to-end check. Sends one push with random `sealed`, `id`
-/// and `thread` through a relay (with ``RelayClient``, as a channel would) and says what became
-/// of it. The app's extension cannot open the random content, so the phone may show the
-/// placeholder alert.
+/// and `thread` through a relay, as a channel would, and says what became of it. The app's extension cannot
+/// open the random content, so the phone may show the placeholder alert.
+///
+/// The request goes over the project's own client connection (LoopTLS over OpenSSL, the client the relay
+/// trusts APNs and Redis with), not URLSession: FoundationNetworking on Linux has no way to add a CA (no
+/// option, no server-trust challenge; libcurl is given the system bundle), and its errors cannot say whether
+/// a request was written before a time-out. The answer is read as DuoRelayClient reads it
+/// (``RelayAnswer``, ``PushOutcome``), so what this prints is what a channel is told.
 enum PushCommand {
     static let help = """
-        usage: duo-relay push --relay URL --grant GRANT [--timeout SECONDS]
+        usage: duo-relay push --relay URL --grant GRANT [--ca-file FILE] [--timeout SECONDS]
 
         Sends one push with random sealed, id and thread through the relay at URL, as a channel
         would, and prints what became of it, with the relay's HTTP status and the time it took
@@ -19,53 +25,151 @@ enum PushCommand {
           --relay URL            the relay's base URL, for example https://relay.example
           --grant GRANT          a grant from POST /v1/grant; "-" reads it from standard input
                                  (keeps it out of the process list and shell history)
+          --ca-file FILE         PEM CA certificates trusted beside the system's roots, for a relay
+                                 behind a TLS front whose certificate a private CA issued (https only)
           --timeout SECONDS      the call's deadline (default 15)
+
+        A failure before the request was written says where it happened (the relay's certificate
+        not trusted, the TLS handshake, no connection, the deadline) and that the push never reached
+        the relay: sending it again cannot duplicate it. Once the request is written, a failure (the
+        deadline, the connection lost) or an answer that leaves the outcome open (502, another 5xx)
+        says the push may or may not have been delivered.
         """
+
+    /// Where to send the request, read from `--relay` and `--ca-file`.
+    struct Target {
+        var host: String
+        var port: UInt16
+        var path: String
+        var https: Bool
+        var caFile: String?
+
+        /// `host[:port]` as the `Host` field and messages write it (an IPv6 address in brackets).
+        var authority: String {
+            let name = host.contains(":") ? "[\(host)]" : host
+            return port == (https ? 443 : 80) ? name : "\(name):\(port)"
+        }
+
+        init(relay text: String, caFile: String?) throws(UsageError) {
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                ["http", "https"].contains(scheme),
+                let host = url.host, !host.isEmpty
+            else { throw UsageError(problem: "--relay must be an http:// or https:// URL") }
+            https = scheme == "https"
+            if caFile != nil && !https {
+                throw UsageError(problem: "--ca-file is for an https:// relay; --relay is http://")
+            }
+            guard url.user == nil, url.password == nil, url.query == nil, url.fragment == nil else {
+                throw UsageError(problem: "--relay takes the relay's base URL, without user, query or fragment")
+            }
+            self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            guard let port = UInt16(exactly: url.port ?? (https ? 443 : 80)), port > 0 else {
+                throw UsageError(problem: "--relay has a port out of range")
+            }
+            self.port = port
+            // The push endpoint below the base URL, as RelayClient posts it.
+            var base = url.path
+            while base.hasSuffix("/") { base.removeLast() }
+            path = base + "/v1/push"
+            self.caFile = caFile
+        }
+    }
 
     static func run(_ arguments: [String]) -> Int32 {
         if arguments.contains("--help") {
             Output.standard(help)
             return 0
         }
-        let relay: URL
+        let target: Target
         var grant: String
-        let timeout: Duration
+        let timeoutMilliseconds: UInt64
         do throws(UsageError) {
-            try Usage.check(arguments, allowed: ["--relay", "--grant", "--timeout"])
+            try Usage.check(arguments, allowed: ["--relay", "--grant", "--timeout", "--ca-file"])
             guard let relayText = try Usage.option("--relay", in: arguments),
                 let grantText = try Usage.option("--grant", in: arguments)
             else { throw UsageError(problem: "push needs --relay URL and --grant GRANT") }
-            guard let url = URL(string: relayText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil
-            else { throw UsageError(problem: "--relay must be an http:// or https:// URL") }
-            relay = url
+            target = try Target(relay: relayText, caFile: try Usage.option("--ca-file", in: arguments))
             grant = grantText
             let seconds = try Usage.option("--timeout", in: arguments).map { Double($0) } ?? 15
             guard let seconds, seconds > 0, seconds <= 600 else {
                 throw UsageError(problem: "--timeout must be 0 to 600 seconds")
             }
-            timeout = .milliseconds(Int64(seconds * 1000))
+            timeoutMilliseconds = UInt64(seconds * 1000)
         } catch {
             return Usage.fail(error.problem)
+        }
+        var tls: ClientStream.TLS?
+        if target.https {
+            do {
+                tls = ClientStream.TLS(
+                    context: try TLSClientContext(extraCAFile: target.caFile, alpn: ["http/1.1"]),
+                    serverName: target.host)
+            } catch {
+                Output.error("duo-relay push: --ca-file: \(error.reason) (PEM certificates)")
+                return 1
+            }
         }
         if grant == "-" {
             grant = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces)
         }
         let push = RelayPush(
             sealed: Data(SecureRandom.bytes(count: RelayPush.sealedByteCount)), id: randomHex(), thread: randomHex())
-        let client = RelayClient(relay: relay, timeout: timeout, maxConnections: 1)
-        let (outcome, answer, elapsed) = wait { [grant] in
-            let started = ContinuousClock.now
-            let (outcome, answer) = await client.pushAnswered(push, grant: grant)
-            let elapsed = ContinuousClock.now - started
-            // Before the process exits: a URLSession still being torn down during exit was reported as leaking.
-            await client.close()
-            return (outcome, answer, elapsed)
+        let request = requestBytes(target, body: push.body(grant: grant))
+        let started = ContinuousClock.now
+        let result: PushExchange.Result
+        do {
+            result = try PushConnection.exchange(
+                host: target.host, port: target.port, tls: tls, request: request,
+                timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            Output.error("duo-relay push: \(error.reason)")
+            return 1
         }
+        let elapsed = ContinuousClock.now - started
         let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
-        let status = answer.map { "HTTP \($0.status)" } ?? "no HTTP answer"
-        Output.standard("push: " + describe(outcome) + " (\(status), \(milliseconds) ms)")
-        if case .delivered = outcome { return 0 }
+        switch result {
+        case .answered(let answer):
+            let outcome = PushOutcome(answer)
+            Output.standard("push: " + describe(outcome) + " (HTTP \(answer.status), \(milliseconds) ms)")
+            if case .delivered = outcome { return 0 }
+        case .failed(let failure):
+            Output.standard(
+                "push: " + describe(failure, target: target) + " (no HTTP answer, \(milliseconds) ms)")
+        }
         return 1
+    }
+
+    /// The request, framed as the relay's front expects (one request, then the connection closes).
+    static func requestBytes(_ target: Target, body: Data) -> [UInt8] {
+        let head =
+            "POST \(target.path) HTTP/1.1\r\nHost: \(target.authority)\r\nUser-Agent: duo-relay/\(RelayVersion.release)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + Array(body)
+    }
+
+    /// Where a push without an answer failed, and whether the relay may have it; never the grant.
+    static func describe(_ failure: PushExchange.Failure, target: Target) -> String {
+        let never = "; the push never reached the relay"
+        let open = "; the relay may have the push, so it may or may not have been delivered"
+        switch failure {
+        case .certificateNotTrusted(let reason):
+            let hint =
+                target.caFile == nil
+                ? " (a relay behind a private CA: give its CA with --ca-file)" : " (nor by --ca-file)"
+            return "refused by TLS: the certificate of \(target.authority) is not trusted: \(reason)\(hint)" + never
+        case .handshake(let reason):
+            return "refused by TLS: no TLS session with \(target.authority): \(reason)" + never
+        case .noConnection(let reason):
+            return "no connection to \(target.authority): \(reason)" + never
+        case .timedOutConnecting:
+            return "timed out before a connection to \(target.authority) was made" + never
+        case .timedOutAwaitingAnswer:
+            return "timed out waiting for the answer of \(target.authority)" + open
+        case .connectionLost(let reason):
+            return "the connection to \(target.authority) ended before an answer: \(reason)" + open
+        case .malformedAnswer(let reason):
+            return "\(target.authority) answered something other than HTTP: \(reason)" + open
+        }
     }
 
     /// What an operator reads; never the grant, `id` or `thread`.
@@ -78,27 +182,14 @@ enum PushCommand {
         case .retry(let after, let reason):
             "refused for now (\(reason)); retry after \(after.map { "\($0.components.seconds) s" } ?? "a while")"
         case .failed(let maybe):
-            maybe ? "no definite answer: APNs may or may not have it" : "could not reach the relay"
+            maybe
+                ? "no definite answer: the push may or may not have been delivered"
+                : "no definite answer: the push was not delivered"
         case .rejected(let detail): "rejected: \(detail)"
         }
     }
 
     private static func randomHex() -> String {
         SecureRandom.bytes(count: 32).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// Runs `body` on the concurrency pool and blocks this (main) thread until it returns.
-    private static func wait(
-        _ body: @escaping @Sendable () async -> (PushOutcome, RelayAnswer?, Duration)
-    ) -> (PushOutcome, RelayAnswer?, Duration) {
-        let result = Mutex<(PushOutcome, RelayAnswer?, Duration)?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let outcome = await body()
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 } ?? (.failed(mayHaveBeenDelivered: true), nil, .zero)
     }
 }

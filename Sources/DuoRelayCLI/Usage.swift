@@ -15,7 +15,7 @@ enum Usage {
                                   print a fresh relay key for RELAY_KEYS (--merge: added to FILE's keys)
           dev [--port N]          relay plus APNs simulator on loopback with throwaway keys (dev --help)
           apns-sim [options]      the APNs simulator alone (duo-relay apns-sim --help)
-          push --relay URL --grant G
+          push --relay URL --grant G [--ca-file FILE]
                                   send one test push through a relay, as a channel would
           version, --version      print the version
 

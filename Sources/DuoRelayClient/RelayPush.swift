@@ -19,8 +19,9 @@ public struct RelayPush: Sendable, Equatable {
         self.thread = thread
     }
 
-    /// The JSON body for `grant`.
-    func body(grant: String) -> Data {
+    /// The JSON body of `POST /v1/push` for `grant`, for a channel that posts it with an HTTP library of its
+    /// own (and reads the answer with ``RelayAnswer`` and ``PushOutcome``).
+    public func body(grant: String) -> Data {
         let object = ["grant": grant, "sealed": sealed.base64EncodedString(), "id": id, "thread": thread]
         // Four strings always serialize.
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()

@@ -1,0 +1,118 @@
+import DuoRelayClient
+import Foundation
+
+/// `duo-relay push`'s one request and its answer over one connection, as a pure machine: the shell
+/// (``PushConnection``) feeds it what the connection did and when the deadline passed, and it says when the
+/// exchange is over and how. It knows where a failure happened: before the connection was made (the push
+/// never reached the relay) or after the request was written (the relay may have it).
+struct PushExchange {
+    /// How far the exchange got.
+    enum Stage: Equatable {
+        /// Resolving, connecting, and with TLS handshaking: nothing of the request has left this host.
+        case connecting
+        /// Connected and the request written: the relay (or its front) may have it.
+        case awaitingAnswer
+        case finished
+    }
+
+    /// Where a failure happened, in the words `push` prints.
+    enum Failure: Equatable {
+        /// The relay's certificate did not verify against the roots (OpenSSL's reason).
+        case certificateNotTrusted(String)
+        /// The TLS handshake failed otherwise (no common protocol, a server that does not speak TLS).
+        case handshake(String)
+        /// No connection: the name did not resolve, or no address took the TCP connection.
+        case noConnection(String)
+        /// The deadline passed before a connection (with TLS, a TLS session) was made.
+        case timedOutConnecting
+        /// The deadline passed after the request was written, before a whole answer came.
+        case timedOutAwaitingAnswer
+        /// The connection ended after the request was written, before a whole answer came.
+        case connectionLost(String)
+        /// Bytes came back that are not an HTTP/1.1 answer.
+        case malformedAnswer(String)
+
+        /// False only when the request certainly never left this host.
+        var pushMayHaveArrived: Bool {
+            switch self {
+            case .certificateNotTrusted, .handshake, .noConnection, .timedOutConnecting: false
+            case .timedOutAwaitingAnswer, .connectionLost, .malformedAnswer: true
+            }
+        }
+    }
+
+    /// How the exchange ended.
+    enum Result: Equatable {
+        case answered(RelayAnswer)
+        case failed(Failure)
+    }
+
+    /// What went wrong with the connection, as the shell reports it.
+    enum ConnectionFailure: Equatable {
+        case resolve(String)
+        case connect(String)
+        case certificate(String)
+        case handshake(String)
+        /// The peer closed the connection (a FIN or TLS close_notify).
+        case closedByPeer
+        /// A reset, a failed read or write, a bad TLS record.
+        case lost(String)
+    }
+
+    private(set) var stage = Stage.connecting
+    private var reader = HTTP1AnswerReader()
+
+    /// The connection is open (TLS handshaken): the request is written now.
+    mutating func connected() {
+        if stage == .connecting { stage = .awaitingAnswer }
+    }
+
+    /// Answer bytes arrived. Returns the result once the exchange is over.
+    mutating func read(_ bytes: UnsafeRawBufferPointer) -> Result? {
+        guard stage == .awaitingAnswer else { return nil }
+        switch reader.read(bytes) {
+        case .needMore: return nil
+        case .complete(let answer): return finish(.answered(answer))
+        case .malformed(let reason): return finish(.failed(.malformedAnswer(reason)))
+        }
+    }
+
+    /// The connection failed or the peer closed it. Returns the result (an answer whose end is the close
+    /// completes with it).
+    mutating func failed(_ failure: ConnectionFailure) -> Result? {
+        switch stage {
+        case .finished:
+            return nil
+        case .connecting:
+            switch failure {
+            case .resolve(let reason), .connect(let reason), .lost(let reason):
+                return finish(.failed(.noConnection(reason)))
+            case .certificate(let reason): return finish(.failed(.certificateNotTrusted(reason)))
+            case .handshake(let reason): return finish(.failed(.handshake(reason)))
+            case .closedByPeer: return finish(.failed(.handshake("the server closed the connection")))
+            }
+        case .awaitingAnswer:
+            if failure == .closedByPeer, let answer = reader.endOfInput() { return finish(.answered(answer)) }
+            switch failure {
+            case .closedByPeer: return finish(.failed(.connectionLost("the server closed the connection")))
+            case .resolve(let reason), .connect(let reason), .certificate(let reason), .handshake(let reason),
+                .lost(let reason):
+                return finish(.failed(.connectionLost(reason)))
+            }
+        }
+    }
+
+    /// The call's deadline passed. Returns the result unless the exchange was already over.
+    mutating func deadlinePassed() -> Result? {
+        switch stage {
+        case .finished: nil
+        case .connecting: finish(.failed(.timedOutConnecting))
+        case .awaitingAnswer: finish(.failed(.timedOutAwaitingAnswer))
+        }
+    }
+
+    private mutating func finish(_ result: Result) -> Result {
+        stage = .finished
+        return result
+    }
+}
