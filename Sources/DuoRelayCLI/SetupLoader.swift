@@ -11,6 +11,8 @@ enum SetupLoader {
         /// `check --credentials-dir DIR`: the systemd credentials directory to read, in place of
         /// `$CREDENTIALS_DIRECTORY`.
         var credentialsDirectory: String?
+        /// The command takes `--credentials-dir` (`check`): its hints may name it.
+        var offersCredentialsDirectory = false
     }
 
     /// `--config FILE` (required) and, if `allowsCredentialsDirectory`, `--credentials-dir DIR`.
@@ -20,11 +22,41 @@ enum SetupLoader {
         guard let path = try Usage.option("--config", in: arguments) else {
             throw UsageError(problem: "--config FILE is required (the path is never guessed)")
         }
-        return Sources(configPath: path, credentialsDirectory: try Usage.option("--credentials-dir", in: arguments))
+        return Sources(
+            configPath: path, credentialsDirectory: try Usage.option("--credentials-dir", in: arguments),
+            offersCredentialsDirectory: allowsCredentialsDirectory)
     }
 
     /// Every problem of the configuration file and the secrets, as `check` reports them.
     static func check(_ sources: Sources) -> RelaySetup.Check {
+        let checked = checkFiles(sources)
+        guard sources.offersCredentialsDirectory else { return checked }
+        return RelaySetup.Check(
+            setup: checked.setup, configuration: checked.configuration, environments: checked.environments,
+            problems: checked.problems.map {
+                withCredentialsHint($0, secrets: environmentSecrets(credentialsDirectory: sources.credentialsDirectory))
+            })
+    }
+
+    /// `RELAY_KEYS` missing where no APNs key is given either, and no credentials directory is read: most likely
+    /// `check` runs by hand without the secrets a systemd unit loads as credentials, and the fix is
+    /// `--credentials-dir`, not a new key. The problem then says both.
+    static func withCredentialsHint(_ problem: ConfigurationError, secrets: SecretSource) -> ConfigurationError {
+        func absent(_ name: String) -> Bool {
+            do { return try secrets.value(name) == nil } catch { return false }
+        }
+        guard problem.code == .missing, problem.subject == "RELAY_KEYS",
+            (secrets.environment["CREDENTIALS_DIRECTORY"] ?? "").isEmpty,
+            APNsEnvironment.allCases.allSatisfy({ absent("APNS_KEY_" + $0.variableSuffix) })
+        else { return problem }
+        return ConfigurationError(
+            .missing, "RELAY_KEYS",
+            "is not set, and no APNs key is either: to check the secrets a systemd unit loads as credentials, give "
+                + "--credentials-dir DIR (the directory its LoadCredential= lines read from); for a first relay key, "
+                + "run `\(Invocation.command) keygen`")
+    }
+
+    private static func checkFiles(_ sources: Sources) -> RelaySetup.Check {
         let secrets = environmentSecrets(credentialsDirectory: sources.credentialsDirectory)
         var problems: [ConfigurationError] = []
         if let directory = sources.credentialsDirectory {

@@ -22,7 +22,8 @@ final class ClientCore: @unchecked Sendable {
     /// Completions that wait for `drain`.
     private var deliveries: [PoolStateMachine.Delivery] = []
     private var draining = false
-    /// Fails requests that waited in the pool's queue past their deadline.
+    /// Fails requests that waited in the pool's queue past their deadline, and gives waiting requests to a new
+    /// connection whose one request outlasted the pool's probe bound.
     private var queueTimer: LoopTimer?
     private var queueTimerDue: UInt64?
 
@@ -159,9 +160,10 @@ final class ClientCore: @unchecked Sendable {
         counters.retries.store(statistics.retries, ordering: .relaxed)
     }
 
-    /// Schedules the queue's timer for its earliest deadline, unless it is due before that already.
+    /// Schedules the queue's timer for its earliest deadline or probe bound, unless it is due before that already.
     private func armQueueTimer() {
-        guard let next = pool.earliestQueuedDeadline, !pool.isShutDown else { return }
+        let due = [pool.earliestQueuedDeadline, pool.nextProbeBound].compactMap { $0 }.min()
+        guard let next = due, !pool.isShutDown else { return }
         if let due = queueTimerDue, due <= next { return }
         let timer = queueTimer ?? LoopTimer(on: loop) { [self] in queueTimerFired() }
         queueTimer = timer
@@ -172,9 +174,13 @@ final class ClientCore: @unchecked Sendable {
 
     private func queueTimerFired() {
         queueTimerDue = nil
-        for request in pool.removeExpired(now: EventLoop.monotonicNanoseconds()) {
+        let now = EventLoop.monotonicNanoseconds()
+        for request in pool.removeExpired(now: now) {
             let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
             deliveries.append(.init(request: request, result: .failure(error)))
+        }
+        for assignment in pool.probesOutlasted(now: now) {
+            connections[assignment.connection]?.accept(assignment.request)
         }
         armQueueTimer()
         drain()

@@ -6,7 +6,10 @@
 /// Rules (DESIGN.md, "The APNs request" and "Lifecycle"):
 /// - A new connection carries one request at a time until an answer proves it (the client's
 ///   ``HTTP2ClientConfiguration/provesConnection``; for APNs, anything but 403); then up to
-///   `maxStreams` at once.
+///   `maxStreams` at once. That wait is bounded: once the connection is up and its one request has
+///   gone ``probeBound`` without an answer, the requests that wait for it are not held for the rest
+///   of that request's deadline: the connection's stream limit opens to them (the server's own
+///   limit still applies). A connection opened for suspects keeps its first request alone.
 /// - A request goes to the least-loaded connection with room; without one, or when even that one
 ///   carries ``spreadThreshold`` requests, a new connection is started if fewer than
 ///   `maxConnections` are live; else the request waits in the queue.
@@ -28,6 +31,9 @@ struct PoolStateMachine: Sendable {
     static let maxTries = 6
     /// Requests in flight on the least-loaded connection from which another connection is opened.
     static let spreadThreshold = 32
+    /// How long a new connection's one request may go unanswered before the requests waiting behind it are given
+    /// to the connection anyway (nanoseconds).
+    static let probeBound: UInt64 = 1_000_000_000
 
     enum Phase: Sendable, Equatable {
         /// New: one request at a time until a proving answer.
@@ -49,6 +55,8 @@ struct PoolStateMachine: Sendable {
         var forSuspects = false
         /// Opened after the latest GOAWAY (proving it ends the reconnect pacing).
         var afterGoaway = false
+        /// Since when, while probing and up, its request has waited for an answer (nil: none waits).
+        var probeSince: UInt64?
     }
 
     /// Where `submit` put a request.
@@ -145,12 +153,50 @@ struct PoolStateMachine: Sendable {
 
     private var liveCount: Int { slots.reduce(0) { $0 + ($1.phase == .retired ? 0 : 1) } }
 
-    private func capacity(_ slot: Slot) -> Int {
+    private func capacity(_ slot: Slot, now: UInt64) -> Int {
         switch slot.phase {
-        case .probing: 1
+        case .probing: Self.probeOutlasted(slot, now: now) ? maxStreams : 1
         case .open: maxStreams
         case .retired: 0
         }
+    }
+
+    /// A probing connection's request has gone ``probeBound`` unanswered: the connection takes more (not one opened
+    /// for suspects, whose first request must go alone).
+    private static func probeOutlasted(_ slot: Slot, now: UInt64) -> Bool {
+        guard !slot.forSuspects, let since = slot.probeSince else { return false }
+        return now &- since >= probeBound
+    }
+
+    /// Starts or ends the wait of slot `i`'s probe: it waits while the connection is up, probing and carries a
+    /// request; `restart` after an answer or failure (a new request is the probe now).
+    private mutating func trackProbe(_ i: Int, now: UInt64, restart: Bool = false) {
+        if slots[i].phase == .probing && slots[i].established && slots[i].assigned > 0 {
+            if restart || slots[i].probeSince == nil { slots[i].probeSince = now }
+        } else {
+            slots[i].probeSince = nil
+        }
+    }
+
+    /// When the earliest probe outlasts ``probeBound`` while requests wait for room (the caller's timer), or nil.
+    var nextProbeBound: UInt64? {
+        guard !queue.isEmpty else { return nil }
+        return slots.lazy.filter { $0.phase == .probing && !$0.forSuspects && $0.assigned < maxStreams }
+            .compactMap { $0.probeSince }
+            .min().map { $0 &+ Self.probeBound }
+    }
+
+    /// The timer of ``nextProbeBound`` fired: the requests waiting go to connections whose probe outlasted the
+    /// bound, while they have room.
+    mutating func probesOutlasted(now: UInt64) -> [Assignment] {
+        var assignments: [Assignment] = []
+        for i in slots.indices where slots[i].phase == .probing && Self.probeOutlasted(slots[i], now: now) {
+            while slots[i].assigned < capacity(slots[i], now: now), let next = queue.popFirst() {
+                slots[i].assigned += 1
+                assignments.append(Assignment(request: next, connection: slots[i].id))
+            }
+        }
+        return assignments
     }
 
     private func index(of id: Int) -> Int? { slots.firstIndex { $0.id == id } }
@@ -173,7 +219,7 @@ struct PoolStateMachine: Sendable {
     /// Puts a request on a connection with room, or a new one; nil when every connection is full.
     private mutating func placeOnConnection(_ request: PendingRequest, excluding: Int?, now: UInt64) -> Placement? {
         var best: Int?
-        for i in slots.indices where slots[i].id != excluding && slots[i].assigned < capacity(slots[i]) {
+        for i in slots.indices where slots[i].id != excluding && slots[i].assigned < capacity(slots[i], now: now) {
             // A suspect never shares a connection with traffic that was not refused beside it.
             if request.suspect && !slots[i].forSuspects { continue }
             if best == nil || slots[i].assigned < slots[best!].assigned { best = i }
@@ -185,6 +231,7 @@ struct PoolStateMachine: Sendable {
         }
         if let i = best {
             slots[i].assigned += 1
+            trackProbe(i, now: now)
             return .connection(id: slots[i].id)
         }
         if liveCount < maxConnections {
@@ -221,8 +268,11 @@ struct PoolStateMachine: Sendable {
         guard let i = index(of: id) else { return effects }
         slots[i].assigned -= report.results.count
         if report.established { slots[i].established = true }
+        // Up, or a request ended: the probe's wait starts now (or ends).
+        trackProbe(i, now: now, restart: !report.results.isEmpty)
         if report.proven && slots[i].phase == .probing {
             slots[i].phase = .open
+            slots[i].probeSince = nil
             if slots[i].afterGoaway {
                 goawayStreak = 0
                 pacedUntil = nil
@@ -283,12 +333,13 @@ struct PoolStateMachine: Sendable {
 
         if let i = index(of: id) {
             // Take waiting requests while this connection has room.
-            while slots[i].assigned < capacity(slots[i]) {
+            while slots[i].assigned < capacity(slots[i], now: now) {
                 let next = slots[i].forSuspects ? (suspects.popFirst() ?? queue.popFirst()) : queue.popFirst()
                 guard let next else { break }
                 slots[i].assigned += 1
                 effects.assignments.append(Assignment(request: next, connection: id))
             }
+            trackProbe(i, now: now)
         }
         // Replace retired connections while requests wait, suspects first.
         while liveCount < maxConnections, let next = suspects.popFirst() ?? queue.popFirst() {

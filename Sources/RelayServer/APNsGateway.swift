@@ -9,8 +9,8 @@ import class Foundation.FileManager
 /// Sends notifications to one APNs environment: the HTTP/2 client, the cached provider token,
 /// and what to do with APNs' answer (docs/DESIGN.md, "The APNs request").
 final class APNsGateway: Sendable {
-    /// Whether this environment has lately been able to deliver, for readiness.
-    enum Health: String, Sendable {
+    /// Whether this environment has lately been able to deliver: reported by `/readyz` and the metrics.
+    enum Health: String, Sendable, CaseIterable {
         /// Nothing sent yet: the key is loaded, no connection tried.
         case idle
         case ready
@@ -158,7 +158,17 @@ final class APNsGateway: Sendable {
         let sentAt = DispatchTime.now().uptimeNanoseconds
         client.send(request) { [self] result in
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - sentAt) / 1e9
-            guard case .success(let response) = result else {
+            let response: HTTP2Response
+            switch result {
+            case .success(let answered):
+                response = answered
+            case .failure(let error) where error.code == .shutdown:
+                // The relay stops (its grace has ended) or retired this gateway: not APNs' fault. A push never
+                // written to APNs was certainly not delivered (503 `overloaded`: send it again); one that was
+                // may have been (502 `apns`).
+                completion(.failure(error.mayHaveBeenProcessed ? .apns : RelayError(.overloaded, retryAfter: 1)))
+                return
+            case .failure:
                 metrics.apnsAnswer(
                     environment: environment.name, status: 0, reason: nil, seconds: seconds, worker: worker)
                 setHealth(.failing)
@@ -191,8 +201,8 @@ final class APNsGateway: Sendable {
         }
     }
 
-    /// While failing, asks APNs every few seconds whether this environment works again, so readiness
-    /// recovers without traffic (an instance out of rotation gets none). The probe names a device
+    /// While failing, asks APNs every few seconds whether this environment works again, so that its reported
+    /// state (`/readyz`'s body, the metrics, the alert on them) recovers without traffic. The probe names a device
     /// token that cannot exist: APNs answers 400 BadDeviceToken once connection and key are good,
     /// 403 if the key is refused, and nothing is ever delivered.
     func probeIfFailing() {

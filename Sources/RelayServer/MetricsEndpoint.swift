@@ -24,8 +24,7 @@ final class MetricsEndpoint: HTTPHandler {
             let text =
                 service.metrics.render(inFlight: service.inFlight, counters: extraCounters())
                 + (service.limitsStore?.renderMetrics() ?? "")
-                + "# HELP duo_relay_ready 1 while /readyz would answer 200 (APNs environments and limits usable).\n"
-                + "# TYPE duo_relay_ready gauge\nduo_relay_ready \(service.readinessState().ready ? 1 : 0)\n"
+                + Self.readiness(service.readinessState())
             return .respond(
                 HTTPResponse(
                     status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
@@ -45,6 +44,26 @@ final class MetricsEndpoint: HTTPHandler {
 
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
         RelayError.tooLarge.response(allow: Self.allow)
+    }
+
+    /// `duo_relay_ready` (what `/readyz` would answer) and each APNs environment's state, which `/readyz` reports
+    /// without letting it decide: an alert on the state pages for APNs where readiness must not.
+    static func readiness(_ readiness: RelayHTTPHandler.Readiness) -> String {
+        var out =
+            "# HELP duo_relay_ready 1 while /readyz would answer 200: this instance listens, has a configuration in"
+            + " force, is not draining and its limits are not unavailable (APNs' state does not count).\n"
+            + "# TYPE duo_relay_ready gauge\nduo_relay_ready \(readiness.ready ? 1 : 0)\n"
+            + "# HELP duo_relay_apns_environment_state 1 for each configured APNs environment's state now, as /readyz"
+            + " \"environments\" (idle: nothing sent yet; failing: the last exchange failed).\n"
+            + "# TYPE duo_relay_apns_environment_state gauge\n"
+        for (environment, health) in readiness.environments {
+            for state in APNsGateway.Health.allCases {
+                out +=
+                    #"duo_relay_apns_environment_state{environment="\#(environment.name)",state="\#(state.rawValue)"} "#
+                    + (state == health ? "1" : "0") + "\n"
+            }
+        }
+        return out
     }
 
     /// Every path here takes these methods.

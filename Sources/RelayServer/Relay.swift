@@ -333,8 +333,8 @@ public final class Relay: Sendable {
         stop()
     }
 
-    /// Graceful stop: stop accepting, let pushes finish within the grace period, answer the rest
-    /// with 503. Safe to call more than once and from any thread; returns when done.
+    /// Graceful stop: stop accepting, let pushes finish within the grace period, answer the rest (502 for a push
+    /// APNs may have, 503 for one never sent). Safe to call more than once and from any thread; returns when done.
     public func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else {
             // Another caller is stopping the relay: wait for it to finish, and pass the word on.
@@ -344,12 +344,16 @@ public final class Relay: Sendable {
         }
         stopRequested.signal()
         if let maintenance { try? maintenance.loop.performAndWait { maintenance.value.close() } }
+        service.beginDraining()
         server.quiesce()
         // Every worker closes its idle connections at once and each other one once its answer is written; the last
-        // close wakes this thread. When the grace period ends first, what still waits for APNs is answered 503
-        // `overloaded`, and those answers are written before the connections close.
+        // close wakes this thread. When the grace period ends first, the APNs clients stop: a push already written to
+        // APNs is answered 502 `apns` (APNs may have it), one never written 503 `overloaded`; what still waits for
+        // something else (the limits store) is answered 503 `overloaded`. Those answers are written before the
+        // connections close.
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         if !server.waitUntilDrained(until: grace) {
+            for gateway in service.current.gateways.values { gateway.shutdown() }
             server.answerWaiting { [service] route in service.abandoned(route: route) }
             _ = server.waitUntilDrained(until: .now() + .seconds(1))
         }
@@ -379,6 +383,14 @@ public final class Relay: Sendable {
         let config = setup.configuration
         // Said in the `reloaded:` line itself, by configuration key: a separate line is easy to miss.
         let decision = ReloadDecision(running: old.configuration, new: config)
+        // An environment's key and key id change together or not at all: half a change is refused whole.
+        for (environment, gateway) in old.gateways.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            guard let new = setup.secrets.credentials(environment),
+                let problem = APNsKeyChange.problem(running: gateway.token.signer, new: new, environment: environment)
+            else { continue }
+            Log.line("duo-relay: reload refused, keeping the running configuration and keys: \(problem)")
+            return
+        }
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
@@ -401,7 +413,9 @@ public final class Relay: Sendable {
         Log.line(
             "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
-                + setup.secrets.environments.map(\.name).joined(separator: ", ")
+                + setup.secrets.environments.map { environment in
+                    environment.name + " (key id " + (setup.secrets.credentials(environment)?.keyID ?? "") + ")"
+                }.joined(separator: ", ")
                 + (decision.needRestart.isEmpty
                     ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")))
     }

@@ -18,6 +18,8 @@ final class RelayHTTPHandler: HTTPHandler {
     /// The Redis limits store, when `limits_store.kind` is redis.
     let limitsStore: SharedLimitsStore?
     private let pushesInFlight = Atomic<Int>(0)
+    /// Set once a stop has begun: the instance no longer takes new connections, so it is not ready.
+    private let draining = Atomic<Bool>(false)
     private let sealFailureLogged = Atomic<Bool>(false)
     let metrics = Metrics()
 
@@ -51,6 +53,11 @@ final class RelayHTTPHandler: HTTPHandler {
     /// Switches to a new state (rotation); requests already past their state lookup finish with the old one.
     func replace(_ new: RelayState) {
         state.withLock { $0 = new }
+    }
+
+    /// The relay stops: from now on `/readyz` answers 503 `draining` until the process is gone.
+    func beginDraining() {
+        draining.store(true, ordering: .relaxed)
     }
 
     /// Pushes accepted and not yet answered.
@@ -182,25 +189,38 @@ final class RelayHTTPHandler: HTTPHandler {
         return HTTPResponse.json(200, #"{"status":"ok"}"#)
     }
 
-    /// Ready when every configured APNs environment has a key and has not been failing, and the
-    /// limits can be decided (`"limits"`: memory, shared, local, or unavailable with `refuse`).
+    /// Whether this instance can serve (DESIGN.md, "Also"): it listens, has a configuration in force (at least one
+    /// APNs environment with its key) and is not draining, and its limits are not `unavailable`. Each environment's
+    /// APNs state is in the body, but does not decide: APNs is shared by every instance, and an outage must not take
+    /// them all out of rotation at once.
     func readiness(worker: Int) -> HTTPResponse {
-        let (ready, states, limits) = readinessState()
+        let state = readinessState()
+        let status = state.ready ? "ready" : state.draining ? "draining" : "not_ready"
         let body =
-            #"{"status":""# + (ready ? "ready" : "not_ready") + #"","environments":{"#
-            + states.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",")
-            + #"},"limits":""# + limits + #""}"#
-        metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: ready ? "ok" : "not_ready", worker: worker)
-        return HTTPResponse.json(ready ? 200 : 503, body)
+            #"{"status":""# + status + #"","environments":{"#
+            + state.environments.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",")
+            + #"},"limits":""# + state.limits + #""}"#
+        metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: state.ready ? "ok" : "not_ready", worker: worker)
+        return HTTPResponse.json(state.ready ? 200 : 503, body)
     }
 
     /// What `/readyz` answers, without counting a request: also the `duo_relay_ready` gauge, so that
     /// an alert on readiness does not depend on something probing `/readyz`.
-    func readinessState() -> (ready: Bool, environments: [(APNsEnvironment, APNsGateway.Health)], limits: String) {
+    func readinessState() -> Readiness {
         let states = current.gateways.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value.health) }
         let limits = limitsStore?.health.rawValue ?? "memory"
-        let ready = !states.isEmpty && states.allSatisfy { $0.1 != .failing } && limits != "unavailable"
-        return (ready, states, limits)
+        let draining = draining.load(ordering: .relaxed)
+        let ready = !states.isEmpty && !draining && limits != "unavailable"
+        return Readiness(ready: ready, draining: draining, environments: states, limits: limits)
+    }
+
+    /// What decides `/readyz`, and what its body says.
+    struct Readiness {
+        var ready: Bool
+        var draining: Bool
+        /// Each configured APNs environment's state: reported, never deciding.
+        var environments: [(APNsEnvironment, APNsGateway.Health)]
+        var limits: String
     }
 
     private func grant(_ body: [UInt8], _ worker: Int) -> HTTPResponse {
@@ -336,8 +356,9 @@ final class RelayHTTPHandler: HTTPHandler {
         }
     }
 
-    /// The answer to a request still waiting when a stopping relay's grace period has ended: 503 `overloaded`
-    /// (counted in the first worker's metrics: the server's worker is not named, and it is the last count of a stop).
+    /// The answer to a request still waiting when a stopping relay's grace period has ended and its APNs clients
+    /// have answered theirs: it never reached APNs, so 503 `overloaded` (counted in the first worker's metrics: the
+    /// server's worker is not named, and it is the last count of a stop).
     func abandoned(route: Int) -> HTTPResponse {
         answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint, 0)
     }

@@ -52,9 +52,14 @@ import Testing
         // The ids, as relay.env gives them: not secrets.
         let ids = ["APNS_TEAM_ID": secrets.teamID, "APNS_KEY_ID_SANDBOX": secrets.keyID]
 
+        // Without the credentials, nothing secret is found: the hint names --credentials-dir, not only keygen.
         let blind = try CommandRun.run(["check", "--config", config], environment: ids)
         #expect(blind.status == 1)
         #expect(blind.standardError.contains("check failed: RELAY_KEYS: is not set"), "\(blind.output)")
+        #expect(
+            blind.standardError.contains(
+                "RELAY_KEYS: is not set, and no APNs key is either: to check the secrets a systemd unit loads as "
+                    + "credentials, give --credentials-dir DIR"), "\(blind.output)")
 
         let seeing = try CommandRun.run(
             ["check", "--config", config, "--credentials-dir", credentials.path], environment: ids)
@@ -82,6 +87,83 @@ import Testing
         for run in [blind, seeing, rotated, wrong] {
             for secret in secrets.secretStrings { #expect(!run.output.contains(secret)) }
         }
+    }
+
+    /// The `--credentials-dir` hint only where it is the likely fix: an APNs key given (so the secrets are not all
+    /// elsewhere) leaves RELAY_KEYS's hint at keygen; a credentials directory that lacks a file names the path read;
+    /// a `NAME_FILE` naming a missing file names it too.
+    @Test func checkNamesWhereASecretWasLookedFor() throws {
+        let secrets = TestSecrets()
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("relay.json").path
+        try RelayProcess.config().write(toFile: config, atomically: true, encoding: .utf8)
+        var withKey = secrets.environment
+        withKey["RELAY_KEYS"] = nil
+        let keygen = try CommandRun.run(["check", "--config", config], environment: withKey)
+        #expect(keygen.status == 1)
+        let line = keygen.standardError.split(separator: "\n").first { $0.contains("RELAY_KEYS") } ?? ""
+        #expect(line.hasPrefix("check failed: RELAY_KEYS: is not set: run `"), "\(keygen.output)")
+        #expect(!line.contains("--credentials-dir"), "\(line)")
+
+        // A credentials directory with only the APNs key: the missing RELAY_KEYS file is named by its path.
+        let credentials = directory.appendingPathComponent("credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try secrets.apnsKey.pemRepresentation.write(
+            to: credentials.appendingPathComponent("APNS_KEY_SANDBOX"), atomically: true, encoding: .utf8)
+        let ids = ["APNS_TEAM_ID": secrets.teamID, "APNS_KEY_ID_SANDBOX": secrets.keyID]
+        let missingFile = try CommandRun.run(
+            ["check", "--config", config, "--credentials-dir", credentials.path], environment: ids)
+        #expect(missingFile.status == 1)
+        #expect(
+            missingFile.standardError.contains(
+                "check failed: RELAY_KEYS: is not set (no credential file \(credentials.path)/RELAY_KEYS): run `"),
+            "\(missingFile.output)")
+
+        // RELAY_KEYS_FILE naming a file that is not there: the path is named.
+        var withFile = secrets.environment
+        withFile["RELAY_KEYS"] = nil
+        let absent = directory.appendingPathComponent("no-such-relay-keys").path
+        withFile["RELAY_KEYS_FILE"] = absent
+        let unreadable = try CommandRun.run(["check", "--config", config], environment: withFile)
+        #expect(unreadable.status == 1)
+        #expect(
+            unreadable.standardError.contains(
+                "check failed: RELAY_KEYS_FILE: names a file that cannot be read: \(absent)"), "\(unreadable.output)")
+        for run in [keygen, missingFile, unreadable] {
+            for secret in secrets.secretStrings { #expect(!run.output.contains(secret)) }
+        }
+    }
+
+    /// The summary says where the relay will be scraped and which APNs origins and CAs it will trust.
+    @Test func theSummaryNamesMetricsTheAPNsOriginsAndTheCAFile() throws {
+        let secrets = TestSecrets()
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("relay.json").path
+        try RelayProcess.config().write(toFile: config, atomically: true, encoding: .utf8)
+        let plain = try CommandRun.run(["check", "--config", config], environment: secrets.environment)
+        #expect(plain.status == 0, "\(plain.output)")
+        #expect(plain.standardOutput.contains("\nmetrics: none (metrics_listen not set)\n"), "\(plain.output)")
+        #expect(
+            plain.standardOutput.contains(
+                "\napns origins: sandbox https://api.sandbox.push.apple.com; trusted CAs: the system's (no "
+                    + "apns.ca_file)\n"), "\(plain.output)")
+
+        var both = secrets
+        both.environments = ["SANDBOX", "PRODUCTION"]
+        try RelayProcess.config(
+            extra: #""metrics_listen":"127.0.0.1:9787""#,
+            apns: #""sandbox_origin":"https://127.0.0.1:2197","ca_file":"\#(TestPKI.shared.caFile)""#
+        ).write(toFile: config, atomically: true, encoding: .utf8)
+        let configured = try CommandRun.run(["check", "--config", config], environment: both.environment)
+        #expect(configured.status == 0, "\(configured.output)")
+        #expect(
+            configured.standardOutput.contains("\nmetrics: 127.0.0.1:9787 (metrics_listen)\n"), "\(configured.output)")
+        #expect(
+            configured.standardOutput.contains(
+                "\napns origins: sandbox https://127.0.0.1:2197, production https://api.push.apple.com; trusted CAs: "
+                    + "the system's and apns.ca_file \(TestPKI.shared.caFile)\n"), "\(configured.output)")
     }
 
     /// An APNs key in the SEC1 form (`openssl ec` output, "BEGIN EC PRIVATE KEY") is accepted by check and serve

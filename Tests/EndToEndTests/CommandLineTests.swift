@@ -151,7 +151,7 @@ import Testing
         let config = directory.appendingPathComponent("relay.json").path
         try RelayProcess.config().write(toFile: config, atomically: true, encoding: .utf8)
         let check = try run(["check", "--config", config])
-        let hint = try #require(check.standardError.firstMatch(of: #/RELAY_KEYS: is not set: run `([^`]+)`/#)).1
+        let hint = try #require(check.standardError.firstMatch(of: #/RELAY_KEYS: is not set[^`]*run `([^`]+)`/#)).1
         #expect(hint.hasPrefix("/"), "\(hint)")
         let made = try CommandRun.run(["/bin/sh", "-c", String(hint)], shell: [:])
         #expect(made.status == 0, "\(made.output)")

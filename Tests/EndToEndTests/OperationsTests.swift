@@ -196,51 +196,70 @@ import Testing
         for _ in 0..<5 { #expect(try fixture.push(grant: grant).status == 200) }
     }
 
-    @Test func readinessFollowsAPNsAndRecoversWithoutTraffic() throws {
+    /// Readiness is the instance's (DESIGN.md, "Also"): APNs failing stays in the body, never in the status, and its
+    /// state recovers without traffic.
+    @Test func readinessStaysWhileAPNsFailsAndItsStateRecoversWithoutTraffic() throws {
         let fixture = try PushFixture(apnsConfig: #""timeout_ms":1000"#)
         let connection = try fixture.relay.connect()
         #expect(try connection.request("GET", "/readyz").status == 200)
         let grant = try fixture.grant(token: randomToken(), on: connection)
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
-        // APNs goes away: pushes answer 502 and the instance reports not ready.
+        // APNs goes away: pushes answer 502, the body says the environment is failing, the instance stays ready.
         fixture.simulator.stop()
         #expect(try fixture.push(grant: grant, on: connection).status == 502)
         let down = try connection.request("GET", "/readyz")
-        #expect(down.status == 503)
+        #expect(down.status == 200)
+        #expect(down.json?["status"] as? String == "ready")
         #expect((down.json?["environments"] as? [String: String])?["sandbox"] == "failing")
+        // Grants are still minted.
+        #expect(try fixture.grant(token: randomToken(), on: connection).count > 20)
         // APNs comes back; with no push at all, the relay notices by itself.
         let revived = try APNsSimulator(configuration: fixture.simulatorConfiguration)
         defer { revived.stop() }
-        try Poll.wait(for: "the relay ready", within: .seconds(15)) {
-            (try? connection.request("GET", "/readyz").status) == 200
+        try Poll.wait(for: "the environment ready", within: .seconds(15)) {
+            let body = try? connection.request("GET", "/readyz").json
+            return (body?["environments"] as? [String: String])?["sandbox"] == "ready"
         }
         #expect(revived.delivered.isEmpty)
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
     }
 
-    /// `duo_relay_ready` says what `/readyz` would, read at each scrape: an alert on it
-    /// (DuoRelayNotReady) fires where nothing probes `/readyz`. Nothing here asks `/readyz`.
-    @Test func readinessGaugeFollowsAPNsWithoutAProbe() throws {
+    /// `duo_relay_ready` says what `/readyz` would, and `duo_relay_apns_environment_state` each environment's state,
+    /// read at each scrape: the alerts on them (DuoRelayNotReady, DuoRelayAPNsEnvironmentFailing) fire where nothing
+    /// probes `/readyz`. Nothing here asks `/readyz`.
+    @Test func readinessAndEnvironmentGaugesWithoutAProbe() throws {
         let fixture = try PushFixture(
             relayConfig: Self.limits + #","metrics_listen":"127.0.0.1:0""#, apnsConfig: #""timeout_ms":1000"#)
         let metricsPort = try #require(
             fixture.relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
                 .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
-        func ready() throws -> String? {
+        func gauges() throws -> [String] {
             let text = try RawHTTPClient(port: metricsPort).request("GET", "/metrics").text
             #expect(text.contains("# TYPE duo_relay_ready gauge"))
-            return text.split(separator: "\n").first { $0.hasPrefix("duo_relay_ready ") }.map(String.init)
+            #expect(text.contains("# TYPE duo_relay_apns_environment_state gauge"))
+            return text.split(separator: "\n").map(String.init).filter {
+                $0.hasPrefix("duo_relay_ready ") || $0.hasPrefix("duo_relay_apns_environment_state{")
+            }
         }
+        func state(_ state: String) -> String {
+            #"duo_relay_apns_environment_state{environment="sandbox",state="\#(state)"} "#
+        }
+        #expect(
+            try gauges() == ["duo_relay_ready 1", state("idle") + "1", state("ready") + "0", state("failing") + "0"])
         let connection = try fixture.relay.connect()
         let grant = try fixture.grant(token: randomToken(), on: connection)
         #expect(try fixture.push(grant: grant, on: connection).status == 200)
-        #expect(try ready() == "duo_relay_ready 1")
+        #expect(
+            try gauges() == ["duo_relay_ready 1", state("idle") + "0", state("ready") + "1", state("failing") + "0"])
         fixture.simulator.stop()
         #expect(try fixture.push(grant: grant, on: connection).status == 502)
-        #expect(try ready() == "duo_relay_ready 0")
+        #expect(
+            try gauges() == ["duo_relay_ready 1", state("idle") + "0", state("ready") + "0", state("failing") + "1"])
         let revived = try APNsSimulator(configuration: fixture.simulatorConfiguration)
         defer { revived.stop() }
-        try Poll.wait(for: "the gauge back at 1", within: .seconds(15)) { (try? ready()) == "duo_relay_ready 1" }
+        try Poll.wait(for: "the environment ready again", within: .seconds(15)) {
+            (try? gauges()) == ["duo_relay_ready 1", state("idle") + "0", state("ready") + "1", state("failing") + "0"]
+        }
         let text = try RawHTTPClient(port: metricsPort).request("GET", "/metrics").text
         #expect(!text.contains(#"endpoint="readyz""#), "something asked /readyz")
     }
@@ -320,6 +339,63 @@ import Testing
         #expect(try fixture.push(grant: grant).status == 200)
         let keyIDs = fixture.waitForDeliveries(2).map(\.keyID)
         #expect(keyIDs == ["TESTKEY001", "NEWKEY0002"])
+        let reloaded = fixture.relay.standardError.split(separator: "\n").filter { $0.contains("reloaded: ") }
+        #expect(reloaded.count == 1)
+        #expect(reloaded.first?.hasSuffix("environments sandbox (key id NEWKEY0002)") == true, "\(reloaded)")
+    }
+
+    /// An APNs key and its id change together or the reload is refused (DESIGN.md, "Lifecycle"): a new key under
+    /// the running id, or the running key under a new id, would make APNs refuse every push. The refusal names the
+    /// environment, and the running key keeps delivering; a whole change afterwards is taken.
+    @Test(arguments: ["new key under the old id", "new id with the old key"])
+    func sighupRefusesAnAPNsKeyAndIdThatDoNotChangeTogether(_ change: String) throws {
+        let secrets = TestSecrets()
+        let newKey = P256.Signing.PrivateKey()
+        let directory = try RelayProcess.temporaryDirectory()
+        let keyFile = directory.appendingPathComponent("apns.p8").path
+        try secrets.apnsKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let idFile = directory.appendingPathComponent("apns.id").path
+        try secrets.keyID.write(toFile: idFile, atomically: true, encoding: .utf8)
+        let fixture = try PushFixture(
+            relayConfig: Self.limits, secrets: secrets,
+            simulatorKeys: [secrets.keyID: secrets.apnsKey.publicKey, "NEWKEY0002": newKey.publicKey],
+            relayEnvironment: [
+                "APNS_KEY_SANDBOX": "", "APNS_KEY_SANDBOX_FILE": keyFile, "APNS_KEY_ID_SANDBOX": "",
+                "APNS_KEY_ID_SANDBOX_FILE": idFile,
+            ])
+        let grant = try fixture.grant(token: randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        let variable: String
+        if change == "new key under the old id" {
+            try newKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            variable = "APNS_KEY_SANDBOX: sandbox: a new key under the running key id TESTKEY001"
+        } else {
+            try "NEWKEY0002".write(toFile: idFile, atomically: true, encoding: .utf8)
+            variable = "APNS_KEY_ID_SANDBOX: sandbox: a new key id NEWKEY0002 with the running key (id TESTKEY001)"
+        }
+        fixture.relay.signal(SIGHUP)
+        try Poll.wait(for: "\"reload refused\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reload refused")
+        }
+        let refused = fixture.relay.standardError.split(separator: "\n").filter { $0.contains("reload refused") }
+        #expect(refused.count == 1)
+        #expect(
+            refused.first?.contains("keeping the running configuration and keys: " + variable) == true, "\(refused)")
+        #expect(!fixture.relay.standardError.contains("reloaded: "))
+        // The running key keeps delivering, with the running id.
+        #expect(try fixture.push(grant: grant).status == 200)
+        #expect(try fixture.push(grant: grant).status == 200)
+        #expect(fixture.waitForDeliveries(3).map(\.keyID) == ["TESTKEY001", "TESTKEY001", "TESTKEY001"])
+        // Key and id changed together: taken.
+        try newKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try "NEWKEY0002".write(toFile: idFile, atomically: true, encoding: .utf8)
+        fixture.relay.signal(SIGHUP)
+        try Poll.wait(for: "\"reloaded\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reloaded: ")
+        }
+        #expect(fixture.relay.standardError.contains("environments sandbox (key id NEWKEY0002)"))
+        #expect(try fixture.push(grant: grant).status == 200)
+        #expect(fixture.waitForDeliveries(4).last?.keyID == "NEWKEY0002")
     }
 
     @Test func privacyAcrossAFullScenario() throws {

@@ -95,31 +95,54 @@ import Testing
         fixture.relay.signal(SIGTERM)
         let results = concurrently(40) { index -> Int in try connections[index].readResponse().status }
         let statuses = results.compactMap { try? $0.get() }
-        // Every request sent before the stop got a definite answer: delivered, or 503 if the grace ended.
+        // Every request sent before the stop got an answer: delivered, or (all forty were at APNs) 502 if the grace
+        // ended first.
         #expect(statuses.count == 40)
-        #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 })
+        #expect(statuses.allSatisfy { $0 == 200 || $0 == 502 })
         #expect(try fixture.relay.waitForExit() == 0)
         #expect(fixture.relay.standardError.contains("stopped"))
         // No longer accepting.
         #expect(throws: (any Error).self) { _ = try fixture.relay.connect().request("GET", "/healthz") }
     }
 
-    @Test func graceEndingEarlyAnswers503() throws {
-        let fixture = try PushFixture(relayConfig: Self.generousLimits + #","server":{"shutdown_grace_s":1}"#)
+    /// At the end of the grace (DESIGN.md, "Lifecycle"): a push already sent to APNs answers 502 `apns` (APNs may
+    /// have it); one never sent answers 503 `overloaded` (nothing was sent: send it again).
+    @Test func graceEndAnswers502ForAPushSentAnd503ForOneNeverSent() throws {
+        // One worker, one APNs connection, one stream at a time: the second push waits on the relay.
+        let fixture = try PushFixture(
+            relayConfig: Self.generousLimits
+                + #","metrics_listen":"127.0.0.1:0","server":{"shutdown_grace_s":1,"threads":1}"#,
+            apnsConfig: #""max_connections":1"#, maxConcurrentStreams: 1)
+        let metricsPort = try #require(
+            fixture.relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
+                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
         let grant = try fixture.grant(token: randomToken())
+        // Proves the connection (past its first stream) before the stall.
         #expect(try fixture.push(grant: grant).status == 200)
         fixture.simulator.setDefaultFault(.stall)
         let before = fixture.simulator.statistics.requests
-        let connection = try fixture.relay.connect()
-        try connection.send(
-            RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
+        let sent = try fixture.relay.connect()
+        try sent.send(RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
         try Poll.wait(for: "the push stalled at APNs", within: .seconds(10)) {
             fixture.simulator.statistics.requests > before
         }
+        let waiting = try fixture.relay.connect()
+        try waiting.send(
+            RawHTTPClient.encode("POST", "/v1/push", body: PushFixture.pushBody(grant: grant), headers: [:]))
+        try Poll.wait(for: "both pushes in flight", within: .seconds(10)) {
+            let text = (try? RawHTTPClient(port: metricsPort).request("GET", "/metrics").text) ?? ""
+            return text.contains("duo_relay_pushes_in_flight 2\n")
+        }
+        #expect(fixture.simulator.statistics.requests == before + 1, "the second push reached APNs")
         fixture.relay.signal(SIGINT)
-        let response = try connection.readResponse()
-        #expect(response.status == 503)
-        #expect(response.error == "overloaded")
+        let atAPNs = try sent.readResponse()
+        #expect(atAPNs.status == 502)
+        #expect(atAPNs.error == "apns")
+        let neverSent = try waiting.readResponse()
+        #expect(neverSent.status == 503)
+        #expect(neverSent.error == "overloaded")
+        #expect(neverSent.header("retry-after") == "1")
+        #expect(fixture.simulator.statistics.requests == before + 1)
         #expect(try fixture.relay.waitForExit() == 0)
     }
 
@@ -267,8 +290,10 @@ import Testing
             // Wall-clock: a separate relay process and its real-time APNs deadline; generous margin.
             #expect(Date().timeIntervalSince(start) < 3.5)
         }
+        // The environment is failing; the instance still serves (its readiness is its own, not APNs').
         let ready = try connection.request("GET", "/readyz")
-        #expect(ready.status == 503)
+        #expect(ready.status == 200)
+        #expect((ready.json?["environments"] as? [String: String])?["sandbox"] == "failing")
         withExtendedLifetime(keepAlive) {}
     }
 }

@@ -63,6 +63,60 @@ struct PoolStateMachineTests {
         #expect(pool.submit(Self.request(), now: Self.t0) == .connection(id: 1))
     }
 
+    /// DESIGN.md, "The APNs request": a new connection's one stream is bounded. Its first request unanswered for
+    /// `probeBound` once the connection is up no longer holds the requests queued behind it.
+    @Test func aStalledFirstRequestHoldsTheQueueOnlyForTheProbeBound() {
+        var pool = Pool(maxConnections: 1, maxStreams: 100)
+        let (a, b, c) = (Self.request(), Self.request(), Self.request())
+        #expect(pool.submit(a, now: Self.t0) == .newConnection(id: 1, notBefore: nil))
+        #expect(pool.submit(b, now: Self.t0) == .queued)
+        // Connecting takes 3 s: the bound counts from the connection being up, when `a` is sent.
+        let up = Self.t0 + 3 * Self.second
+        #expect(pool.nextProbeBound == nil)
+        var effects = pool.finish(connection: 1, report: Pool.Report(established: true), now: up)
+        #expect(effects.assignments.isEmpty)
+        #expect(pool.nextProbeBound == up + Pool.probeBound)
+        #expect(pool.submit(c, now: up + 500 * Self.millisecond) == .queued)
+        #expect(pool.probesOutlasted(now: up + Pool.probeBound - Self.millisecond).isEmpty)
+        // A second without an answer: b and c go to the connection (its server's own limit still applies).
+        let outlasted = pool.probesOutlasted(now: up + Pool.probeBound)
+        #expect(outlasted.map(\.connection) == [1, 1])
+        #expect(outlasted.map { $0.request === b } == [true, false])
+        #expect(outlasted.map { $0.request === c } == [false, true])
+        #expect(pool.nextProbeBound == nil)
+        #expect(pool.queue.isEmpty)
+        // Later requests go there at once, without waiting for `a`.
+        #expect(pool.submit(Self.request(), now: up + 2 * Self.second) == .connection(id: 1))
+        // `a` is answered at last and proves the connection: open, as without the bound.
+        effects = pool.finish(
+            connection: 1, report: Pool.Report(results: [Self.answered(a)], established: true, proven: true),
+            now: up + 3 * Self.second)
+        #expect(effects.deliveries.count == 1)
+        #expect(pool.slots.first?.phase == .open)
+    }
+
+    @Test func theProbesWaitRestartsWithEachAnswerAndCountsOnlyWhileRequestsWait() {
+        var pool = Pool(maxConnections: 1, maxStreams: 100)
+        let (a, b) = (Self.request(), Self.request())
+        _ = pool.submit(a, now: Self.t0)
+        _ = pool.finish(connection: 1, report: Pool.Report(established: true), now: Self.t0)
+        // Nothing waits: no timer is needed.
+        #expect(pool.nextProbeBound == nil)
+        #expect(pool.submit(b, now: Self.t0 + 200 * Self.millisecond) == .queued)
+        #expect(pool.nextProbeBound == Self.t0 + Pool.probeBound)
+        // 403 does not prove the connection; b is the probe now, and its own second starts.
+        let answeredAt = Self.t0 + 600 * Self.millisecond
+        let effects = pool.finish(
+            connection: 1, report: Pool.Report(results: [Self.answered(a, 403)], established: true), now: answeredAt)
+        #expect(Self.given(to: 1, effects).map { $0 === b } == [true])
+        #expect(pool.submit(Self.request(), now: answeredAt) == .queued)
+        #expect(pool.nextProbeBound == answeredAt + Pool.probeBound)
+        #expect(pool.probesOutlasted(now: Self.t0 + Pool.probeBound).isEmpty)
+        #expect(pool.probesOutlasted(now: answeredAt + Pool.probeBound).count == 1)
+        // A request arriving after the bound passed goes straight to the connection.
+        #expect(pool.submit(Self.request(), now: answeredAt + Pool.probeBound) == .connection(id: 1))
+    }
+
     @Test func aBusyConnectionGetsCompanyUpToTheLimit() {
         var pool = Self.provenPool(requests: (0..<Pool.spreadThreshold).map { _ in Self.request() })
         #expect(pool.submit(Self.request(), now: Self.t0) == .newConnection(id: 2, notBefore: nil))

@@ -53,6 +53,9 @@ public final class ProviderToken: Sendable {
         self.clock = clock
     }
 
+    /// The key, key id and team this signs with.
+    public var signer: ProviderCredentials { credentials.withLock { $0 } }
+
     /// How many tokens have been signed.
     public var refreshes: Int { refreshCount.load(ordering: .relaxed) }
 

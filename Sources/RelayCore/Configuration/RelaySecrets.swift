@@ -56,7 +56,8 @@ public struct RelaySecrets: Sendable {
         var relayKeys: RelayKeys?
         problems.attempt { () throws(ConfigurationError) in
             guard let relayKeysText = try source.value("RELAY_KEYS") else {
-                throw ConfigurationError(.missing, "RELAY_KEYS", "is not set: run `\(keygen)` to make a key")
+                throw ConfigurationError(
+                    .missing, "RELAY_KEYS", source.notSet("RELAY_KEYS") + ": run `\(keygen)` to make a key")
             }
             relayKeys = try parseRelayKeys(relayKeysText, keygen: keygen)
         }
@@ -80,7 +81,7 @@ public struct RelaySecrets: Sendable {
         var teamID: String?
         problems.attempt { () throws(ConfigurationError) in
             guard let value = try source.value("APNS_TEAM_ID") else {
-                throw ConfigurationError(.missing, "APNS_TEAM_ID", "is not set")
+                throw ConfigurationError(.missing, "APNS_TEAM_ID", source.notSet("APNS_TEAM_ID"))
             }
             guard isAppleIdentifier(value) else {
                 throw ConfigurationError(.invalid, "APNS_TEAM_ID", "must be 10 characters of A-Z and 0-9")
@@ -123,9 +124,11 @@ public struct RelaySecrets: Sendable {
         case (nil, nil):
             return nil
         case (.some, nil):
-            throw ConfigurationError(.missing, idName, "is not set, but \(keyName) is: give both or neither")
+            throw ConfigurationError(
+                .missing, idName, source.notSet(idName) + ", but \(keyName) is: give both or neither")
         case (nil, .some):
-            throw ConfigurationError(.missing, keyName, "is not set, but \(idName) is: give both or neither")
+            throw ConfigurationError(
+                .missing, keyName, source.notSet(keyName) + ", but \(idName) is: give both or neither")
         case (.some(let pem), .some(let id)):
             let idIsValid = isAppleIdentifier(id)
             let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)

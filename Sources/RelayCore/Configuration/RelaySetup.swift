@@ -89,9 +89,14 @@ public struct RelaySetup: Sendable {
         let config = configuration
         return [
             "listen: \(config.listen)",
+            "metrics: " + (config.metricsListen.map { "\($0) (metrics_listen)" } ?? "none (metrics_listen not set)"),
             "topic: \(config.apns.topic)",
             "environments: "
                 + secrets.environments.map { "\($0) (key id \(secrets.apnsKeys[$0]!.keyID))" }.joined(separator: ", "),
+            "apns origins: "
+                + secrets.environments.map { "\($0) \(config.apns.origin($0))" }.joined(separator: ", ")
+                + "; trusted CAs: the system's"
+                + (config.apns.caFile.map { " and apns.ca_file " + $0 } ?? " (no apns.ca_file)"),
             "team: \(secrets.teamID)",
             "relay keys: " + secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID)",

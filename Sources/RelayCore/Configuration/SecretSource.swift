@@ -53,11 +53,18 @@ public struct SecretSource: Sendable {
         return scalars.isEmpty ? nil : String(scalars)
     }
 
+    /// "is not set", and where a credential for `name` was looked for: the file's path in the credentials directory,
+    /// when one is given (a path is not a secret), so that a file missing there is named.
+    public func notSet(_ name: String) -> String {
+        guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else { return "is not set" }
+        return "is not set (no credential file " + directory + "/" + name + ")"
+    }
+
     private func read(_ path: String, for variable: String) throws(ConfigurationError) -> String {
         do {
             return try readFile(path)
         } catch {
-            throw ConfigurationError(.unreadable, variable, "names a file that cannot be read")
+            throw ConfigurationError(.unreadable, variable, "names a file that cannot be read: " + path)
         }
     }
 }
