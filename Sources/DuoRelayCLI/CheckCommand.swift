@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayServer
 import RelayVersion
@@ -41,6 +42,12 @@ enum CheckCommand {
                 configuration, environments: checked.environments,
                 redisPassword: checked.setup?.secrets.redisPassword)
             problems += preflight.filter { !problems.contains($0) }
+        }
+        if let configuration = checked.configuration,
+            let note = RelaySetup.unusedProxyVariableNote(
+                configuration, environment: ProcessInfo.processInfo.environment)
+        {
+            Log.line("check: note: " + note)
         }
         guard let setup = checked.setup, problems.isEmpty else {
             for problem in problems { Log.line("check failed: \(problem)") }

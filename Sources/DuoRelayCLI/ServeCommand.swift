@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayServer
 import RelayVersion
@@ -48,6 +49,11 @@ enum ServeCommand {
         }
         Log.line("duo-relay: version: \(RelayVersion.text)")
         for line in setup.summary { Log.line("duo-relay: " + line) }
+        if let note = RelaySetup.unusedProxyVariableNote(
+            setup.configuration, environment: ProcessInfo.processInfo.environment)
+        {
+            Log.line("duo-relay: note: " + note)
+        }
         Log.line("duo-relay: memory allocator: \(Allocator.name)")
         var listen = setup.configuration.listen
         listen.port = relay.port

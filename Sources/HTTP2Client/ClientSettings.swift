@@ -1,4 +1,5 @@
 import ClientTLS
+import LoopTLS
 
 /// What every connection of one client shares: the origin, the TLS context, the limits.
 /// Built once by `HTTP2Client.init`, then only read (on the client's loop).
@@ -15,6 +16,8 @@ final class ClientSettings: Sendable {
     let provesConnection: @Sendable (Int) -> Bool
     let timing: ConnectionStateMachine.Timing
     let onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
+    /// The proxy every connection goes through, or nil.
+    let proxy: ClientStream.Proxy?
 
     init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
         guard let origin = Origin(configuration.origin) else {
@@ -50,6 +53,31 @@ final class ClientSettings: Sendable {
             pingInterval: configuration.pingInterval.nanoseconds,
             pingTimeout: configuration.pingTimeout.nanoseconds)
         onEvent = configuration.onEvent
+        proxy = configuration.proxy.map {
+            ClientStream.Proxy(
+                host: $0.host, port: $0.port,
+                authorization: $0.credentials.map { "Basic " + Self.base64(Array($0.utf8)) })
+        }
+    }
+
+    /// Standard base64 with padding (RFC 4648, 4), for the proxy's Basic credentials.
+    static func base64(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index < bytes.count {
+            let remaining = bytes.count - index
+            let chunk =
+                UInt32(bytes[index]) << 16 | (remaining > 1 ? UInt32(bytes[index + 1]) << 8 : 0)
+                | (remaining > 2 ? UInt32(bytes[index + 2]) : 0)
+            out.append(alphabet[Int(chunk >> 18 & 63)])
+            out.append(alphabet[Int(chunk >> 12 & 63)])
+            out.append(remaining > 1 ? alphabet[Int(chunk >> 6 & 63)] : UInt8(ascii: "="))
+            out.append(remaining > 2 ? alphabet[Int(chunk & 63)] : UInt8(ascii: "="))
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

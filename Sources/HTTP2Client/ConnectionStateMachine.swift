@@ -55,6 +55,8 @@ struct ConnectionStateMachine {
         case handshake(String)
         /// The connection closed or broke once up (`closedByPeer`: the server closed it).
         case broken(String, closedByPeer: Bool)
+        /// The proxy gave no tunnel: the event's kind (one of the `proxy...` kinds) and its words, naming it.
+        case proxy(HTTP2ClientEvent.Kind, String)
     }
 
     /// One submitted stream: its request and what has arrived of the answer.
@@ -239,13 +241,15 @@ struct ConnectionStateMachine {
                 fail(.tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)", detail: text)
             case .handshake(let text), .broken(let text, _):
                 fail(.tls, .tlsFailed, "the TLS handshake failed: \(text)", detail: text)
+            case .proxy(let kind, let text):
+                fail(.connectFailed, kind, text, detail: text)
             }
         case .open, .draining:
             let reason: String
             switch failure {
             case .broken(_, closedByPeer: true): reason = "the connection closed before the answer"
             case .resolve(let text), .connect(let text), .certificate(let text), .handshake(let text),
-                .broken(let text, _):
+                .broken(let text, _), .proxy(_, let text):
                 reason = "the connection broke: \(text)"
             }
             lose(reason)

@@ -22,6 +22,8 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var pingInterval: Duration
     /// A PING unanswered this long retires its connection (a replacement opens at once).
     public var pingTimeout: Duration
+    /// An HTTP proxy every connection goes through (`CONNECT host:port`, TLS inside the tunnel); nil: direct.
+    public var proxy: Proxy?
     /// Told of connection problems and recoveries (never about a request), on the client's loop thread;
     /// must return quickly.
     public var onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
@@ -31,7 +33,7 @@ public struct HTTP2ClientConfiguration: Sendable {
         origin: String, caFile: String? = nil, maxConnections: Int = 2, maxStreamsPerConnection: Int = 500,
         connectTimeout: Duration = .seconds(5), provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true },
         pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
-        onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
+        proxy: Proxy? = nil, onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
     ) {
         self.origin = origin
         self.caFile = caFile
@@ -41,6 +43,25 @@ public struct HTTP2ClientConfiguration: Sendable {
         self.provesConnection = provesConnection
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
+        self.proxy = proxy
         self.onEvent = onEvent
+    }
+
+    /// An HTTP proxy that allows `CONNECT` to the origin's port.
+    public struct Proxy: Sendable, Equatable {
+        /// The proxy's host name or IP literal (IPv6 without brackets), and its port.
+        public var host: String
+        public var port: UInt16
+        /// `user:password` for `Proxy-Authorization: Basic`, or nil. Sent to the proxy, never shown.
+        public var credentials: String?
+
+        public init(host: String, port: UInt16, credentials: String? = nil) {
+            self.host = host
+            self.port = port
+            self.credentials = credentials
+        }
+
+        /// `host:port` (an IPv6 literal in brackets), without credentials.
+        public var name: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
     }
 }

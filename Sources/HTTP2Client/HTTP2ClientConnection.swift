@@ -128,6 +128,11 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
         input {
             let text = failure.reason
+            if let tunnel = failure.tunnel {
+                machine.failed(.proxy(HTTP2ClientEvent.Kind(tunnel), text))
+                endSession()
+                return
+            }
             switch failure.kind {
             case .resolve: machine.failed(.resolve(text))
             case .connect: machine.failed(.connect(Self.systemWords(text)))
@@ -207,7 +212,16 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
 
     private func connect() {
         let tls = ClientStream.TLS(context: settings.tls, serverName: settings.host)
-        stream = ClientStream.connect(on: loop, host: settings.host, port: settings.port, tls: tls, delegate: self)
+        guard let proxy = settings.proxy else {
+            stream = ClientStream.connect(on: loop, host: settings.host, port: settings.port, tls: tls, delegate: self)
+            return
+        }
+        // The connect deadline covers the tunnel too. The stream's own bound ends a few milliseconds before the
+        // connection's, so that a proxy that never answers is reported as the proxy's failure, in words naming it.
+        let deadline = now &+ settings.timing.connectTimeout &- min(settings.timing.connectTimeout / 2, 5_000_000)
+        stream = ClientStream.connect(
+            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline,
+            delegate: self)
     }
 
     private func openSession() {
@@ -367,5 +381,18 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             reason.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
         else { return nil }
         return reason
+    }
+}
+
+extension HTTP2ClientEvent.Kind {
+    /// The event that says how the proxy failed to open the tunnel.
+    init(_ tunnel: ClientStreamFailure.Tunnel) {
+        switch tunnel {
+        case .unreachable: self = .proxyUnreachable
+        case .refused: self = .proxyRefused
+        case .malformed: self = .proxyMalformed
+        case .timeout: self = .proxyTimeout
+        case .closed: self = .proxyClosed
+        }
     }
 }

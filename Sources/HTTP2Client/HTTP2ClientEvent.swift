@@ -21,6 +21,20 @@ public struct HTTP2ClientEvent: Sendable, Equatable, CustomStringConvertible {
         public static let goaway = Kind("goaway")
         /// A PING went unanswered: the connection was retired.
         public static let pingUnanswered = Kind("pingUnanswered")
+        /// The proxy could not be resolved or reached (`detail` names it and says why).
+        public static let proxyUnreachable = Kind("proxyUnreachable")
+        /// The proxy refused the tunnel (`detail` names it and its status line).
+        public static let proxyRefused = Kind("proxyRefused")
+        /// The proxy's answer to `CONNECT` was not valid HTTP, or too large (`detail` names it and the rule).
+        public static let proxyMalformed = Kind("proxyMalformed")
+        /// The proxy did not answer `CONNECT` in time.
+        public static let proxyTimeout = Kind("proxyTimeout")
+        /// The proxy closed the connection before opening the tunnel.
+        public static let proxyClosed = Kind("proxyClosed")
+        /// Every kind that says the proxy gave no tunnel.
+        public static let proxyKinds: [Kind] = [
+            proxyUnreachable, proxyRefused, proxyMalformed, proxyTimeout, proxyClosed,
+        ]
         /// A connection is up (TLS and HTTP/2 agreed).
         public static let connected = Kind("connected")
         /// A connection answered a request that proves it (see `provesConnection`).

@@ -24,49 +24,21 @@ extension ClientStreamDelegate {
     public func streamDidClose(_ stream: ClientStream) {}
 }
 
-/// Why a ``ClientStream`` ended. Equal when their kinds are.
-public struct ClientStreamFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable {
-        /// The host name has no address (the resolver's words in `reason`).
-        case resolve
-        /// No address of the host took the TCP connection.
-        case connect
-        /// The server's certificate did not verify (OpenSSL's words for why).
-        case certificate
-        /// The TLS handshake failed otherwise (no common protocol, the peer closed during it).
-        case handshake
-        /// The peer closed the connection (a FIN, or TLS close_notify).
-        case closedByPeer
-        /// The connection was reset or a read or write failed.
-        case reset
-        /// TLS failed after the handshake (a bad record).
-        case tls
-    }
-
-    public let kind: Kind
-    /// Human words for a log (the resolver's, the system's, OpenSSL's); never data read from the peer or a secret.
-    public let reason: String
-
-    public init(_ kind: Kind, _ reason: String) {
-        self.kind = kind
-        self.reason = reason
-    }
-
-    public var description: String { reason }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.kind == rhs.kind }
-    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
-}
-
 /// A client connection on one loop: plain TCP, or TLS through OpenSSL on a BIO of its own (``StreamBIO``) over a
-/// ``Loop/TCPConnection`` (the spike in docs/LOOP.md measured OpenSSL on memory BIOs cheaper than on the socket).
-/// libuv does every read and write; OpenSSL only turns records into plaintext and back.
+/// ``Loop/TCPConnection`` (the spike in docs/LOOP.md measured OpenSSL on memory BIOs cheaper than on the socket), and
+/// optionally through an HTTP proxy's `CONNECT` tunnel. libuv does every read and write; OpenSSL only turns records
+/// into plaintext and back.
+///
+/// The I/O shell of a ``ClientStreamMachine``, which decides every step (the addresses tried in turn, the tunnel, the
+/// handshake, the set-up's deadline, the end); this type carries out the actions each input returns.
 ///
 /// Loop-bound: create it, call it and hear from it on its loop's thread only.
 ///
 /// Ownership: while connecting, the pending resolution or TCP connection holds the stream; once connected, the
 /// TCP connection holds it (as its delegate) until it has closed. The stream holds its delegate strongly until
 /// ``ClientStreamDelegate/streamDidClose(_:)``, so an owner that keeps the stream must not be kept by it beyond
-/// that (the usual shape: the owner holds the stream, the stream holds the owner until it closes).
+/// that (the usual shape: the owner holds the stream, the stream holds the owner until it closes). The set-up's
+/// timer holds the stream weakly and is closed when the stream closes.
 /// The `SSL` and its BIO are freed in `deinit`.
 public final class ClientStream: TCPConnectionDelegate {
     /// TLS for a stream: the client context (roots, ALPN) and the name the server's certificate must carry.
@@ -82,31 +54,23 @@ public final class ClientStream: TCPConnectionDelegate {
         }
     }
 
-    private enum State {
-        case resolving
-        case connecting(addresses: [ResolvedAddress], next: Int, lastReason: String)
-        case handshaking
-        case open
-        /// Failed, reset or closed by the owner: waiting for the TCP connection's close.
-        case ending
-        case closed
-    }
+    /// An HTTP proxy to go through (`CONNECT host:port`).
+    public typealias Proxy = ClientStreamMachine.Proxy
 
     public let loop: EventLoop
     private let port: UInt16
     private let tlsSettings: TLS?
     private var delegate: (any ClientStreamDelegate)?
-    private var state = State.resolving
+    private var machine: ClientStreamMachine
+    private var addresses: [ResolvedAddress] = []
     private var connection: TCPConnection?
+    private var timer: LoopTimer?
     private var ssl: OpaquePointer?
     /// The records between OpenSSL and the connection (with TLS).
     private let records = StreamBIO()
     /// Plaintext written before the stream was open, sent once it is.
     private var early: [UInt8] = []
     private var buffer: UnsafeMutableRawBufferPointer?
-    private var failed = false
-    /// A write failed because the peer closed: nothing more is written, and what the peer sent is still read.
-    private var writeFailure: LoopError?
 
     /// Bytes handed to ``write(_:)`` that are not in the kernel yet.
     public var queuedByteCount: Int { (connection?.queuedByteCount ?? 0) + early.count }
@@ -115,15 +79,20 @@ public final class ClientStream: TCPConnectionDelegate {
     public private(set) var negotiatedProtocol: String?
 
     /// Connected and not ending.
-    public var isOpen: Bool {
-        if case .open = state { true } else { false }
-    }
+    public var isOpen: Bool { machine.isOpen }
 
-    private init(loop: EventLoop, port: UInt16, tls: TLS?, delegate: any ClientStreamDelegate) {
+    /// Where the stream is (resolving, connecting, tunnelling, handshaking, open, ending, closed).
+    public var phase: ClientStreamMachine.Phase { machine.phase }
+
+    private init(
+        loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: UInt64?,
+        delegate: any ClientStreamDelegate
+    ) {
         self.loop = loop
         self.port = port
         tlsSettings = tls
         self.delegate = delegate
+        machine = ClientStreamMachine(host: host, port: port, usesTLS: tls != nil, proxy: proxy, deadline: deadline)
     }
 
     deinit {
@@ -138,19 +107,22 @@ public final class ClientStream: TCPConnectionDelegate {
     public static func connect(
         on loop: EventLoop, host: String, port: UInt16, tls: TLS?, delegate: any ClientStreamDelegate
     ) -> ClientStream {
+        connect(on: loop, host: host, port: port, tls: tls, proxy: nil, deadline: nil, delegate: delegate)
+    }
+
+    /// Connects as ``connect(on:host:port:tls:delegate:)``, through `proxy` when given: the proxy's name is resolved
+    /// and connected to, it is asked for a tunnel to `host:port` by name (it resolves `host`), and TLS runs end to end
+    /// inside the tunnel. A set-up not done by `deadline` (``Loop/EventLoop/monotonicNanoseconds()``) fails with
+    /// words that say which step was late.
+    public static func connect(
+        on loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: UInt64?,
+        delegate: any ClientStreamDelegate
+    ) -> ClientStream {
         loop.preconditionCurrent()
         _ = brokenPipesIgnored
-        let stream = ClientStream(loop: loop, port: port, tls: tls, delegate: delegate)
-        HostResolver.resolve(host: host, port: port, on: loop) { result in
-            guard case .resolving = stream.state else { return }
-            switch result {
-            case .success(let addresses):
-                stream.state = .connecting(addresses: addresses, next: 0, lastReason: "")
-                stream.connectNext()
-            case .failure(let error):
-                stream.fail(.resolve, error.reason)
-            }
-        }
+        let stream = ClientStream(
+            loop: loop, host: host, port: port, tls: tls, proxy: proxy, deadline: deadline, delegate: delegate)
+        stream.run(stream.machine.start(now: EventLoop.monotonicNanoseconds()))
         return stream
     }
 
@@ -161,6 +133,80 @@ public final class ClientStream: TCPConnectionDelegate {
         return true
     }()
 
+    // MARK: Carrying out the machine's actions
+
+    private func run(_ actions: [ClientStreamMachine.Action]) {
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: ClientStreamMachine.Action) {
+        switch action {
+        case .resolve(let host, let port):
+            HostResolver.resolve(host: host, port: port, on: loop) { [self] result in
+                switch result {
+                case .success(let addresses):
+                    self.addresses = addresses
+                    run(machine.resolved(addressCount: addresses.count))
+                case .failure(let error):
+                    run(machine.resolveFailed(error.reason))
+                }
+            }
+        case .armTimer(let deadline):
+            let timer = self.timer ?? LoopTimer(on: loop) { [weak self] in self?.timerFired() }
+            self.timer = timer
+            let now = EventLoop.monotonicNanoseconds()
+            timer.schedule(afterMilliseconds: deadline > now ? (deadline - now + 999_999) / 1_000_000 : 0)
+        case .cancelTimer:
+            timer?.cancel()
+        case .connect(let index):
+            do {
+                connection = try TCPConnection.connect(on: loop, to: addresses[index], delegate: self)
+            } catch {
+                // Reported on the next turn, as an asynchronous failure would be.
+                let reason = error.reason
+                loop.enqueue { [self] in run(machine.connectFailed(reason)) }
+            }
+        case .abandonConnection:
+            connection?.close()
+            connection = nil
+        case .writePlain(let bytes):
+            _ = bytes.withUnsafeBytes { connection?.write($0) }
+        case .startTLS(let leftover):
+            startTLS(leftover: leftover)
+        case .open:
+            opened()
+        case .deliver(let bytes):
+            bytes.withUnsafeBytes { delegate?.stream(self, didRead: $0) }
+        case .fail(let failure):
+            delegate?.stream(self, didFail: failure)
+        case .closeGracefully:
+            if let ssl {
+                OpenSSLErrorQueue.clear()
+                _ = SSL_shutdown(ssl)
+                OpenSSLErrorQueue.clear()
+                flushRecords()
+            }
+            connection?.closeAfterWriting()
+        case .end:
+            if let connection {
+                connection.reset()
+            } else {
+                loop.enqueue { [self] in run(machine.connectionClosed()) }
+            }
+        case .finish:
+            connection = nil
+            timer?.close()
+            timer = nil
+            let delegate = delegate
+            self.delegate = nil
+            delegate?.streamDidClose(self)
+        }
+    }
+
+    private func timerFired() {
+        run(machine.timerFired(now: EventLoop.monotonicNanoseconds()))
+    }
+
     // MARK: Writing
 
     /// Sends `bytes` (plaintext): encrypted with TLS, written at once as far as the socket takes it, the rest
@@ -168,13 +214,10 @@ public final class ClientStream: TCPConnectionDelegate {
     public func write(_ bytes: UnsafeRawBufferPointer) {
         loop.preconditionCurrent()
         guard !bytes.isEmpty else { return }
-        switch state {
-        case .resolving, .connecting, .handshaking:
-            early.append(contentsOf: bytes)
-        case .open:
-            send(bytes)
-        case .ending, .closed:
-            break
+        switch machine.writing {
+        case .keep: early.append(contentsOf: bytes)
+        case .send: send(bytes)
+        case .drop: break
         }
     }
 
@@ -184,7 +227,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer) {
-        guard let connection, writeFailure == nil else { return }
+        guard let connection, machine.writing == .send else { return }
         guard let ssl else {
             _ = connection.write(bytes)
             return
@@ -196,7 +239,8 @@ public final class ClientStream: TCPConnectionDelegate {
             OpenSSLErrorQueue.clear()
             let written = SSL_write(ssl, bytes.baseAddress! + offset, Int32(clamping: bytes.count - offset))
             if written <= 0 {
-                fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be written")
+                let reason = OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be written"
+                run(machine.tlsFailed(reason))
                 return
             }
             offset += Int(written)
@@ -217,107 +261,47 @@ public final class ClientStream: TCPConnectionDelegate {
     /// written. The delegate hears ``ClientStreamDelegate/streamDidClose(_:)`` and no failure.
     public func close() {
         loop.preconditionCurrent()
-        switch state {
-        case .ending, .closed: return
-        case .open:
-            state = .ending
-            if let ssl {
-                OpenSSLErrorQueue.clear()
-                _ = SSL_shutdown(ssl)
-                OpenSSLErrorQueue.clear()
-                flushRecords()
-            }
-            connection?.closeAfterWriting()
-        default:
-            state = .ending
-            endWithoutConnection()
-        }
+        run(machine.close())
     }
 
     /// Ends the stream at once (a TCP reset once connected). The delegate hears only
     /// ``ClientStreamDelegate/streamDidClose(_:)``.
     public func reset() {
         loop.preconditionCurrent()
-        switch state {
-        case .ending, .closed: return
-        default:
-            state = .ending
-            endWithoutConnection()
-        }
-    }
-
-    /// Closes the TCP connection if there is one (its close callback finishes), else finishes on the next turn.
-    private func endWithoutConnection() {
-        if let connection {
-            connection.reset()
-        } else {
-            loop.enqueue { [self] in finishClose() }
-        }
-    }
-
-    private func fail(_ kind: ClientStreamFailure.Kind, _ reason: String) {
-        guard !failed else { return }
-        failed = true
-        switch state {
-        case .ending, .closed: return
-        default: break
-        }
-        state = .ending
-        delegate?.stream(self, didFail: ClientStreamFailure(kind, reason))
-        endWithoutConnection()
-    }
-
-    private func finishClose() {
-        guard case .ending = state else { return }
-        state = .closed
-        connection = nil
-        let delegate = delegate
-        self.delegate = nil
-        delegate?.streamDidClose(self)
+        run(machine.reset())
     }
 
     // MARK: Connecting
 
-    private func connectNext() {
-        guard case .connecting(let addresses, let next, let lastReason) = state else { return }
-        guard next < addresses.count else {
-            fail(.connect, lastReason.isEmpty ? "cannot connect" : lastReason)
-            return
-        }
-        state = .connecting(addresses: addresses, next: next + 1, lastReason: lastReason)
-        do {
-            connection = try TCPConnection.connect(on: loop, to: addresses[next], delegate: self)
-        } catch {
-            state = .connecting(addresses: addresses, next: next + 1, lastReason: error.reason)
-            loop.enqueue { [self] in connectNext() }
-        }
-    }
-
     public func connectionDidConnect(_ connection: TCPConnection) {
-        guard case .connecting = state else { return }
+        guard connection === self.connection, machine.phase == .connecting else { return }
         // A server that vanished is found even while nothing is sent (the owner's own checks, such as HTTP/2 PING,
         // come on top).
         connection.setKeepAlive(idleSeconds: 30, intervalSeconds: 15)
         connection.startReading()
-        guard let tlsSettings else {
-            opened()
-            return
-        }
+        run(machine.connected())
+    }
+
+    private func startTLS(leftover: [UInt8]) {
+        guard let tlsSettings else { return }
         let isAddress = ResolvedAddress.literal(tlsSettings.serverName, port: port) != nil
         guard let ssl = tlsSettings.context.session(host: tlsSettings.serverName, hostIsAddress: isAddress) else {
-            fail(.handshake, "cannot set up TLS for the server's name")
+            run(machine.handshake(.failed("cannot set up TLS for the server's name")))
             return
         }
         guard let bio = records.makeBIO() else {
             SSL_free(ssl)
-            fail(.handshake, "cannot set up TLS for the server's name")
+            run(machine.handshake(.failed("cannot set up TLS for the server's name")))
             return
         }
         SSL_set_bio(ssl, bio, bio)  // one BIO both ways: the SSL takes the one reference
         self.ssl = ssl
         buffer = .allocate(byteCount: 32 * 1024, alignment: 16)
-        state = .handshaking
         handshake()
+        // What the server sent right after the proxy's answer (its first records) is read as if just arrived.
+        if !leftover.isEmpty, machine.phase == .handshaking {
+            leftover.withUnsafeBytes { readTLS($0) }
+        }
     }
 
     private func handshake() {
@@ -333,20 +317,19 @@ public final class ClientStream: TCPConnectionDelegate {
                 negotiatedProtocol = String(
                     decoding: UnsafeBufferPointer(start: selected, count: Int(length)), as: UTF8.self)
             }
-            opened()
+            run(machine.handshake(.done))
         case .wantsReadable, .wantsWritable:
-            break
+            run(machine.handshake(.inProgress))
         case .certificateRejected(let reason):
-            fail(.certificate, reason)
+            run(machine.handshake(.certificateRejected(reason)))
         case .failed(let reason):
-            fail(.handshake, reason)
+            run(machine.handshake(.failed(reason)))
         }
     }
 
     private func opened() {
-        state = .open
         delegate?.streamDidConnect(self)
-        guard case .open = state, !early.isEmpty else { return }
+        guard machine.writing == .send, !early.isEmpty else { return }
         let waiting = early
         early = []
         waiting.withUnsafeBytes { send($0) }
@@ -355,21 +338,28 @@ public final class ClientStream: TCPConnectionDelegate {
     // MARK: Reading
 
     public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
-        switch state {
-        case .handshaking, .open: break
-        default: return
+        switch machine.phase {
+        case .tunnelling:
+            run(machine.tunnelRead(bytes))
+        case .handshaking, .open:
+            readTLS(bytes)
+        default:
+            return
         }
+    }
+
+    private func readTLS(_ bytes: UnsafeRawBufferPointer) {
         guard let ssl, let buffer else {
             delegate?.stream(self, didRead: bytes)
             return
         }
         // OpenSSL reads the records where libuv put them, during this call (it keeps a partial record itself).
         records.reading(bytes) {
-            if case .handshaking = state {
+            if machine.phase == .handshaking {
                 handshake()
-                guard case .open = state else { return }
+                guard machine.isOpen else { return }
             }
-            while case .open = state {
+            while machine.isOpen {
                 OpenSSLErrorQueue.clear()
                 let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
                 if count > 0 {
@@ -382,9 +372,10 @@ public final class ClientStream: TCPConnectionDelegate {
                     flushRecords()
                     return
                 case SSL_ERROR_ZERO_RETURN:
-                    fail(.closedByPeer, "the server closed the connection")
+                    run(machine.tlsFailed("", closeNotify: true))
                 default:
-                    fail(.tls, OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be read")
+                    let reason = OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be read"
+                    run(machine.tlsFailed(reason))
                 }
                 return
             }
@@ -392,62 +383,26 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     public func connectionDidReachEnd(_ connection: TCPConnection) {
-        switch state {
-        case .handshaking: fail(.handshake, "the connection closed")
-        case .open:
-            if let writeFailure {
-                fail(.reset, writeFailure.reason)
-            } else {
-                fail(.closedByPeer, "the server closed the connection")
-            }
-        default: break
-        }
+        guard connection === self.connection else { return }
+        run(machine.reachedEnd())
     }
 
     public func connection(_ connection: TCPConnection, didFail error: LoopError) {
-        switch state {
-        case .connecting:
-            // Try the host's next address; the failed connection closes by itself.
-            if case .connecting(let addresses, let next, _) = state {
-                state = .connecting(addresses: addresses, next: next, lastReason: error.reason)
-            }
-            self.connection = nil
-            connection.close()
-            connectNext()
-        case .handshaking:
-            fail(.handshake, error.reason)
-        case .open:
-            // A write refused because the peer has closed (EPIPE): what it sent before closing may still wait in the
-            // socket (an HTTP/2 GOAWAY saying which streams it never processed), and libuv reports the failed write
-            // before it reads. Read on to the end of input; the failure is reported then.
-            if error.code == .brokenPipe && connection.isReading {
-                writeFailure = error
-                return
-            }
-            fail(.reset, error.reason)
-        default:
-            break
-        }
+        guard connection === self.connection else { return }
+        run(
+            machine.connectionFailed(
+                error.reason, brokenPipeWhileReading: error.code == .brokenPipe && connection.isReading))
     }
 
     public func connectionDidFinishWriting(_ connection: TCPConnection) {
-        guard case .open = state else { return }
+        guard connection === self.connection, machine.isOpen else { return }
         delegate?.streamDidFinishWriting(self)
     }
 
     public func connectionDidClose(_ connection: TCPConnection) {
         // A connection given up while connecting (another address is tried) is not the stream's end.
-        guard connection === self.connection || self.connection == nil else { return }
-        switch state {
-        case .ending:
-            finishClose()
-        case .closed, .connecting:
-            break
-        default:
-            // Closed under us (the loop is stopping): the owner hears a reset, then the close.
-            fail(.reset, "the connection closed")
-            finishClose()
-        }
+        guard connection === self.connection else { return }
+        run(machine.connectionClosed())
     }
 }
 

@@ -34,12 +34,17 @@ final class APNsGateway: Sendable {
         /// trusts it (nil when there is no CA file, or it cannot be read: the client then refuses it).
         var caContents: [UInt8]?
         var maxConnections: Int
+        /// The egress proxy, and its `user:password` (`APNS_PROXY_AUTHORIZATION`).
+        var proxy: ProxyURL?
+        var proxyCredentials: String?
 
-        init(_ configuration: RelayConfiguration, _ environment: APNsEnvironment) {
+        init(_ configuration: RelayConfiguration, _ environment: APNsEnvironment, proxyCredentials: String? = nil) {
             origin = configuration.apns.origin(environment)
             caFile = configuration.apns.caFile
             caContents = caFile.flatMap { FileManager.default.contents(atPath: $0) }.map { Array($0) }
             maxConnections = configuration.apns.maxConnections
+            proxy = configuration.apns.proxy
+            self.proxyCredentials = proxy == nil ? nil : proxyCredentials
         }
 
         /// The APNs client's configuration for this transport, for one of `workers` clients: `apns.max_connections`
@@ -52,7 +57,11 @@ final class APNsGateway: Sendable {
             // connections are checked with PING every 60 s (the client's defaults, docs/DESIGN.md "Lifecycle").
             HTTP2ClientConfiguration(
                 origin: origin, caFile: caFile, maxConnections: Self.share(of: maxConnections, workers: workers),
-                provesConnection: APNsAnswer.provesToken(status:), onEvent: onEvent)
+                provesConnection: APNsAnswer.provesToken(status:),
+                proxy: proxy.map {
+                    HTTP2ClientConfiguration.Proxy(host: $0.host, port: $0.port, credentials: proxyCredentials)
+                },
+                onEvent: onEvent)
         }
 
         /// One worker's share of the process's connection cap: the cap divided evenly, at least one.
@@ -74,14 +83,15 @@ final class APNsGateway: Sendable {
     ///   - loops: the workers' event loops, one client each; empty: one client on a loop of its own.
     init(
         environment: APNsEnvironment, configuration: RelayConfiguration, credentials: ProviderCredentials,
-        clock: any RelayClock, loops: [EventLoop] = [], problems: APNsProblemReporter? = nil
+        clock: any RelayClock, loops: [EventLoop] = [], problems: APNsProblemReporter? = nil,
+        proxyCredentials: String? = nil
     ) throws {
         self.environment = environment
         self.clock = clock
         topic = configuration.apns.topic
         timeoutNanoseconds = Atomic(UInt64(configuration.apns.timeoutMilliseconds) * 1_000_000)
         token = ProviderToken(credentials: credentials, clock: clock)
-        transport = Transport(configuration, environment)
+        transport = Transport(configuration, environment, proxyCredentials: proxyCredentials)
         let problems = problems ?? APNsProblemReporter(environment: environment.description, clock: clock)
         self.problems = problems
         // Every worker's client reports to the one problem log of the environment: a problem is said once, not

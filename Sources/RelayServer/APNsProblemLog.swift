@@ -7,7 +7,7 @@ import HTTP2Client
 /// Pure: it takes events and the time, and returns the lines to print.
 struct APNsProblemLog: Sendable {
     enum Problem: Int, Sendable, CaseIterable {
-        case resolve, connect, tlsVerification, tls, alpn, goaway, ping, providerToken
+        case resolve, connect, tlsVerification, tls, alpn, goaway, ping, providerToken, proxy
 
         /// The start line's words.
         var summary: String {
@@ -20,11 +20,12 @@ struct APNsProblemLog: Sendable {
             case .goaway: "APNs closes connections with GOAWAY"
             case .ping: "an idle APNs connection did not answer PING and was replaced"
             case .providerToken: "APNs rejects the provider token"
+            case .proxy: "the egress proxy gives no tunnel to APNs"
             }
         }
 
         /// Problems that a working connection ends.
-        var endsWhenConnected: Bool { [.resolve, .connect, .tlsVerification, .tls, .alpn].contains(self) }
+        var endsWhenConnected: Bool { [.resolve, .connect, .tlsVerification, .tls, .alpn, .proxy].contains(self) }
 
         /// Problems of connections that worked: over once answers flow and the problem has not come
         /// back for ``APNsProblemLog/quietPeriod`` (GOAWAY is normal now and then; a poisonous push
@@ -64,6 +65,8 @@ struct APNsProblemLog: Sendable {
         case .alpnRefused: return start(.alpn, event.detail, now: now)
         case .goaway: return start(.goaway, event.detail, now: now)
         case .pingUnanswered: return start(.ping, "", now: now)
+        case .proxyUnreachable, .proxyRefused, .proxyMalformed, .proxyTimeout, .proxyClosed:
+            return start(.proxy, event.detail, now: now)
         case .connected: return end(Problem.allCases.filter(\.endsWhenConnected), now: now)
         case .proven: return answered(now: now)
         default: return []

@@ -9,6 +9,8 @@ final class APNsProblemReporter: Sendable {
     /// A problem is ongoing (read on every answer without taking the lock).
     private let ongoing = Atomic<Bool>(false)
     private let clock: any RelayClock
+    /// Tunnels the egress proxy did not give, by how (the event kinds of ``HTTP2ClientEvent/Kind/proxyKinds``).
+    private let tunnelFailures = Mutex<[HTTP2ClientEvent.Kind: Int]>([:])
 
     init(environment: String, clock: any RelayClock) {
         log = Mutex(APNsProblemLog(environment: environment))
@@ -16,7 +18,26 @@ final class APNsProblemReporter: Sendable {
     }
 
     func record(_ event: HTTP2ClientEvent) {
+        if HTTP2ClientEvent.Kind.proxyKinds.contains(event.kind) {
+            tunnelFailures.withLock { $0[event.kind, default: 0] += 1 }
+        }
         apply { $0.record(event, now: clock.uptimeNanoseconds) }
+    }
+
+    /// Tunnels the proxy did not give, by kind (`unreachable`, `refused`, `malformed`, `timeout`, `closed`), every
+    /// kind listed.
+    var tunnelFailureCounts: [(kind: String, count: Int)] {
+        let counts = tunnelFailures.withLock { $0 }
+        return HTTP2ClientEvent.Kind.proxyKinds.map { kind in
+            (Self.label(kind), counts[kind] ?? 0)
+        }
+    }
+
+    /// The metric's label for a proxy event kind: `proxyRefused` is `refused`.
+    static func label(_ kind: HTTP2ClientEvent.Kind) -> String {
+        let name = kind.description
+        guard name.hasPrefix("proxy") else { return name }
+        return name.dropFirst("proxy".count).lowercased()
     }
 
     func providerTokenRejected(_ detail: String) {

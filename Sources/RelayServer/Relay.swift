@@ -232,7 +232,9 @@ public final class Relay: Sendable {
             let credentials = setup.secrets.credentials(environment)!
             // A new APNs key gets new connections: APNs refuses a connection's token changing more often
             // than every 20 minutes.
-            if let gateway = old[environment], gateway.transport == APNsGateway.Transport(config, environment),
+            let transport = APNsGateway.Transport(
+                config, environment, proxyCredentials: setup.secrets.apnsProxyAuthorization)
+            if let gateway = old[environment], gateway.transport == transport,
                 gateway.token.signs(like: credentials)
             {
                 gateway.update(configuration: config)
@@ -242,7 +244,8 @@ public final class Relay: Sendable {
             do {
                 gateways[environment] = try APNsGateway(
                     environment: environment, configuration: config, credentials: credentials, clock: clock,
-                    loops: loops, problems: old[environment]?.problems)
+                    loops: loops, problems: old[environment]?.problems,
+                    proxyCredentials: setup.secrets.apnsProxyAuthorization)
             } catch {
                 for (environment, gateway) in gateways where old[environment] !== gateway { gateway.shutdown() }
                 throw Self.problem(
@@ -445,6 +448,16 @@ public final class Relay: Sendable {
                     name: "duo_relay_apns_connections_failed_total",
                     help: "Connections to APNs retired by a fault (GOAWAY, reset, deadline, failed connect or TLS).",
                     labels: labels, value: stats.connectionsReplaced))
+            if gateway.transport.proxy != nil {
+                for (kind, count) in gateway.problems.tunnelFailureCounts {
+                    out.append(
+                        CounterSample(
+                            name: "duo_relay_apns_proxy_tunnel_failures_total",
+                            help: "Connections to APNs for which the egress proxy gave no tunnel, by how "
+                                + "(unreachable, refused, malformed, timeout, closed).",
+                            labels: labels + #",kind="\#(kind)""#, value: count))
+                }
+            }
         }
         return out
     }

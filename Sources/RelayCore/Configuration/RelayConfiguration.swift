@@ -24,6 +24,8 @@ public struct RelayConfiguration: Equatable, Sendable {
         public var timeoutMilliseconds = 10_000
         /// HTTP/2 connections per environment.
         public var maxConnections = 2
+        /// The HTTP proxy every APNs connection goes through (`CONNECT`), or nil: direct.
+        public var proxy: ProxyURL? = nil
         public init(topic: String) { self.topic = topic }
 
         public func origin(_ environment: APNsEnvironment) -> String {
@@ -285,7 +287,7 @@ extension RelayConfiguration.APNs {
         problems.add(
             apns.unknownKeys([
                 "topic", "placeholder", "expiration_s", "sandbox_origin", "production_origin", "ca_file", "timeout_ms",
-                "max_connections",
+                "max_connections", "proxy",
             ]))
         problems.attempt { () throws(ConfigurationError) in
             guard let topic = try apns.string("topic") else {
@@ -335,6 +337,9 @@ extension RelayConfiguration.APNs {
         }
         problems.attempt { () throws(ConfigurationError) in
             if let value = try apns.integer("max_connections", in: 1...64) { maxConnections = Int(value) }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let text = try apns.optionalString("proxy") { proxy = try ProxyURL.parse(text, key: apns.key("proxy")) }
         }
     }
 }

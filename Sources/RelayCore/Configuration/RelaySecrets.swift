@@ -18,6 +18,8 @@ public struct RelaySecrets: Sendable {
     public var relayKeys: RelayKeys
     /// AUTH's password for the Redis limits store (`REDIS_PASSWORD`); nil: no AUTH.
     public var redisPassword: String? = nil
+    /// `user:password` for the APNs proxy's `Proxy-Authorization: Basic` (`APNS_PROXY_AUTHORIZATION`); nil: none.
+    public var apnsProxyAuthorization: String? = nil
 
     public init(teamID: String, apnsKeys: [APNsEnvironment: APNsKey], relayKeys: RelayKeys) {
         self.teamID = teamID
@@ -90,12 +92,17 @@ public struct RelaySecrets: Sendable {
         }
         var redisPassword: String?
         problems.attempt { () throws(ConfigurationError) in redisPassword = try source.value("REDIS_PASSWORD") }
+        var apnsProxyAuthorization: String?
+        problems.attempt { () throws(ConfigurationError) in
+            apnsProxyAuthorization = try proxyAuthorization(from: source)
+        }
         let environments = APNsEnvironment.allCases.filter { apnsKeys[$0] != nil }
         guard problems.problems.isEmpty, let relayKeys, let teamID else {
             return Check(secrets: nil, environments: environments, problems: problems.problems)
         }
         var secrets = RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
         secrets.redisPassword = redisPassword
+        secrets.apnsProxyAuthorization = apnsProxyAuthorization
         return Check(secrets: secrets, environments: environments, problems: [])
     }
 
@@ -141,6 +148,16 @@ public struct RelaySecrets: Sendable {
             }
             return APNsKey(keyID: id, key: key)
         }
+    }
+
+    /// `APNS_PROXY_AUTHORIZATION`: `user:password`, printable ASCII (it goes into an HTTP header), or absent.
+    private static func proxyAuthorization(from source: SecretSource) throws(ConfigurationError) -> String? {
+        guard let value = try source.value("APNS_PROXY_AUTHORIZATION") else { return nil }
+        guard value.contains(":"), value.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            throw ConfigurationError(
+                .invalid, "APNS_PROXY_AUTHORIZATION", "must be user:password in printable ASCII (not shown)")
+        }
+        return value
     }
 
     /// What an APNs key must be, said when it is not.

@@ -108,7 +108,28 @@ public struct RelaySetup: Sendable {
                 + "\(config.ipLimit.block / 1_000_000_000) s"
                 + (config.clientIPHeader.map { "; client address from header \($0)" } ?? ""),
             "limits store: " + limitsStoreSummary,
+        ] + proxySummary
+    }
+
+    /// The egress proxy's line when there is one: its URL and whether credentials are sent, never them.
+    private var proxySummary: [String] {
+        guard let proxy = configuration.apns.proxy else { return [] }
+        return [
+            "apns proxy: \(proxy) (CONNECT; Proxy-Authorization: "
+                + (secrets.apnsProxyAuthorization == nil ? "none" : "Basic, from APNS_PROXY_AUTHORIZATION") + ")"
         ]
+    }
+
+    /// One line when `HTTPS_PROXY` or `https_proxy` is set in `environment` but `apns.proxy` is not: the relay uses
+    /// no proxy it is not configured with (DESIGN.md, "Egress proxy"), and an operator who set one expects it used.
+    public static func unusedProxyVariableNote(
+        _ configuration: RelayConfiguration, environment: [String: String]
+    ) -> String? {
+        guard configuration.apns.proxy == nil else { return nil }
+        let set = ["HTTPS_PROXY", "https_proxy"].filter { !(environment[$0] ?? "").isEmpty }
+        guard !set.isEmpty else { return nil }
+        return set.joined(separator: " and ") + " set in the environment but not used: APNs is reached directly "
+            + "unless apns.proxy is set"
     }
 
     /// The store's line: where it is and how it fails, never the password.

@@ -1,0 +1,161 @@
+import Testing
+
+@testable import LoopTLS
+
+@Suite struct TunnelAnswerParserTests {
+    private func parse(_ text: String, splitAt sizes: [Int] = []) -> TunnelAnswerParser.Result {
+        parse(Array(text.utf8), splitAt: sizes)
+    }
+
+    /// Feeds `bytes` in pieces of the given sizes (the rest in one piece), returning the first result that is not
+    /// `needsMore`, or the last.
+    private func parse(_ bytes: [UInt8], splitAt sizes: [Int] = []) -> TunnelAnswerParser.Result {
+        var parser = TunnelAnswerParser()
+        var offset = 0
+        for size in sizes + [bytes.count] {
+            let end = min(bytes.count, offset + size)
+            let result = parser.feed(Array(bytes[offset..<end]))
+            offset = end
+            if result != .needsMore || offset == bytes.count { return result }
+        }
+        return .needsMore
+    }
+
+    @Test(arguments: [
+        "HTTP/1.1 200 Connection established\r\n\r\n",
+        "HTTP/1.0 200 Connection established\r\nProxy-agent: tinyproxy/1.11.1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nVia: 1.1 squid\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 204\r\n\r\n",
+        "HTTP/1.1 200 \r\n\r\n",
+    ])
+    func aTwoHundredOpensTheTunnel(answer: String) {
+        #expect(parse(answer) == .established(leftover: []))
+    }
+
+    @Test func bytesAfterTheBlankLineAreTheServers() {
+        // The server's first record may follow the proxy's answer in the same read; it holds any byte (NUL, LF).
+        let server: [UInt8] = [0x16, 0x03, 0x03, 0x00, 0x0A, 0x0A, 0x00, 0x0D, 0x0A, 0xFF]
+        let bytes = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8) + server
+        #expect(parse(bytes) == .established(leftover: server))
+        // Split anywhere: the tunnel opens with the read that ends the head, and what that read holds past the blank
+        // line is the leftover (the rest comes as the stream's next reads).
+        let headCount = bytes.count - server.count
+        for split in 1..<bytes.count {
+            let expected = split >= headCount ? Array(bytes[headCount..<split]) : server
+            #expect(parse(bytes, splitAt: [split]) == .established(leftover: expected), "split at \(split)")
+        }
+    }
+
+    @Test func anAnswerSplitAnywhereReadsTheSame() {
+        let text = "HTTP/1.1 200 Connection established\r\nVia: proxy\r\n\r\n"
+        for split in 1..<text.utf8.count {
+            #expect(parse(text, splitAt: [split]) == .established(leftover: []), "split at \(split)")
+        }
+        for size in 1...3 {
+            #expect(parse(text, splitAt: Array(repeating: size, count: text.utf8.count)) == .established(leftover: []))
+        }
+    }
+
+    @Test(arguments: [
+        (
+            "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"x\"\r\n\r\n",
+            "407 Proxy Authentication Required"
+        ),
+        ("HTTP/1.0 401 Unauthorized\r\n\r\n", "401 Unauthorized"),
+        ("HTTP/1.1 403 Forbidden\r\nContent-Length: 10\r\n\r\nforbidden!", "403 Forbidden"),
+        ("HTTP/1.1 502 Bad Gateway\r\n\r\n", "502 Bad Gateway"),
+        ("HTTP/1.1 100 Continue\r\n\r\n", "100 Continue"),
+        ("HTTP/1.1 503\r\n\r\n", "503"),
+    ])
+    func anotherStatusIsARefusalNamingTheStatusLine(answer: String, statusLine: String) {
+        #expect(parse(answer) == .refused(statusLine: statusLine))
+    }
+
+    @Test func aLongReasonIsShortenedInTheRefusal() {
+        let reason = String(repeating: "r", count: 500)
+        guard case .refused(let line) = parse("HTTP/1.1 403 \(reason)\r\n\r\n") else {
+            Issue.record("not a refusal")
+            return
+        }
+        #expect(line == "403 " + String(repeating: "r", count: 100) + "...")
+    }
+
+    @Test(arguments: [
+        "SSH-2.0-OpenSSH_9.2\r\n\r\n",
+        "http/1.1 200 OK\r\n\r\n",
+        "HTTP/2 200\r\n\r\n",
+        "HTTP/1.1 200 OK\nVia: x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n\n",
+        "HTTP/1.1 20 OK\r\n\r\n",
+        "HTTP/1.1 2000 OK\r\n\r\n",
+        "HTTP/1.1 099 Low\r\n\r\n",
+        "HTTP/1.1 600 High\r\n\r\n",
+        "HTTP/1.1  200 OK\r\n\r\n",
+        "HTTP/1.1 200OK\r\n\r\n",
+        "HTTP/1.2 200 OK\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n Folded: line\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nName : space before colon\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nName: bell\u{07}\r\n\r\n",
+        "HTTP/1.1 200 OK\rVia: x\r\n\r\n",
+        "HTTP/1.1 200 O\u{00}K\r\n\r\n",
+        "HTTP/1.1 407 Caf\u{E9}\r\n\r\n",
+    ])
+    func aMalformedAnswerIsRefusedAsSuch(answer: String) {
+        guard case .malformed = parse(answer) else {
+            Issue.record("\(answer.debugDescription) was not refused as malformed: \(parse(answer))")
+            return
+        }
+    }
+
+    @Test func garbageIsRefusedBeforeItsEnd() {
+        // A proxy (or something else) that sends no HTTP and no blank line is refused on its first bytes, not when
+        // the time runs out.
+        var parser = TunnelAnswerParser()
+        guard case .malformed = parser.feed(Array("\u{15}\u{03}\u{03}".utf8)) else {
+            Issue.record("garbage waited for more")
+            return
+        }
+        var bareLF = TunnelAnswerParser()
+        guard case .malformed = bareLF.feed(Array("HTTP/1.1 200 OK\n".utf8)) else {
+            Issue.record("a bare LF waited for more")
+            return
+        }
+    }
+
+    @Test func anOversizedHeadIsRefused() {
+        var parser = TunnelAnswerParser()
+        #expect(parser.feed(Array("HTTP/1.1 200 OK\r\n".utf8)) == .needsMore)
+        let line = Array("X-Padding: \(String(repeating: "p", count: 90))\r\n".utf8)
+        var result = TunnelAnswerParser.Result.needsMore
+        var fed = 17
+        while result == .needsMore && fed < 2 * TunnelAnswerParser.maximumHeadSize {
+            result = parser.feed(line)
+            fed += line.count
+        }
+        guard case .malformed(let reason) = result else {
+            Issue.record("an endless head was not refused: \(result)")
+            return
+        }
+        #expect(reason.contains("over \(TunnelAnswerParser.maximumHeadSize) bytes"))
+        #expect(fed <= TunnelAnswerParser.maximumHeadSize + line.count)
+        // A head whose blank line comes just past the bound, in one read, is refused too.
+        let big =
+            "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: TunnelAnswerParser.maximumHeadSize) + "\r\n\r\n"
+        guard case .malformed = parse(big) else {
+            Issue.record("a head over the bound in one read was taken")
+            return
+        }
+    }
+
+    @Test func tooManyHeaderLinesAreRefused() {
+        let lines = String(repeating: "A: b\r\n", count: TunnelAnswerParser.maximumHeaderLines + 1)
+        guard case .malformed = parse("HTTP/1.1 200 OK\r\n" + lines + "\r\n") else {
+            Issue.record("101 header lines were taken")
+            return
+        }
+        let allowed = String(repeating: "A: b\r\n", count: TunnelAnswerParser.maximumHeaderLines)
+        #expect(parse("HTTP/1.1 200 OK\r\n" + allowed + "\r\n") == .established(leftover: []))
+    }
+}
