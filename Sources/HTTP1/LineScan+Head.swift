@@ -259,8 +259,8 @@ extension LineScan {
     }
 
     /// The path a target names: origin form `/path?query`, or absolute form `http://authority/path?query`
-    /// (`/` when it has no path). Percent-decoded as the libmicrohttpd front did (`%XX` with two hex digits
-    /// becomes its byte, any other `%` stays), the query dropped; `%00` is refused rather than truncating the path.
+    /// (`/` when it has no path). Percent-decoded (`%XX` with two hex digits becomes its byte, any other `%`
+    /// stays, as common servers do), the query dropped; `%00` is refused rather than truncating the path.
     static func path(of target: Bytes) -> Path {
         guard let first = target.first else { return .invalid }
         var from = 0

@@ -282,7 +282,7 @@ public final class Relay: Sendable {
     ///
     /// The stop runs on the calling thread, and the signal handlers never hold the relay: when this returns, the
     /// caller's reference is the last, so the relay is freed on the caller's thread before the process exits
-    /// (freed on a dispatch thread during `exit`, it was half torn down when LeakSanitizer looked).
+    /// (freed on a dispatch thread during `exit`, it would be half torn down when LeakSanitizer looks).
     public func runUntilSignalled() {
         runUntilSignalled(stoppingOn: [SIGTERM, SIGINT], reloadingOn: SIGHUP)
     }

@@ -79,7 +79,7 @@ public final class RawHTTPClient: @unchecked Sendable {
         let isIPv4 = inet_pton(AF_INET, host, &v4) == 1
         if !isIPv4 { _ = inet_pton(AF_INET6, host, &v6) }
         // A local until connected: a throwing init runs deinit once every stored property is set, which would
-        // close the number a second time (by then possibly another file's, such as libmicrohttpd's eventfd).
+        // close the number a second time (by then possibly another file's, such as a server's eventfd).
         let descriptor = socket(isIPv4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw Failure.socket(errno) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)

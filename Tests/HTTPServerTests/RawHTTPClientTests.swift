@@ -4,9 +4,9 @@ import Testing
 
 /// The test client's own upkeep.
 @Suite struct RawHTTPClientTests {
-    /// A client whose connect fails closes its socket once. Closed again (as deinit did, since a throwing init runs
-    /// it once every stored property is set), the number may by then be another file's: libmicrohttpd's eventfd,
-    /// whose loss aborts the test process when that server stops.
+    /// A client whose connect fails closes its socket once. Closed again (by deinit, since a throwing init runs it
+    /// once every stored property is set), the number may by then be another file's: a server's eventfd, whose
+    /// loss aborts the test process when that server stops.
     @Test func aClientThatCannotConnectClosesItsSocketOnce() {
         errno = 0
         do {
