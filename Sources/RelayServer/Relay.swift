@@ -256,14 +256,11 @@ public final class Relay: Sendable {
     }
 
     /// Once per process: glibc gives threads their own malloc arenas (up to eight per core), and
-    /// memory freed into one is not reused by another. With the APNs client on libcurl, whose
-    /// per-request buffers the relay's threads handed to each other, the peak RSS at 256 pushes in
-    /// flight was about 100 MB with the default and 60 MB with one arena, so the relay used one.
-    /// Since the client is on nghttp2 the peak is about 37 MB with 1, 2, 4 or 8 arenas alike, while
-    /// one arena's lock made threads wait on each other (0.48 against 0.41 context switches and about
-    /// 5% more CPU per push in the benchmark): four arenas, still a bound. The `duo-relay` binary
-    /// links jemalloc, which replaces glibc's malloc and ignores this; it applies where the relay
-    /// runs on glibc's malloc (the test processes, sanitizer builds).
+    /// memory freed into one is not reused by another, so their number is bounded. Four, not one: a
+    /// single arena's lock makes the workers wait on each other, while the peak memory of pushes in
+    /// flight is alike with 1 to 8 arenas (BENCHMARKS.md). The `duo-relay` binary links jemalloc,
+    /// which replaces glibc's malloc and ignores this; it applies where the relay runs on glibc's
+    /// malloc (the test processes, sanitizer builds).
     private static let mallocLimited: Bool = {
         mallopt(M_ARENA_MAX, 4) == 1
     }()
@@ -283,7 +280,7 @@ public final class Relay: Sendable {
     ///
     /// The stop runs on the calling thread, and the signal handlers never hold the relay: when this returns, the
     /// caller's reference is the last, so the relay is freed on the caller's thread before the process exits
-    /// (freed on a dispatch thread during `exit`, it was half torn down when LeakSanitizer looked).
+    /// (freed on a dispatch thread during `exit`, it would be half torn down when LeakSanitizer looks).
     public func runUntilSignalled() {
         runUntilSignalled(stoppingOn: [SIGTERM, SIGINT], reloadingOn: SIGHUP)
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The command line as DESIGN.md, "Commands", states it (issue 14): the version, `--help` for every command on
+/// The command line as DESIGN.md, "Commands", states it: the version, `--help` for every command on
 /// standard output with exit 0, and the usage on standard error with exit 64 for a usage error.
 @Suite struct CommandLineTests {
     func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRun {
@@ -63,7 +63,7 @@ import Testing
         #expect(unknown.standardOutput.isEmpty)
     }
 
-    /// `version --help` is help, not the version (issue 23).
+    /// `version --help` is help, not the version.
     @Test(arguments: [["version", "--help"], ["--version", "--help"], ["version", "-h"]])
     func versionAnswersHelp(_ arguments: [String]) throws {
         let result = try run(arguments)
@@ -72,7 +72,7 @@ import Testing
         #expect(result.standardOutput.trimmingCharacters(in: .newlines).wholeMatch(of: Self.versionLine) == nil)
     }
 
-    /// `--name=value` is read as `--name value` (issue 23: `keygen --id=3` was refused).
+    /// `--name=value` is read as `--name value` (`keygen --id=3` among them).
     @Test(arguments: [["keygen", "--id=3"], ["keygen", "--id", "3"]])
     func keygenTakesItsIDEitherWay(_ arguments: [String]) throws {
         let result = try run(arguments)
