@@ -25,6 +25,9 @@ public final class Relay: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// The maintenance timer, on the first worker's loop.
     private let maintenance: LoopBound<LoopTimer>?
+    /// Gateways a reload replaced, until their pushes have had time to finish (a stop's grace end answers theirs
+    /// too).
+    private let retiredGateways = Mutex<[APNsGateway]>([])
     /// Where a reload gets its new setup (re-reading the configuration file and secrets).
     private let reloadSource: (@Sendable () -> Result<RelaySetup, ConfigurationError>)?
 
@@ -357,6 +360,7 @@ public final class Relay: Sendable {
         let grace = DispatchTime.now() + .seconds(service.current.configuration.server.shutdownGraceSeconds)
         if !server.waitUntilDrained(until: grace) {
             for gateway in service.current.gateways.values { gateway.shutdown() }
+            for gateway in retiredGateways.withLock({ $0 }) { gateway.shutdown() }
             server.answerWaiting { [service] route in service.abandoned(route: route) }
             _ = server.waitUntilDrained(until: .now() + .seconds(1))
         }
@@ -408,9 +412,11 @@ public final class Relay: Sendable {
         service.replace(RelayState(configuration: decision.configuration, secrets: setup.secrets, gateways: gateways))
         if !retired.isEmpty {
             let retired = retired
+            retiredGateways.withLock { $0 += retired }
             let delay = Double(old.configuration.apns.timeoutMilliseconds) / 1000 + 1
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
                 for gateway in retired { gateway.shutdown() }
+                self?.retiredGateways.withLock { $0.removeAll { gateway in retired.contains { $0 === gateway } } }
             }
         }
         Log.line(

@@ -83,7 +83,7 @@ import Testing
         #expect(ready.status == 200)
         #expect(ready.json?["status"] as? String == "ready")
         // A push held at APNs keeps the relay draining (for up to its grace) after the signal.
-        fixture.simulator.setDefaultFault(.delay(.seconds(2)))
+        fixture.simulator.setDefaultFault(.delay(.seconds(3)))
         let before = fixture.simulator.statistics.requests
         let pusher = try fixture.relay.connect()
         try pusher.send(

@@ -64,7 +64,8 @@ public struct SecretSource: Sendable {
         do {
             return try readFile(path)
         } catch {
-            throw ConfigurationError(.unreadable, variable, "names a file that cannot be read: " + path)
+            // Not the path: a secret pasted into the `_FILE` variable would be printed.
+            throw ConfigurationError(.unreadable, variable, "names a file that cannot be read")
         }
     }
 }
