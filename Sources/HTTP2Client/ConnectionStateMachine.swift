@@ -230,6 +230,15 @@ struct ConnectionStateMachine {
 
     /// The connection could not be made, or broke.
     mutating func failed(_ failure: Failure) {
+        if case .proxy(let kind, let text) = failure {
+            switch state {
+            case .paced, .connecting: break  // said below, with the requests' outcome
+            default:
+                // The connection was given up first (a push's deadline passed while the proxy said nothing): the
+                // operator still learns which proxy failed, and how.
+                events.append(HTTP2ClientEvent(kind, text))
+            }
+        }
         switch state {
         case .paced, .connecting:
             switch failure {

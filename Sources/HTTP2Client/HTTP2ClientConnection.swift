@@ -169,7 +169,8 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             }
             if result.close {
                 endSession()
-                stream?.reset()
+                // Given up, not reset: a stream still waiting for its proxy's answer says so (the proxy is named).
+                stream?.giveUp()
             }
         }
     }

@@ -271,6 +271,13 @@ public final class ClientStream: TCPConnectionDelegate {
         run(machine.reset())
     }
 
+    /// Ends the stream at once because its owner stops waiting for it: as ``reset()``, except that a stream still
+    /// waiting for its proxy's answer fails first, with words naming the proxy (it did not answer in time).
+    public func giveUp() {
+        loop.preconditionCurrent()
+        run(machine.giveUp())
+    }
+
     // MARK: Connecting
 
     public func connectionDidConnect(_ connection: TCPConnection) {

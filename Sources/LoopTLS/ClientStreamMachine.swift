@@ -268,7 +268,7 @@ public struct ClientStreamMachine: Sendable {
         if now < deadline { return [.armTimer(at: deadline)] }
         switch state {
         case .tunnelling:
-            return fail(.connect, "proxy \(proxy?.name ?? "") did not answer CONNECT in time", tunnel: .timeout)
+            return tunnelTimedOut()
         case .handshaking:
             return fail(.handshake, "the TLS handshake timed out")
         default:
@@ -371,6 +371,17 @@ public struct ClientStreamMachine: Sendable {
             state = .ending
             return [.cancelTimer, .end]
         }
+    }
+
+    /// The owner stops waiting: the end of ``reset()``, after a failure when a proxy has not answered yet (its
+    /// silence is what the owner waited for).
+    public mutating func giveUp() -> [Action] {
+        if case .tunnelling = state { return tunnelTimedOut() }
+        return reset()
+    }
+
+    private mutating func tunnelTimedOut() -> [Action] {
+        fail(.connect, "proxy \(proxy?.name ?? "") did not answer CONNECT in time", tunnel: .timeout)
     }
 
     private mutating func fail(

@@ -6,11 +6,13 @@ import Testing
 /// family in one group even with both environments configured, names that say what they count, and the version.
 @Suite struct MetricsExpositionTests {
     /// Relay and simulator with both environments, after a little traffic in each, scraped once.
-    static func scrapeBothEnvironments() throws -> (text: String, fixture: PushFixture) {
+    /// - Parameter apnsConfig: extra keys of the relay's `apns` section (an egress proxy).
+    static func scrapeBothEnvironments(apnsConfig: String = "") throws -> (text: String, fixture: PushFixture) {
         var secrets = TestSecrets()
         secrets.environments = ["SANDBOX", "PRODUCTION"]
         let fixture = try PushFixture(
-            relayConfig: ResilienceTests.generousLimits + #","metrics_listen":"127.0.0.1:0""#, secrets: secrets)
+            relayConfig: ResilienceTests.generousLimits + #","metrics_listen":"127.0.0.1:0""#, apnsConfig: apnsConfig,
+            secrets: secrets)
         for environment in ["sandbox", "production"] {
             let grant = try fixture.grant(token: randomToken(), environment: environment)
             #expect(try fixture.push(grant: grant).status == 200)
@@ -26,11 +28,30 @@ import Testing
     /// promtool (Debian's `prometheus` package, from `scripts/install-deps --test`) reads the exposition without
     /// a complaint, lint included.
     @Test func promtoolAcceptsTheWholeExposition() throws {
+        let (text, _) = try Self.scrapeBothEnvironments()
+        try Self.expectPromtoolAccepts(text)
+    }
+
+    /// With an egress proxy, the tunnel failures by kind are one more family, every kind listed per environment.
+    @Test func promtoolAcceptsTheExpositionWithAnEgressProxy() throws {
+        let proxy = try TinyproxyProcess()
+        let (text, _) = try Self.scrapeBothEnvironments(apnsConfig: #""proxy":"http://127.0.0.1:\#(proxy.port)""#)
+        try Self.expectPromtoolAccepts(text)
+        for environment in ["sandbox", "production"] {
+            for kind in ["unreachable", "refused", "malformed", "timeout", "closed"] {
+                #expect(
+                    text.contains(
+                        #"duo_relay_apns_proxy_tunnel_failures_total{environment="\#(environment)",kind="\#(kind)"} 0"#),
+                    "\(text)")
+            }
+        }
+    }
+
+    private static func expectPromtoolAccepts(_ text: String) throws {
         let promtool = "/usr/bin/promtool"
         try #require(
             FileManager.default.isExecutableFile(atPath: promtool),
             "promtool is missing: run scripts/install-deps --test (Debian package prometheus)")
-        let (text, _) = try Self.scrapeBothEnvironments()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: promtool)
         process.arguments = ["check", "metrics"]
@@ -76,5 +97,6 @@ import Testing
             #expect(text.contains(#"duo_relay_apns_connections_failed_total{environment="\#(environment)"} 0"#))
         }
         #expect(!text.contains("duo_relay_apns_connections_opened_total"))
+        #expect(!text.contains("duo_relay_apns_proxy_tunnel_failures_total"), "only with an egress proxy")
     }
 }

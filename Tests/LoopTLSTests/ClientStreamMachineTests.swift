@@ -281,3 +281,22 @@ import Testing
         #expect(opened.isOpen)
     }
 }
+
+extension ClientStreamMachineTests {
+    @Test func anOwnerThatGivesUpOnASilentProxyHearsWhy() {
+        var machine = tunnelling(deadline: nil)
+        let actions = machine.giveUp()
+        #expect(actions.first == .cancelTimer)
+        #expect(actions.last == .end)
+        guard case .fail(let failure) = actions[1] else {
+            Issue.record("no failure: \(actions)")
+            return
+        }
+        #expect(failure == ClientStreamFailure(.connect, "", tunnel: .timeout))
+        #expect(failure.reason == "proxy 127.0.0.1:3128 did not answer CONNECT in time")
+        // Elsewhere, giving up is a reset: no failure.
+        var direct = Machine(host: "api.push.apple.com", port: 443, usesTLS: true)
+        _ = direct.start(now: 0)
+        #expect(direct.giveUp() == [.cancelTimer, .end])
+    }
+}
