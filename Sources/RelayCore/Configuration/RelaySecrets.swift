@@ -18,6 +18,8 @@ public struct RelaySecrets: Sendable {
     public var relayKeys: RelayKeys
     /// AUTH's password for the Redis limits store (`REDIS_PASSWORD`); nil: no AUTH.
     public var redisPassword: String? = nil
+    /// AUTH's password for the sentinels of `limits_store.sentinel` (`REDIS_SENTINEL_PASSWORD`); nil: no AUTH.
+    public var redisSentinelPassword: String? = nil
 
     public init(teamID: String, apnsKeys: [APNsEnvironment: APNsKey], relayKeys: RelayKeys) {
         self.teamID = teamID
@@ -89,12 +91,17 @@ public struct RelaySecrets: Sendable {
         }
         var redisPassword: String?
         problems.attempt { () throws(ConfigurationError) in redisPassword = try source.value("REDIS_PASSWORD") }
+        var redisSentinelPassword: String?
+        problems.attempt { () throws(ConfigurationError) in
+            redisSentinelPassword = try source.value("REDIS_SENTINEL_PASSWORD")
+        }
         let environments = APNsEnvironment.allCases.filter { apnsKeys[$0] != nil }
         guard problems.problems.isEmpty, let relayKeys, let teamID else {
             return Check(secrets: nil, environments: environments, problems: problems.problems)
         }
         var secrets = RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
         secrets.redisPassword = redisPassword
+        secrets.redisSentinelPassword = redisSentinelPassword
         return Check(secrets: secrets, environments: environments, problems: [])
     }
 
