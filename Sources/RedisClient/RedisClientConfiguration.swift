@@ -16,6 +16,8 @@ public struct RedisClientConfiguration: Sendable {
     public var timeout: Duration = .milliseconds(100)
     /// How long connecting, TLS and the set-up commands may take.
     public var connectTimeout: Duration = .seconds(2)
+    /// Redis Sentinel: the primary is asked of these sentinels (``host`` and ``port`` are then unused).
+    public var sentinel: Sentinel? = nil
     /// The Lua script that ``RedisPipeline/evaluate(keys:arguments:completion:)`` runs, loaded once per connection.
     public var script: String
 
@@ -23,5 +25,20 @@ public struct RedisClientConfiguration: Sendable {
         self.host = host
         self.port = port
         self.script = script
+    }
+
+    /// Where the sentinels are and what they call the primary.
+    public struct Sentinel: Sendable {
+        /// The name the sentinels monitor the primary by.
+        public var master: String
+        /// The sentinels, asked in turn.
+        public var nodes: [(host: String, port: UInt16)]
+        /// AUTH's password for the sentinels; nil: no AUTH.
+        public var password: String? = nil
+
+        public init(master: String, nodes: [(host: String, port: UInt16)]) {
+            self.master = master
+            self.nodes = nodes
+        }
     }
 }

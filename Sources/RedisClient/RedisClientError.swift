@@ -20,6 +20,9 @@ extension ErrorCode where Domain == RedisClientErrorDomain {
     public static var protocolError: Self { Self("protocol") }
     /// The connection closed or broke.
     public static var closed: Self { Self("closed") }
+    /// The server cannot count: it is not a writable primary (`READONLY`, `LOADING`, `MASTERDOWN`, or `ROLE` names
+    /// it a replica), so the pipeline leaves it and connects again until a primary answers.
+    public static var notPrimary: Self { Self("not_primary") }
     /// The script (or command) answered with an error reply.
     public static var script: Self { Self("script") }
     /// Not connected now: the request was not sent (the caller decides without the store).

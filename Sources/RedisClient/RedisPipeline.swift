@@ -1,5 +1,6 @@
 import COpenSSL
 import ClientTLS
+import Dispatch
 import Glibc
 import Loop
 import LoopTLS
@@ -18,8 +19,11 @@ import Synchronization
 /// caller.
 ///
 /// While not connected, ``evaluate(keys:arguments:completion:)`` refuses at once (the caller decides without the
-/// store); the pipeline reconnects with a growing delay (50 ms doubling to 5 s, with jitter) and reports each loss
-/// and return once through the event handler.
+/// store); the pipeline reconnects with a growing delay (50 ms doubling to 5 s, with jitter), resolving the host name
+/// anew each time, and reports each loss and return once through the event handler, with the server's address.
+///
+/// With ``RedisClientConfiguration/sentinel``, each connection is preceded by asking the sentinels where the primary
+/// is (``SentinelLocator``, on the same loop), and a sentinel's `+switch-master` makes the pipeline leave the server.
 ///
 /// Threading: made and used on its loop's thread, requests cost no lock and no thread crossing, and completions
 /// and events run on that thread. Called from another thread, a request hops to the loop (`loop.execute`).
@@ -69,13 +73,16 @@ public final class RedisPipeline: @unchecked Sendable {
     public let scriptDigest: String
 
     private let configuration: RedisClientConfiguration
-    private let tls: ClientStream.TLS?
-    private let onEvent: @Sendable (Event) -> Void
+    /// The TLS context for the server (and the sentinels); nil: plain TCP.
+    private let tlsContext: TLSClientContext?
+    private let onEvent: @Sendable (Event, _ server: String) -> Void
     private let now: @Sendable () -> UInt64
     /// The loop was made for this pipeline alone (stopped with it).
     private let ownsLoop: Bool
     private let connected = Atomic<Bool>(false)
     private let firstAttemptDone = Atomic<Bool>(false)
+    /// Signalled when the first attempt ends, for ``awaitFirstAttempt(timeout:)``; each waiter passes it on.
+    private let firstAttempt = DispatchSemaphore(value: 0)
 
     // Loop-thread state.
     private var machine: RedisPipelineMachine<Request>
@@ -86,6 +93,10 @@ public final class RedisPipeline: @unchecked Sendable {
     private var armedDeadline: UInt64?
     private var statistics = RedisPipelineStatistics()
     private var started = false
+    /// With a sentinel configuration: who says where the primary is.
+    private var locator: SentinelLocator?
+    /// The server connected to last (`host:port`), for the events; empty before any.
+    private var server = ""
     /// A write of the output is due at the start of the loop's next turn (``scheduleFlush()``).
     private var flushScheduled = false
 
@@ -97,7 +108,19 @@ public final class RedisPipeline: @unchecked Sendable {
         now: @escaping @Sendable () -> UInt64 = { EventLoop.monotonicNanoseconds() },
         onEvent: @escaping @Sendable (Event) -> Void
     ) throws(RedisClientError) {
-        try self.init(configuration: configuration, loop: loop, ownsLoop: false, now: now, onEvent: onEvent)
+        try self.init(
+            configuration: configuration, loop: loop, ownsLoop: false, now: now, onEvent: { event, _ in onEvent(event) }
+        )
+    }
+
+    /// A pipeline on `loop` whose events carry the address of the server they concern (`host:port`: the one
+    /// connected to, left or lost; empty when none was reached).
+    public convenience init(
+        configuration: RedisClientConfiguration, loop: EventLoop,
+        now: @escaping @Sendable () -> UInt64 = { EventLoop.monotonicNanoseconds() },
+        onServerEvent: @escaping @Sendable (Event, _ server: String) -> Void
+    ) throws(RedisClientError) {
+        try self.init(configuration: configuration, loop: loop, ownsLoop: false, now: now, onEvent: onServerEvent)
     }
 
     /// A pipeline on an event loop of its own (a thread named `redis-limits`), for tools and tests; stopped by
@@ -114,7 +137,7 @@ public final class RedisPipeline: @unchecked Sendable {
         do {
             try self.init(
                 configuration: configuration, loop: loop, ownsLoop: true, now: { EventLoop.monotonicNanoseconds() },
-                onEvent: onEvent)
+                onEvent: { event, _ in onEvent(event) })
         } catch {
             loop.stop()
             throw error
@@ -123,7 +146,7 @@ public final class RedisPipeline: @unchecked Sendable {
 
     private init(
         configuration: RedisClientConfiguration, loop: EventLoop, ownsLoop: Bool,
-        now: @escaping @Sendable () -> UInt64, onEvent: @escaping @Sendable (Event) -> Void
+        now: @escaping @Sendable () -> UInt64, onEvent: @escaping @Sendable (Event, String) -> Void
     ) throws(RedisClientError) {
         self.configuration = configuration
         self.loop = loop
@@ -132,13 +155,12 @@ public final class RedisPipeline: @unchecked Sendable {
         self.onEvent = onEvent
         if configuration.useTLS {
             do {
-                let context = try TLSClientContext(extraCAFile: configuration.caFile, alpn: [])
-                tls = ClientStream.TLS(context: context, serverName: configuration.host)
+                tlsContext = try TLSClientContext(extraCAFile: configuration.caFile, alpn: [])
             } catch {
                 throw RedisClientError(.invalidConfiguration, error.reason)
             }
         } else {
-            tls = nil
+            tlsContext = nil
         }
         scriptDigest = Self.scriptDigest(of: configuration.script)
         machine = RedisPipelineMachine(
@@ -161,6 +183,7 @@ public final class RedisPipeline: @unchecked Sendable {
             auth.append(Array(password.utf8))
             setUp.append(.init(kind: .auth, bytes: formatted(auth)))
         }
+        setUp.append(.init(kind: .role, bytes: formatted(RedisCommand.bytes("ROLE"))))
         if configuration.database != 0 {
             setUp.append(
                 .init(kind: .select, bytes: formatted(RedisCommand.bytes("SELECT", String(configuration.database)))))
@@ -181,9 +204,10 @@ public final class RedisPipeline: @unchecked Sendable {
     /// Waits (at most `timeout`, never on the loop's thread) until the first connection attempt has ended; true
     /// when connected.
     public func awaitFirstAttempt(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline && !firstAttemptDone.load(ordering: .acquiring) {
-            usleep(2_000)
+        if !firstAttemptDone.load(ordering: .acquiring),
+            firstAttempt.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) == .success
+        {
+            firstAttempt.signal()
         }
         return isConnected
     }
@@ -207,16 +231,24 @@ public final class RedisPipeline: @unchecked Sendable {
         loop.preconditionCurrent()
         let failed = machine.stop()
         connected.store(false, ordering: .releasing)
-        firstAttemptDone.store(true, ordering: .releasing)
+        firstAttemptEnded()
         timer?.close()
         timer = nil
         armedDeadline = nil
+        locator?.close()
+        locator = nil
         if let stream {
             self.stream = nil
             stream.reset()
         }
         let error = RedisClientError(.unavailable, "shutting down")
         for request in failed { request.completion(.failure(error)) }
+    }
+
+    /// The first attempt has ended (connected, failed, or stopped) and its event was reported: wakes whoever waits
+    /// for it, once.
+    private func firstAttemptEnded() {
+        if !firstAttemptDone.exchange(true, ordering: .acquiringAndReleasing) { firstAttempt.signal() }
     }
 
     /// Connected and set up (requests are sent); readable from any thread.
@@ -371,14 +403,66 @@ public final class RedisPipeline: @unchecked Sendable {
         guard !started, !machine.isStopped else { return }
         started = true
         timer = LoopTimer(on: loop) { [weak self] in self?.timerFired() }
+        if let sentinel = configuration.sentinel {
+            locator = makeLocator(sentinel)
+        }
         if machine.start(now: now()) { connect() }
         armTimer()
     }
 
+    /// The next attempt: to the configured server, or to the primary the sentinels name.
     private func connect() {
+        if let locator {
+            locator.locate()
+        } else {
+            connect(to: configuration.host, port: configuration.port)
+        }
+    }
+
+    private func connect(to host: String, port: UInt16) {
         reader = RedisReplyReader()
+        server = SentinelMachine.Node(host: host, port: port).description
         stream = ClientStream.connect(
-            on: loop, host: configuration.host, port: configuration.port, tls: tls, delegate: self)
+            on: loop, host: host, port: port,
+            tls: tlsContext.map { ClientStream.TLS(context: $0, serverName: host) }, delegate: self)
+    }
+
+    private func makeLocator(_ sentinel: RedisClientConfiguration.Sentinel) -> SentinelLocator {
+        func formatted(_ arguments: [[UInt8]]) -> [UInt8] {
+            var bytes: [UInt8] = []
+            RedisCommand.append(arguments, to: &bytes)
+            return bytes
+        }
+        let connectTimeout = max(1_000_000, Self.nanoseconds(configuration.connectTimeout))
+        let locator = SentinelLocator(
+            configuration: SentinelMachine.Configuration(
+                master: sentinel.master,
+                nodes: sentinel.nodes.map { SentinelMachine.Node(host: $0.host, port: $0.port) },
+                auth: sentinel.password.map { formatted([Array("AUTH".utf8), Array($0.utf8)]) },
+                ask: formatted(RedisCommand.bytes("SENTINEL", "get-master-addr-by-name", sentinel.master)),
+                subscribe: formatted(RedisCommand.bytes("SUBSCRIBE", "+switch-master")),
+                // A round of every node fits in the connect timeout, with time left to connect to the primary.
+                nodeTimeout: connectTimeout / UInt64(sentinel.nodes.count + 1)),
+            loop: loop, tls: tlsContext, now: now)
+        locator.handler = SentinelLocator.Handler(
+            primary: { [weak self] node in
+                guard let self, machine.isConnecting, stream == nil else { return }
+                connect(to: node.host, port: node.port)
+            },
+            exhausted: { [weak self] error in
+                guard let self else { return }
+                if let loss = machine.failed(error, now: now()) { lost(loss) }
+                armTimer()
+            },
+            moved: { [weak self] node in
+                guard let self, let stream else { return }
+                self.stream = nil
+                stream.reset()
+                let error = RedisClientError(.notPrimary, "the sentinels moved the primary to \(node.description)")
+                if let loss = machine.failed(error, now: now()) { lost(loss) }
+                armTimer()
+            })
+        return locator
     }
 
     private func timerFired() {
@@ -428,11 +512,18 @@ public final class RedisPipeline: @unchecked Sendable {
             self.stream = nil
             stream.reset()
         }
+        locator?.primaryLost()
+        locator?.cancel()
         connected.store(false, ordering: .releasing)
-        firstAttemptDone.store(true, ordering: .releasing)
         statistics.errors[loss.error.code.name, default: 0] += 1
         for request in loss.failed { request.completion(.failure(loss.error)) }
-        if let event = loss.event { onEvent(event) }
+        if let event = loss.event { onEvent(event, server) }
+        // After the event: whoever waited for the first attempt finds it reported.
+        firstAttemptEnded()
+        if configuration.sentinel != nil {
+            // The next attempt asks the sentinels again: no server is ours until one answers.
+            server = ""
+        }
         armTimer()
     }
 
@@ -455,7 +546,7 @@ public final class RedisPipeline: @unchecked Sendable {
             }
             switch machine.received(reply, now: time) {
             case .none: break
-            case .answers(let answers):
+            case .answers(let answers, let event):
                 for answer in answers {
                     if case .failure(let error) = answer.result {
                         statistics.errors[error.code.name, default: 0] += 1
@@ -464,12 +555,13 @@ public final class RedisPipeline: @unchecked Sendable {
                     }
                     answer.request.completion(answer.result)
                 }
+                if let event { onEvent(event, server) }
             case .reloading:
                 statistics.scriptReloads += 1
             case .ready(let event):
                 connected.store(true, ordering: .releasing)
-                firstAttemptDone.store(true, ordering: .releasing)
-                if let event { onEvent(event) }
+                if let event { onEvent(event, server) }
+                firstAttemptEnded()
             case .lost(let loss):
                 lost(loss)
                 return

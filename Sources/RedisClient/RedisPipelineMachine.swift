@@ -3,8 +3,14 @@
 /// stream failed) with the time, and carries out what each input returns (write the pending output, connect,
 /// close, answer these requests).
 ///
-/// - Set-up: once connected, `AUTH`, `SELECT` and `SCRIPT LOAD` go out in one write and their replies are checked
-///   in order, all within the connect timeout.
+/// - Set-up: once connected, `AUTH`, `ROLE`, `SELECT` and `SCRIPT LOAD` go out in one write and their replies are
+///   checked in order, all within the connect timeout. A server that `ROLE` names a replica is left at once: behind an
+///   address that follows the primary (a managed endpoint, a DNS name) a connection may still reach the old one.
+/// - A server that cannot count (``RedisClientError/notPrimary``: `READONLY` from a demoted primary, which keeps its
+///   clients' connections; `LOADING`; `MASTERDOWN`) is treated as lost: its calls fail (the caller decides without
+///   the store), the connection is closed and a new one made after the reconnection delay.
+/// - A server that answers a call with another error keeps the connection, but is reported as failing
+///   (``RedisPipelineEvent/failing(_:)``) until a call is answered again: decisions are not being made in it.
 /// - Calls: requests queue until the next write, when they leave as calls of the script (`EVALSHA`), each carrying
 ///   up to ``Configuration/maximumBatch`` requests that the shell's formatter may join, with a tag the machine gives
 ///   it; the script returns that tag first and then one answer per request, so a reply is matched to its call by
@@ -43,7 +49,7 @@ struct RedisPipelineMachine<Request> {
 
     struct SetUpCommand {
         enum Kind: Equatable {
-            case auth, select, scriptLoad
+            case auth, role, select, scriptLoad
         }
         var kind: Kind
         var bytes: [UInt8]
@@ -77,8 +83,9 @@ struct RedisPipelineMachine<Request> {
     }
 
     enum ReplyResult {
-        /// The answers of one call's requests, in their order.
-        case answers([Answer])
+        /// The answers of one call's requests, in their order; `event`: `.failing` when the call failed and the
+        /// one before did not, `.connected` when it was answered after calls failed.
+        case answers([Answer], event: RedisPipelineEvent?)
         /// The set-up has finished: requests are taken from now on (`event`: `.connected`, when it is news).
         case ready(RedisPipelineEvent?)
         /// NOSCRIPT: the script's load and the call again are in the output: write it.
@@ -140,7 +147,14 @@ struct RedisPipelineMachine<Request> {
     /// Failed attempts since the last connection was ready (the reconnection delay grows with them).
     private var failures = 0
     /// The last event reported: nil before any.
-    private var reportedUp: Bool?
+    private var reported: Reported?
+    private enum Reported {
+        case up, failing, down
+    }
+    /// The last server was left for not being a writable primary: the next is taken for one (reported connected,
+    /// the reconnection delay reset) only once `ROLE` says so or a call is answered, so that a server that keeps
+    /// answering `READONLY` is not announced and left again at every attempt.
+    private var unproven = false
     /// The recent round trip (a moving average of the shortest wait of each read's replies); nil before any.
     private var roundTrip: UInt64?
     private var shortestInRead: UInt64?
@@ -155,6 +169,11 @@ struct RedisPipelineMachine<Request> {
     /// Requests are taken (connected, set up, not stopped).
     var isReady: Bool {
         if case .ready = state { true } else { false }
+    }
+
+    /// Waiting for the stream to connect (the shell may first have to learn where the server is).
+    var isConnecting: Bool {
+        if case .connecting = state { true } else { false }
     }
 
     var isStopped: Bool {
@@ -246,6 +265,13 @@ struct RedisPipelineMachine<Request> {
                 return .lost(lose(RedisClientError(.protocolError, "a reply with another number of answers"), now: now))
             }
             popHead()
+            var event: RedisPipelineEvent?
+            unproven = false
+            failures = 0
+            if reported != .up {
+                reported = .up
+                event = .connected
+            }
             var results: [Answer] = []
             results.reserveCapacity(answers.count)
             for (member, answer) in zip(entry.members, answers) {
@@ -253,7 +279,11 @@ struct RedisPipelineMachine<Request> {
                 shortestInRead = min(shortestInRead ?? .max, latency)
                 results.append(Answer(request: member.request, result: .success(answer), latency: latency))
             }
-            return .answers(results)
+            return .answers(results, event: event)
+        case .other(.error(let message)) where Self.notPrimary(Self.errorName(message)) != nil:
+            // A demoted primary (it keeps its clients), a server loading its data, a replica that lost its primary:
+            // its counts would not be shared, so it is left like a lost one.
+            return .lost(lose(Self.notPrimary(Self.errorName(message))!, now: now))
         case .other(.error(let message)) where message.hasPrefix("NOSCRIPT") && !entry.retried:
             // The server lost its scripts (a restart without our reconnecting, SCRIPT FLUSH, a failover): load it
             // again and send this call once more, both at the back of the line, in one write.
@@ -270,10 +300,15 @@ struct RedisPipelineMachine<Request> {
         case .other(.error(let message)):
             popHead()
             let error = RedisClientError(.script, "the script failed (\(RedisPipelineMachine.errorName(message)))")
+            var event: RedisPipelineEvent?
+            if reported == .up {
+                reported = .failing
+                event = .failing(error)
+            }
             return .answers(
                 entry.members.map {
                     Answer(request: $0.request, result: .failure(error), latency: now &- $0.submitted)
-                })
+                }, event: event)
         case .other(.array(let parts?)) where parts.first == .bulk(RedisTag.bytes(entry.tag)):
             // Its own tag, but not answers of integers with it.
             return .lost(lose(RedisClientError(.protocolError, "an unexpected reply type"), now: now))
@@ -360,23 +395,51 @@ struct RedisPipelineMachine<Request> {
         let command = configuration.setUp[step]
         if case .other(.error(let message)) = reply {
             let name = RedisPipelineMachine.errorName(message)
-            // NOAUTH: the server wants a password and none was configured; WRONGPASS: refused.
-            if command.kind == .auth || message.hasPrefix("NOAUTH") || message.hasPrefix("WRONGPASS") {
+            if let error = Self.notPrimary(name) { return .lost(lose(error, now: now)) }
+            if name == "WRONGPASS" {
+                return .lost(lose(RedisClientError(.auth, "the password or user name is wrong (\(name))"), now: now))
+            }
+            if name == "NOAUTH" {
+                return .lost(
+                    lose(
+                        RedisClientError(.auth, "the server requires a password and none was given (\(name))"), now: now
+                    )
+                )
+            }
+            if command.kind == .auth {
                 return .lost(lose(RedisClientError(.auth, "the server refused AUTH (\(name))"), now: now))
             }
-            let what = command.kind == .select ? "SELECT" : "SCRIPT LOAD"
-            return .lost(lose(RedisClientError(.script, "\(what) was refused (\(name))"), now: now))
-        }
-        switch command.kind {
-        case .scriptLoad:
-            guard case .other(.bulk(let digest?)) = reply, lowercased(digest) == configuration.scriptDigest else {
-                return .lost(
-                    lose(RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"), now: now))
+            if command.kind != .role {
+                let what = command.kind == .select ? "SELECT" : "SCRIPT LOAD"
+                return .lost(lose(RedisClientError(.script, "\(what) was refused (\(name))"), now: now))
             }
-        case .auth, .select:
-            guard case .other(.status("OK")) = reply else {
-                let what = command.kind == .auth ? "AUTH" : "SELECT"
-                return .lost(lose(RedisClientError(.protocolError, "an unexpected reply to \(what)"), now: now))
+            // ROLE refused (an ACL without it, a managed service that renames it): the role cannot be known here, and
+            // a replica is still caught by the READONLY of its first call.
+        } else {
+            switch command.kind {
+            case .scriptLoad:
+                guard case .other(.bulk(let digest?)) = reply, lowercased(digest) == configuration.scriptDigest else {
+                    return .lost(
+                        lose(
+                            RedisClientError(.protocolError, "SCRIPT LOAD did not answer the script's SHA-1"), now: now)
+                    )
+                }
+            case .role:
+                guard case .other(.array(let parts?)) = reply, case .bulk(let role?)? = parts.first else {
+                    return .lost(lose(RedisClientError(.protocolError, "an unexpected reply to ROLE"), now: now))
+                }
+                guard role == Array("master".utf8) else {
+                    let name = String(decoding: role.prefix(16), as: UTF8.self).filter { $0.isLetter }
+                    return .lost(
+                        lose(RedisClientError(.notPrimary, "the server is a \(name), not the primary (ROLE)"), now: now)
+                    )
+                }
+                unproven = false
+            case .auth, .select:
+                guard case .other(.status("OK")) = reply else {
+                    let what = command.kind == .auth ? "AUTH" : "SELECT"
+                    return .lost(lose(RedisClientError(.protocolError, "an unexpected reply to \(what)"), now: now))
+                }
             }
         }
         guard step + 1 == configuration.setUp.count else {
@@ -384,9 +447,10 @@ struct RedisPipelineMachine<Request> {
             return .none
         }
         state = .ready
+        guard !unproven else { return .ready(nil) }
         failures = 0
-        guard reportedUp != true else { return .ready(nil) }
-        reportedUp = true
+        guard reported != .up else { return .ready(nil) }
+        reported = .up
         return .ready(.connected)
     }
 
@@ -394,12 +458,13 @@ struct RedisPipelineMachine<Request> {
         output.removeAll(keepingCapacity: true)
         let failed = drain()
         failures += 1
+        if error.code == .notPrimary { unproven = true }
         let base = UInt64(min(5_000, 50 << min(failures - 1, 7)))
         let delay = (base + random.next() % (base / 5 + 1)) * 1_000_000
         state = .waiting(until: now &+ delay)
         var event: RedisPipelineEvent?
-        if reportedUp != false {
-            reportedUp = false
+        if reported != .down {
+            reported = .down
             event = .lost(error)
         }
         return Loss(error: error, failed: failed, event: event, retryAt: now &+ delay)
@@ -436,6 +501,16 @@ struct RedisPipelineMachine<Request> {
         bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
     }
 
+    /// The error of a server that cannot count, from an error reply's first word; nil for any other.
+    static func notPrimary(_ name: String) -> RedisClientError? {
+        switch name {
+        case "READONLY": RedisClientError(.notPrimary, "the server is read-only, a replica now (READONLY)")
+        case "LOADING": RedisClientError(.notPrimary, "the server is loading its data (LOADING)")
+        case "MASTERDOWN": RedisClientError(.notPrimary, "the server has lost its primary (MASTERDOWN)")
+        default: nil
+        }
+    }
+
     /// The first word of an error reply (`WRONGPASS`, `NOSCRIPT`, `ERR`): its code, never the rest, which may
     /// quote a command's arguments.
     static func errorName(_ message: String) -> String {
@@ -446,8 +521,11 @@ struct RedisPipelineMachine<Request> {
 
 /// What a pipeline reports: each loss once, and each return (or first connection) once.
 public enum RedisPipelineEvent: Sendable, Equatable {
-    /// Connected, authenticated, script loaded: requests are sent from now on.
+    /// Connected, authenticated, script loaded: requests are sent from now on (also: calls are answered again
+    /// after ``failing(_:)``).
     case connected
+    /// Connected, but the server answers calls with errors: no decision is made in it until a call is answered.
+    case failing(RedisClientError)
     /// The connection was lost or could not be made (reported once per loss, not per attempt).
     case lost(RedisClientError)
 }

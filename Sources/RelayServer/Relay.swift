@@ -61,7 +61,8 @@ public final class Relay: Sendable {
         }
         do {
             limitsStore = try Self.limitsStore(
-                config, password: setup.secrets.redisPassword, clock: clock, loops: loops)
+                config, password: setup.secrets.redisPassword,
+                sentinelPassword: setup.secrets.redisSentinelPassword, clock: clock, loops: loops)
         } catch {
             for gateway in gateways.values { gateway.shutdown() }
             for loop in loops { loop.stop() }
@@ -173,7 +174,8 @@ public final class Relay: Sendable {
         }
         do throws(ConfigurationError) {
             // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
-            _ = try limitsStore(configuration, password: redisPassword, clock: SystemClock(), loops: [])
+            _ = try limitsStore(
+                configuration, password: redisPassword, sentinelPassword: nil, clock: SystemClock(), loops: [])
         } catch {
             problems.append(error)
         }
@@ -194,15 +196,17 @@ public final class Relay: Sendable {
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
     private static func limitsStore(
-        _ configuration: RelayConfiguration, password: String?, clock: any RelayClock, loops: [EventLoop]
+        _ configuration: RelayConfiguration, password: String?, sentinelPassword: String?, clock: any RelayClock,
+        loops: [EventLoop]
     ) throws(ConfigurationError) -> SharedLimitsStore? {
         let settings = configuration.limitsStore
-        guard settings.kind == .redis, let url = settings.url else { return nil }
+        guard settings.kind == .redis, settings.url != nil || settings.sentinel != nil else { return nil }
         if let path = settings.caFile {
             try requireReadableFile(path, "limits_store.ca_file")
         }
         do {
-            return try SharedLimitsStore(settings: settings, url: url, password: password, clock: clock, loops: loops)
+            return try SharedLimitsStore(
+                settings: settings, password: password, sentinelPassword: sentinelPassword, clock: clock, loops: loops)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)

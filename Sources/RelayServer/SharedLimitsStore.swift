@@ -32,11 +32,15 @@ final class SharedLimitsStore: Sendable {
             var announced = false
             /// A loss has been logged: the next time every pipeline is connected is a return.
             var lost = false
+            /// The server of the last connection announced (`host:port`).
+            var server = ""
         }
 
         private let state = Mutex(State())
-        /// Every pipeline is connected: limits are shared (read on every `/readyz`).
+        /// Every pipeline is connected and its calls answered: decisions are made in Redis (read on every
+        /// `/readyz`).
         let shared = Atomic<Bool>(false)
+        /// Where the relay looks for Redis, for a line about no server in particular.
         let location: String
         let onFailure: LimitsStore.OnFailure
 
@@ -46,23 +50,28 @@ final class SharedLimitsStore: Sendable {
             state.withLock { $0.pipelines = pipelines }
         }
 
-        /// One pipeline's event: the process logs its first connection, its first loss, and its return once every
-        /// pipeline is connected again (not one line per worker).
-        func report(_ event: RedisPipeline.Event, from index: Int) {
+        /// One pipeline's event about `server`: the process logs its first connection, its first loss or refusal
+        /// (and why), and its return once every pipeline is connected again (not one line per worker).
+        func report(_ event: RedisPipeline.Event, server: String, from index: Int) {
             let line: String? = state.withLock { state in
+                let place = server.isEmpty ? location : "Redis at \(server)"
                 switch event {
                 case .connected:
                     state.connected.insert(index)
                     guard state.connected.count == state.pipelines else { return nil }
                     shared.store(true, ordering: .releasing)
+                    let previous = state.server
+                    state.server = server
                     if state.lost {
                         state.lost = false
-                        return "duo-relay: limits store: Redis at \(location) is back; limits are shared again"
+                        return server == previous
+                            ? "duo-relay: limits store: \(place) is back; limits are shared again"
+                            : "duo-relay: limits store: using \(place), the primary now; limits are shared again"
                     }
                     guard !state.announced else { return nil }
                     state.announced = true
-                    return "duo-relay: limits store: connected to Redis at \(location); limits are shared"
-                case .lost(let error):
+                    return "duo-relay: limits store: connected to \(place); limits are shared"
+                case .lost(let error), .failing(let error):
                     state.connected.remove(index)
                     shared.store(false, ordering: .releasing)
                     guard !state.lost else { return nil }
@@ -71,7 +80,21 @@ final class SharedLimitsStore: Sendable {
                         onFailure == .local
                         ? "each instance limits with its own memory until it is back"
                         : "limited requests are refused with 503 until it is back"
-                    return "duo-relay: limits store: lost Redis at \(location) (\(error)); \(meanwhile)"
+                    if case .failing = event {
+                        return "duo-relay: limits store: \(place) answers the limits' calls with errors "
+                            + "(\(error)); \(meanwhile)"
+                    }
+                    if error.code == .notPrimary {
+                        return "duo-relay: limits store: leaving \(place): \(error.reason); \(meanwhile)"
+                    }
+                    if error.code == .auth {
+                        return "duo-relay: limits store: \(place) refused the relay's credentials: \(error.reason) "
+                            + "(REDIS_PASSWORD, limits_store.username); \(meanwhile)"
+                    }
+                    guard state.announced else {
+                        return "duo-relay: limits store: cannot use \(place) (\(error)); \(meanwhile)"
+                    }
+                    return "duo-relay: limits store: lost \(place) (\(error)); \(meanwhile)"
                 }
             }
             if let line { Log.line(line) }
@@ -79,20 +102,36 @@ final class SharedLimitsStore: Sendable {
     }
 
     /// A pipeline for each of `loops` (the workers'; none for a check of the settings, such as a `rediss://` CA
-    /// file that must load); connects nothing until ``start()``.
+    /// file that must load); connects nothing until ``start()``. `settings` has a url or a sentinel block.
     init(
-        settings: LimitsStore, url: RedisURL, password: String?, clock: any RelayClock, loops: [EventLoop]
+        settings: LimitsStore, password: String?, sentinelPassword: String?, clock: any RelayClock,
+        loops: [EventLoop]
     ) throws(RedisClientError) {
         self.settings = settings
-        var client = RedisClientConfiguration(host: url.host, port: url.port, script: SharedLimitsScript.source)
-        client.useTLS = url.tls
+        var client: RedisClientConfiguration
+        let location: String
+        if let sentinel = settings.sentinel {
+            client = RedisClientConfiguration(host: sentinel.master, port: 0, script: SharedLimitsScript.source)
+            var nodes = RedisClientConfiguration.Sentinel(
+                master: sentinel.master, nodes: sentinel.nodes.map { (host: $0.host, port: $0.port) })
+            nodes.password = sentinelPassword
+            client.sentinel = nodes
+            client.useTLS = sentinel.tls
+            client.database = sentinel.database
+            location = "the primary of sentinel master \(sentinel.master)"
+        } else {
+            let url = settings.url ?? RedisURL(host: "127.0.0.1", port: 6379)
+            client = RedisClientConfiguration(host: url.host, port: url.port, script: SharedLimitsScript.source)
+            client.useTLS = url.tls
+            client.database = url.database
+            location = "Redis at \(ListenAddress(host: url.host, port: url.port))"
+        }
         client.caFile = settings.caFile
-        client.database = url.database
         client.username = settings.username
         client.password = password
         client.timeout = .milliseconds(settings.timeoutMilliseconds)
         client.connectTimeout = .milliseconds(max(1_000, min(5_000, settings.timeoutMilliseconds * 10)))
-        let link = Link(location: "\(url.host):\(url.port)", onFailure: settings.onFailure, pipelines: loops.count)
+        let link = Link(location: location, onFailure: settings.onFailure, pipelines: loops.count)
         self.link = link
         var pipelines: [RedisPipeline] = []
         for (index, loop) in loops.enumerated() {
@@ -100,7 +139,7 @@ final class SharedLimitsStore: Sendable {
             pipelines.append(
                 try RedisPipeline(
                     configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
-                    onEvent: { event in link.report(event, from: index) }))
+                    onServerEvent: { event, server in link.report(event, server: server, from: index) }))
         }
         if loops.isEmpty { try RedisPipeline.validate(client) }
         self.pipelines = pipelines
@@ -168,7 +207,7 @@ final class SharedLimitsStore: Sendable {
         }
         out += "# HELP duo_relay_limits_store_errors_total Faults talking to the Redis limits store, by kind.\n"
         out += "# TYPE duo_relay_limits_store_errors_total counter\n"
-        for kind in ["auth", "closed", "protocol", "refused", "script", "timeout", "tls"] {
+        for kind in ["auth", "closed", "not_primary", "protocol", "refused", "script", "timeout", "tls"] {
             out += #"duo_relay_limits_store_errors_total{kind="\#(kind)"} \#(statistics.errors[kind] ?? 0)"# + "\n"
         }
         out += "# HELP duo_relay_limits_store_fallback_total Limit decisions taken without Redis.\n"

@@ -2,7 +2,7 @@ import Foundation
 import RelayTestSupport
 import Synchronization
 
-/// A tiny TCP server on loopback that plays a broken Redis: it answers SCRIPT LOAD with the given
+/// A tiny TCP server on loopback that plays a broken Redis: it answers ROLE (a primary) and SCRIPT LOAD with the given
 /// digest, then answers each EVALSHA it sees as its `behaviour` says. Commands are recognised by
 /// their names in the byte stream (the tests' keys and arguments never contain them).
 final class FakeRedisServer: Sendable {
@@ -80,6 +80,10 @@ final class FakeRedisServer: Sendable {
             var reply: [UInt8] = []
             while let command = Self.takeCommand(&pending) {
                 let name = String(decoding: command[0], as: UTF8.self).uppercased()
+                if name == "ROLE" {
+                    reply += Array("*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n".utf8)
+                    continue
+                }
                 if name == "SCRIPT" {
                     reply += Array("$\(digest.utf8.count)\r\n\(digest)\r\n".utf8)
                     continue

@@ -135,7 +135,7 @@ import Testing
                     reply = .tagged(tag: tag &+ 1, answers: [RedisScriptAnswer(0)])
                 }
                 switch machine.received(reply, now: now) {
-                case .answers(let answers):
+                case .answers(let answers, _):
                     owed.removeFirst()
                     #expect(answers.map(\.request) == requests, "a call's requests are answered in their order")
                     if case .tagged = reply {

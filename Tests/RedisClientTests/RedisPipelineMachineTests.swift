@@ -85,7 +85,7 @@ import Testing
 
     /// The answer of a call of one request.
     static func answered(_ result: Machine.ReplyResult) -> (Int, Result<RedisScriptAnswer, RedisClientError>)? {
-        guard case .answers(let answers) = result, answers.count == 1 else { return nil }
+        guard case .answers(let answers, _) = result, answers.count == 1 else { return nil }
         return (answers[0].request, answers[0].result)
     }
 
@@ -184,7 +184,7 @@ import Testing
         #expect(one?.0 == 1)
         #expect(try one?.1.get() == RedisScriptAnswer(0))
         guard
-            case .answers(let answers) = machine.received(
+            case .answers(let answers, _) = machine.received(
                 .tagged(tag: second, answers: Self.one(.init(0, 5_000_000))), now: 5 * Self.ms),
             let answer = answers.first, answers.count == 1
         else {
@@ -295,7 +295,7 @@ import Testing
         #expect(Self.written(&machine, joins: { _, _ in true }, tags: &tags) == "EVALSHA-1:1,2,3;")
         #expect(tags == [1])
         guard
-            case .answers(let answers) = machine.received(
+            case .answers(let answers, _) = machine.received(
                 .tagged(tag: 1, answers: [.init(0), .init(7), .init(0, 9)]), now: 10 * Self.ms)
         else {
             Issue.record("one reply answers the call's three requests")
@@ -332,7 +332,7 @@ import Testing
         var machine = Self.ready()
         for id in 1...2 { Self.submit(&machine, id, at: 0) }
         _ = Self.written(&machine, joins: { _, _ in true })
-        guard case .answers(let failed) = machine.received(.other(.error("ERR boom")), now: 1 * Self.ms) else {
+        guard case .answers(let failed, _) = machine.received(.other(.error("ERR boom")), now: 1 * Self.ms) else {
             Issue.record("a script error answers the call")
             return
         }
@@ -349,7 +349,7 @@ import Testing
         #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-2:3,4;", "the same call, its tag kept")
         _ = machine.received(.other(.bulk(Self.digest)), now: 4 * Self.ms)
         guard
-            case .answers(let answers) = machine.received(
+            case .answers(let answers, _) = machine.received(
                 .tagged(tag: 2, answers: [.init(0), .init(1)]), now: 5 * Self.ms)
         else {
             Issue.record("the call sent again is answered")

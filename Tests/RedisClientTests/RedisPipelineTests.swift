@@ -212,7 +212,9 @@ struct RedisPipelineFaultTests {
             failures += results.withLock {
                 $0.compactMap { if case .failure(let error) = $0 { error } else { nil } }
             }
-            usleep(100_000)
+            // The next round once the pipeline has connected again (its reconnection delay is 50 ms and up), so that
+            // every round's calls are sent rather than refused at once.
+            #expect(Poll.until(within: .seconds(10)) { pipeline.isConnected })
         }
         #expect(!failures.isEmpty)
         // At once, not after the (long) timeout: the broken reply itself failed them.

@@ -14,14 +14,16 @@ public struct LimitsStore: Equatable, Sendable {
     }
 
     public var kind = Kind.memory
-    /// Required with `kind` redis.
+    /// With `kind` redis: this or ``sentinel``, exactly one.
     public var url: RedisURL? = nil
+    /// With `kind` redis: the sentinels that name the primary, instead of ``url``.
+    public var sentinel: RedisSentinel? = nil
     /// The ACL user for AUTH (the password comes from `REDIS_PASSWORD`).
     public var username: String? = nil
     public var timeoutMilliseconds = 100
     public var onFailure = OnFailure.local
     public var keyPrefix = "duo-relay:"
-    /// A PEM CA bundle added to the roots for `rediss://`.
+    /// A PEM CA bundle added to the roots for `rediss://` (or a sentinel block with `tls`).
     public var caFile: String? = nil
 
     public init() {}
@@ -30,7 +32,9 @@ public struct LimitsStore: Equatable, Sendable {
     /// `problems` (the keys at fault keep their defaults).
     static func parse(_ block: Reader, into problems: ConfigurationProblems.Collector) -> LimitsStore {
         problems.add(
-            block.unknownKeys(["kind", "url", "username", "timeout_ms", "on_failure", "key_prefix", "ca_file"]))
+            block.unknownKeys([
+                "kind", "url", "sentinel", "username", "timeout_ms", "on_failure", "key_prefix", "ca_file",
+            ]))
         var store = LimitsStore()
         var urlRead = true
         problems.attempt { () throws(ConfigurationError) in
@@ -50,6 +54,15 @@ public struct LimitsStore: Equatable, Sendable {
                 urlRead = false
                 throw error
             }
+        }
+        var sentinelRead = true
+        if let value = block.fields["sentinel"], value != .null {
+            let before = problems.problems.count
+            problems.attempt { () throws(ConfigurationError) in
+                store.sentinel = RedisSentinel.parse(try Reader(value, path: block.key("sentinel")), into: problems)
+            }
+            sentinelRead = problems.problems.count == before
+            if !sentinelRead { store.sentinel = nil }
         }
         problems.attempt { () throws(ConfigurationError) in
             if let name = try block.optionalString("username") {
@@ -91,17 +104,104 @@ public struct LimitsStore: Equatable, Sendable {
             }
         }
         // A url at fault has been reported: what depends on it is not judged.
-        if store.kind == .redis, urlRead {
-            if let url = store.url {
+        if store.kind == .redis, urlRead, sentinelRead {
+            if store.url != nil && store.sentinel != nil {
+                problems.add(
+                    ConfigurationError(
+                        .invalid, block.path, "has both url and sentinel: give exactly one (sentinel names the primary)"
+                    ))
+            } else if let url = store.url {
                 if store.caFile != nil && !url.tls {
                     problems.add(
                         ConfigurationError(.invalid, block.key("ca_file"), "applies only to a rediss:// (TLS) url"))
                 }
+            } else if let sentinel = store.sentinel {
+                if store.caFile != nil && !sentinel.tls {
+                    problems.add(
+                        ConfigurationError(.invalid, block.key("ca_file"), "applies only with TLS (sentinel.tls true)"))
+                }
             } else {
-                problems.add(ConfigurationError(.missing, block.key("url"), "is required with kind \"redis\""))
+                problems.add(
+                    ConfigurationError(.missing, block.key("url"), "(or sentinel) is required with kind \"redis\""))
             }
         }
         return store
+    }
+}
+
+/// Redis Sentinel (DESIGN.md, "Failover"): the sentinels that monitor the primary under the name `master`, asked in
+/// turn where it is; `database` is `SELECT`ed on the primary; `tls` speaks TLS to the sentinels and the primary.
+public struct RedisSentinel: Equatable, Sendable, CustomStringConvertible {
+    public var master: String
+    public var nodes: [ListenAddress]
+    public var database = 0
+    public var tls = false
+
+    public init(master: String, nodes: [ListenAddress], database: Int = 0, tls: Bool = false) {
+        self.master = master
+        self.nodes = nodes
+        self.database = database
+        self.tls = tls
+    }
+
+    /// `sentinel duo-limits (10.0.0.1:26379, 10.0.0.2:26379)/0`.
+    public var description: String {
+        "sentinel \(master) (\(nodes.map(\.description).joined(separator: ", ")))/\(database)"
+    }
+
+    /// The block `limits_store.sentinel`; each problem is added to `problems` (nil when one was).
+    static func parse(_ block: Reader, into problems: ConfigurationProblems.Collector) -> RedisSentinel? {
+        let before = problems.problems.count
+        problems.add(block.unknownKeys(["master", "nodes", "db", "tls"]))
+        var sentinel = RedisSentinel(master: "", nodes: [])
+        problems.attempt { () throws(ConfigurationError) in
+            guard let master = try block.string("master") else {
+                throw ConfigurationError(.missing, block.key("master"), "is required: the name the sentinels monitor")
+            }
+            // The sentinels' own rule for a name: no spaces or control characters (it travels in their messages).
+            guard !master.isEmpty, master.utf8.count <= 128, master.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                throw ConfigurationError(
+                    .invalid, block.key("master"), "must be 1 to 128 printable ASCII characters without spaces")
+            }
+            sentinel.master = master
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            guard let value = block.fields["nodes"] else {
+                throw ConfigurationError(.missing, block.key("nodes"), "is required: the sentinels as host:port")
+            }
+            guard case .array(let items) = value, !items.isEmpty, items.count <= 16 else {
+                throw ConfigurationError(.invalid, block.key("nodes"), "must list 1 to 16 sentinels as \"host:port\"")
+            }
+            for item in items {
+                guard case .string(let text) = item, let node = ListenAddress.parseNode(text) else {
+                    throw ConfigurationError(
+                        .invalid, block.key("nodes"), "must hold only \"host:port\" or \"[ipv6]:port\" strings")
+                }
+                sentinel.nodes.append(node)
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let value = try block.integer("db", in: 0...1023) { sentinel.database = Int(value) }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            guard let value = block.fields["tls"] else { return }
+            guard case .bool(let tls) = value else {
+                throw ConfigurationError(.invalid, block.key("tls"), "must be true or false")
+            }
+            sentinel.tls = tls
+        }
+        return problems.problems.count == before ? sentinel : nil
+    }
+}
+
+extension ListenAddress {
+    /// `host:port` or `[ipv6]:port`, a port 1...65535, a host name or address without spaces (a sentinel's
+    /// address); nil for anything else.
+    static func parseNode(_ text: String) -> ListenAddress? {
+        guard text.utf8.count <= 300, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }),
+            let node = ListenAddress(text), node.port > 0, !node.host.contains("/"), !node.host.contains("@")
+        else { return nil }
+        return node
     }
 }
 

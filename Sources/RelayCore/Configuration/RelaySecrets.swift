@@ -20,6 +20,8 @@ public struct RelaySecrets: Sendable {
     public var redisPassword: String? = nil
     /// `user:password` for the APNs proxy's `Proxy-Authorization: Basic` (`APNS_PROXY_AUTHORIZATION`); nil: none.
     public var apnsProxyAuthorization: String? = nil
+    /// AUTH's password for the sentinels of `limits_store.sentinel` (`REDIS_SENTINEL_PASSWORD`); nil: no AUTH.
+    public var redisSentinelPassword: String? = nil
 
     public init(teamID: String, apnsKeys: [APNsEnvironment: APNsKey], relayKeys: RelayKeys) {
         self.teamID = teamID
@@ -96,6 +98,10 @@ public struct RelaySecrets: Sendable {
         problems.attempt { () throws(ConfigurationError) in
             apnsProxyAuthorization = try proxyAuthorization(from: source)
         }
+        var redisSentinelPassword: String?
+        problems.attempt { () throws(ConfigurationError) in
+            redisSentinelPassword = try source.value("REDIS_SENTINEL_PASSWORD")
+        }
         let environments = APNsEnvironment.allCases.filter { apnsKeys[$0] != nil }
         guard problems.problems.isEmpty, let relayKeys, let teamID else {
             return Check(secrets: nil, environments: environments, problems: problems.problems)
@@ -103,6 +109,7 @@ public struct RelaySecrets: Sendable {
         var secrets = RelaySecrets(teamID: teamID, apnsKeys: apnsKeys, relayKeys: relayKeys)
         secrets.redisPassword = redisPassword
         secrets.apnsProxyAuthorization = apnsProxyAuthorization
+        secrets.redisSentinelPassword = redisSentinelPassword
         return Check(secrets: secrets, environments: environments, problems: [])
     }
 

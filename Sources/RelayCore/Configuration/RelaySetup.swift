@@ -135,6 +135,13 @@ public struct RelaySetup: Sendable {
     /// The store's line: where it is and how it fails, never the password.
     private var limitsStoreSummary: String {
         let store = configuration.limitsStore
+        if store.kind == .redis, let sentinel = store.sentinel {
+            return "redis through \(sentinel) (\(sentinel.tls ? "TLS" : "no TLS"); sentinel AUTH "
+                + (secrets.redisSentinelPassword == nil ? "none" : "with password") + "; AUTH "
+                + (secrets.redisPassword == nil ? "none" : store.username.map { "as user \($0)" } ?? "with password")
+                + "), key prefix \(store.keyPrefix), timeout \(store.timeoutMilliseconds) ms, on failure "
+                + store.onFailure.rawValue
+        }
         guard store.kind == .redis, let url = store.url else { return "memory (this instance only)" }
         return "redis \(url) (\(url.tls ? "TLS" : "no TLS"); AUTH "
             + (secrets.redisPassword == nil ? "none" : store.username.map { "as user \($0)" } ?? "with password")
