@@ -69,7 +69,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
     }
 
     func connectionDidReachEnd(_ connection: TCPConnection) {
-        // The client is gone (as a socket read of 0 was before).
+        // The client is gone (its end of stream).
         close(graceful: false)
     }
 

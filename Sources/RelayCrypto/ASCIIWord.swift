@@ -1,5 +1,5 @@
 /// Classifies eight ASCII bytes at once, packed in a `UInt64` (SWAR): the validators of base64 and
-/// hex text run over thousands of characters per push, a byte-table lookup each was measurable.
+/// hex text run over thousands of characters per push, where a byte-table lookup each is measurable.
 public enum ASCIIWord {
     /// `0x80` in every byte: the flag each test sets per byte.
     public static let highBits: UInt64 = 0x8080_8080_8080_8080

@@ -13,7 +13,7 @@ import Testing
     }
 
     /// FuzzConfiguration: a key with DEL and invalid UTF-8 in it. As `RELAY_KEYS` text (invalid UTF-8
-    /// replaced), the key id with its DEL was echoed into the error.
+    /// replaced), the key id with its DEL must not be echoed into the error.
     static let configurationCrash: [UInt8] =
         Array(#"{"01gih"#.utf8) + [0xFF, 0xFF, 0x7F] + Array("f:ttps://apZZZZZZZZZZ".utf8) + [0xAD]
         + Array(#"ZZZZZZZZZZZZZZZZZZi.pX": "httpplkaGx"#.utf8) + [0xC7] + Array(#"d!h5"}"#.utf8)

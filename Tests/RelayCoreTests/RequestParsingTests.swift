@@ -3,7 +3,7 @@ import RelayCore
 import RelayTestSupport
 import Testing
 
-/// The request parser is hand-written (JSONDecoder was the relay's top cost per push): these tests
+/// The request parser is hand-written (JSONDecoder would be the relay's top cost per push): these tests
 /// hold it to what `JSONDecoder` decides, body by body.
 @Suite struct RequestParsingTests {
     /// The reference parse: `JSONDecoder` on the same fields.

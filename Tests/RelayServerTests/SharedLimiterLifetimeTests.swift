@@ -10,7 +10,7 @@ import Testing
 
 /// A relay with `limits_store: redis` is freed, with its shared limiters and their in-memory windows, as soon as
 /// whoever ran it lets go: `duo-relay serve` exits right after `runUntilSignalled()` returns, and a relay still
-/// being torn down on another thread then was reported by LeakSanitizer as the two limiters leaked.
+/// being torn down on another thread then would be reported by LeakSanitizer as the two limiters leaked.
 @Suite(.serialized) struct SharedLimiterLifetimeTests {
     /// A relay on a loopback port whose limits are counted in a throwaway redis-server.
     struct Fixture {
