@@ -42,7 +42,7 @@ let package = Package(
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
-        // The version (a checked-in release number) and, when built from git, the commit (issue 14).
+        // The version (a checked-in release number) and, when built from git, the commit.
         .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
         .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
         // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
@@ -71,7 +71,7 @@ let package = Package(
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP handle
-        // (issue 21's spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
+        // (BENCHMARKS.md, "Design choices measured"): what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
