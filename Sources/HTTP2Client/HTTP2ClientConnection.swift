@@ -198,7 +198,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         if inPlace({ $0.hasReport }) { core?.connectionHasReport(self) }
     }
 
-    /// Asks the machine something where it is stored. A non-mutating call on this class's stored machine copied
+    /// Asks the machine something where it is stored: a non-mutating call on this class's stored machine copies
     /// the whole machine first (a retain and a release per reference it holds), three times a push.
     private func inPlace<Result>(_ question: (inout ConnectionStateMachine) -> Result) -> Result {
         question(&machine)

@@ -1,4 +1,5 @@
 import HTTP2Client
+import RelayCore
 import Testing
 
 @testable import RelayServer
@@ -55,5 +56,38 @@ struct APNsProblemLogUnitTests {
             log.answered(now: 2 * Self.second) == [
                 "apns sandbox: resolved: APNs rejects the provider token (2 times over 2 s)"
             ])
+    }
+}
+
+extension APNsProblemLogUnitTests {
+    /// Every way a proxy gives no tunnel is one problem: one line naming the proxy and its answer, one when a
+    /// connection works again.
+    @Test func aProxyThatGivesNoTunnelIsOneLineUntilAConnectionWorks() {
+        var log = APNsProblemLog(environment: "production")
+        let refused = HTTP2ClientEvent(
+            .proxyRefused, "proxy 127.0.0.1:3128 refused the tunnel: 407 Proxy Authentication Required")
+        #expect(
+            log.record(refused, now: 0) == [
+                "apns production: the egress proxy gives no tunnel to APNs: proxy 127.0.0.1:3128 refused the tunnel: "
+                    + "407 Proxy Authentication Required"
+            ])
+        for kind in HTTP2ClientEvent.Kind.proxyKinds {
+            #expect(log.record(HTTP2ClientEvent(kind, "proxy 127.0.0.1:3128 ..."), now: Self.second).isEmpty)
+        }
+        #expect(
+            log.record(HTTP2ClientEvent(.connected), now: 30 * Self.second) == [
+                "apns production: resolved: the egress proxy gives no tunnel to APNs (6 times over 30 s)"
+            ])
+    }
+
+    @Test func theProxyFailuresAreCountedByKind() {
+        let reporter = APNsProblemReporter(environment: "sandbox", clock: SystemClock())
+        reporter.record(HTTP2ClientEvent(.proxyRefused, "proxy 127.0.0.1:1 refused the tunnel: 403 Forbidden"))
+        reporter.record(HTTP2ClientEvent(.proxyRefused, "proxy 127.0.0.1:1 refused the tunnel: 403 Forbidden"))
+        reporter.record(HTTP2ClientEvent(.proxyTimeout, "proxy 127.0.0.1:1 did not answer CONNECT in time"))
+        reporter.record(HTTP2ClientEvent(.cannotConnect, "Connection refused"))
+        let counts = reporter.tunnelFailureCounts
+        #expect(counts.map(\.kind) == ["unreachable", "refused", "malformed", "timeout", "closed"])
+        #expect(counts.map(\.count) == [0, 2, 0, 1, 0])
     }
 }
