@@ -251,6 +251,16 @@ public final class RedisPipeline: @unchecked Sendable {
         if !firstAttemptDone.exchange(true, ordering: .acquiringAndReleasing) { firstAttempt.signal() }
     }
 
+    /// Leaves the server now (from any thread) and connects again after the reconnection delay, as after a loss
+    /// for `error`: another pipeline of the same store found the server no longer the primary, and this one, which
+    /// may have had no call since, must not stay on it.
+    public func leaveServer(_ error: RedisClientError) {
+        loop.execute { [self] in
+            guard machine.isReady, let loss = machine.failed(error, now: now()) else { return }
+            lost(loss)
+        }
+    }
+
     /// Connected and set up (requests are sent); readable from any thread.
     public var isConnected: Bool { connected.load(ordering: .acquiring) }
 

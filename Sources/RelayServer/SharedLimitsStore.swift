@@ -133,16 +133,45 @@ final class SharedLimitsStore: Sendable {
         client.connectTimeout = .milliseconds(max(1_000, min(5_000, settings.timeoutMilliseconds * 10)))
         let link = Link(location: location, onFailure: settings.onFailure, pipelines: loops.count)
         self.link = link
+        let siblings = Siblings()
         var pipelines: [RedisPipeline] = []
         for (index, loop) in loops.enumerated() {
             // The events are reported to the link, not the store: a pipeline never holds the store.
             pipelines.append(
                 try RedisPipeline(
                     configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
-                    onServerEvent: { event, server in link.report(event, server: server, from: index) }))
+                    onServerEvent: { event, server in
+                        link.report(event, server: server, from: index)
+                        // The primary has moved for every worker: those without a call since must not stay behind.
+                        if case .lost(let error) = event, error.code == .notPrimary {
+                            siblings.leave(except: index, because: error)
+                        }
+                    }))
         }
+        siblings.set(pipelines)
         if loops.isEmpty { try RedisPipeline.validate(client) }
         self.pipelines = pipelines
+    }
+
+    /// Every worker's pipeline, held weakly (a pipeline's event handler holds this, and a pipeline must not hold
+    /// itself).
+    private final class Siblings: Sendable {
+        private struct Reference {
+            weak var pipeline: RedisPipeline?
+        }
+        private let references = Mutex<[Reference]>([])
+
+        func set(_ pipelines: [RedisPipeline]) {
+            references.withLock { $0 = pipelines.map { Reference(pipeline: $0) } }
+        }
+
+        func leave(except index: Int, because error: RedisClientError) {
+            let others = references.withLock { references in
+                references.enumerated().filter { $0.offset != index }.compactMap(\.element.pipeline)
+            }
+            let reason = RedisClientError(.closed, "another worker found the server not the primary: " + error.reason)
+            for pipeline in others { pipeline.leaveServer(reason) }
+        }
     }
 
     /// Connects every worker's pipeline; waits (at most 6 s) for every first attempt, so that a relay whose Redis is
