@@ -130,6 +130,30 @@ struct RedisFailoverTests {
         #expect(try new.keysWithTTL().allSatisfy { !$0.key.hasPrefix("duo-relay:p:") }, "the phone was not counted")
     }
 
+    @Test func aServerThatAnswersEveryCallWithAnErrorIsNotShared() throws {
+        let redis = try RedisServerProcess()
+        let cluster = try cluster(store: store(#""url":"redis://127.0.0.1:\#(redis.port)/0""#), redis: redis)
+        let relay = cluster.fixture.relay
+        #expect(try shared.limits(relay) == "200 shared")
+        let grant = try cluster.fixture.grant(token: randomToken())
+        // Out of memory without eviction: Redis refuses every script that may write (OOM), and keeps the connection.
+        try redis.command("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        try redis.command("CONFIG", "SET", "maxmemory", "1")
+        #expect(try cluster.fixture.push(grant: grant).status == 200, "decided locally")
+        #expect(try shared.limits(relay) == "200 local")
+        let scrape = try shared.metrics(relay)
+        #expect(shared.sample(scrape, "duo_relay_limits_store_up") == 0)
+        #expect((shared.sample(scrape, #"duo_relay_limits_store_errors_total{kind="script"}"#) ?? 0) >= 1)
+        #expect(relay.standardError.contains("answers the limits' calls with errors (script: the script failed (OOM))"))
+        try redis.command("CONFIG", "SET", "maxmemory", "0")
+        // The next call answered says it counts again (a push is what makes a call).
+        try Poll.wait(for: "limits \"200 shared\"", within: .seconds(10)) {
+            _ = try? cluster.fixture.push(grant: grant)
+            return (try? shared.limits(relay)) == "200 shared"
+        }
+        #expect(relay.standardError.contains("is back; limits are shared again"))
+    }
+
     @Test func twoRelaysWithSentinelSurviveTheKillOfThePrimary() throws {
         guard RedisSentinelProcess.isInstalled else {
             Issue.record("redis-sentinel is not installed: run scripts/install-deps --test")
