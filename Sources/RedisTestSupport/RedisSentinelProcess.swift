@@ -73,18 +73,16 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        guard RedisServerProcess.waitUntilListening(process, port: port) else {
+            self.process = nil
             guard process.isRunning else {
-                self.process = nil
                 throw RedisServerProcess.Unavailable(
                     description: "redis-sentinel exited with \(process.terminationStatus): \(log)")
             }
-            if RedisServerProcess.accepts(port) { return }
-            usleep(10_000)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw RedisServerProcess.Unavailable(description: "redis-sentinel did not listen on \(port)")
         }
-        stop()
-        throw RedisServerProcess.Unavailable(description: "redis-sentinel did not listen on \(port)")
     }
 
     /// Stops the sentinel (SIGKILL to its PID) and waits for it to exit.
@@ -101,14 +99,4 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         (try? String(contentsOf: directory.appendingPathComponent("sentinel.log"), encoding: .utf8)) ?? ""
     }
 
-    /// Waits (at most `seconds`) until the log holds `text`; true when it does.
-    public func waitForLog(_ text: String, seconds: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if log.contains(text) { return true }
-            // A pace, not a guess: the sentinel writes its log on its own schedule (ten times a second).
-            usleep(50_000)
-        }
-        return log.contains(text)
-    }
 }

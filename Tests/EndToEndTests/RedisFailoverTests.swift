@@ -163,7 +163,7 @@ struct RedisFailoverTests {
         let sentinelPassword = "sentinel-pw-" + randomToken().prefix(12)
         let sentinel = try RedisSentinelProcess(monitoring: old, password: sentinelPassword)
         // The sentinel must have seen the replica, or it cannot promote it (MACHINE.md).
-        #expect(sentinel.waitForLog("+slave"))
+        #expect(Poll.until(within: .seconds(30)) { sentinel.log.contains("+slave") })
         let place = #""sentinel":{"master":"duo-limits","nodes":["127.0.0.1:\#(sentinel.port)"]}"#
         let cluster = try cluster(
             store: store(place), redis: old, environment: ["REDIS_SENTINEL_PASSWORD": sentinelPassword])
@@ -174,7 +174,9 @@ struct RedisFailoverTests {
         #expect(try shared.pushAlternating(cluster, token: randomToken(), count: 4).allSatisfy { $0.status == 200 })
 
         old.stop()
-        #expect(sentinel.waitForLog("+switch-master"), "the sentinel promoted the replica")
+        #expect(
+            Poll.until(within: .seconds(30)) { sentinel.log.contains("+switch-master") },
+            "the sentinel promoted the replica")
         let promoted = Date()
         let statuses = try pushUntilShared(cluster, seconds: 20)
         #expect(Date().timeIntervalSince(promoted) < 20, "shared again within 20 s of the promotion")
@@ -191,7 +193,7 @@ struct RedisFailoverTests {
         // relays stay where the writes are.
         try old.restart()
         try old.command("CONFIG", "SET", "masterauth", old.password)
-        #expect(sentinel.waitForLog("+convert-to-slave"))
+        #expect(Poll.until(within: .seconds(30)) { sentinel.log.contains("+convert-to-slave") })
         try expectOneBudget(cluster, primary: new)
         for relay in cluster.relays { #expect(try shared.limits(relay) == "200 shared") }
     }
