@@ -10,10 +10,10 @@ final class RelayHTTPHandler: HTTPHandler {
     typealias Endpoint = Route.Endpoint
 
     private let state: Mutex<RelayState>
-    private let limits: LimiterPath
+    /// In memory or in the shared store: the handler takes the same steps with either.
+    private let limits: any RequestLimits
     private let clock: any RelayClock
-    /// The key for hashing client addresses: random per process, or, with a shared store, derived
-    /// from RELAY_KEYS so every instance hashes an address alike.
+    /// The key for hashing client addresses (the limits' own: see ``RequestLimits/addressSecret``).
     private let addressSecret: HMACSHA256.Key
     /// The Redis limits store, when `limits_store.kind` is redis.
     let limitsStore: SharedLimitsStore?
@@ -26,29 +26,15 @@ final class RelayHTTPHandler: HTTPHandler {
     init(state: RelayState, clock: any RelayClock, limitsStore: SharedLimitsStore? = nil) {
         self.state = Mutex(state)
         self.clock = clock
-        let config = state.configuration
-        let capacity = config.server.maxTrackedKeys
-        if let store = limitsStore {
-            limits = .shared(
-                SharedLimits(
-                    addressPolicy: config.ipLimit, phonePolicy: config.pushLimit, capacity: capacity, store: store,
-                    clock: clock))
-            addressSecret = HMACSHA256.Key(LimiterKey.sharedAddressSecret(state.secrets.relayKeys))
-        } else {
-            limits = .immediate(
-                address: InMemoryRateLimiter(policy: config.ipLimit, capacity: capacity),
-                phone: InMemoryRateLimiter(policy: config.pushLimit, capacity: capacity))
-            addressSecret = HMACSHA256.Key(SecureRandom.bytes(count: 32))
-        }
+        limits = state.requestLimits(store: limitsStore, clock: clock)
+        addressSecret = limits.addressSecret
         self.limitsStore = limitsStore
     }
 
     var current: RelayState { state.withLock { $0 } }
 
     /// The limiters that count in the shared store (none without one).
-    var sharedLimiters: [SharedRateLimiter] {
-        if case .shared(let limits) = limits { [limits.address, limits.phone] } else { [] }
-    }
+    var sharedLimiters: [SharedRateLimiter] { limits.sharedLimiters }
 
     /// Switches to a new state (rotation); requests already past their state lookup finish with the old one.
     func replace(_ new: RelayState) {
@@ -84,28 +70,11 @@ final class RelayHTTPHandler: HTTPHandler {
             return .respond(route.endpoint == .healthz ? healthy(head.worker) : readiness(worker: head.worker))
         }
         guard route.countsAgainstAddress else { return .respond(answer(.notFound, route.endpoint, head.worker)) }
-        switch limits {
-        case .immediate(let address, _):
-            let key = addressKey(head, current)
-            return afterAddressLimit(address.admit(key, now: clock.uptimeNanoseconds), route, head.method, head.worker)
-        case .shared(let limits):
-            // The body is read first: one call then decides the address and the phone (`request`), and hashes the
-            // address then.
-            if route.endpoint != .other && route.allows(head.method) { return .readBody(limit: route.bodyLimit) }
-            // A 404 or 405 reads no body: its answer waits, suspended, for the address's decision alone.
-            let pending = PendingHeadDecision()
-            let method = head.method
-            let worker = head.worker
-            let key = addressKey(head, current)
-            limits.admit(worker: worker, address: key, phone: nil) { [self] decision, _ in
-                pending.decide(afterAddressLimit(decision, route, method, worker))
-            }
-            return .later(pending)
-        }
+        return limits.head(head, route, self)
     }
 
     /// What the head of a `/v1/` request gets once the per-address limit has decided.
-    private func afterAddressLimit(
+    func afterAddressLimit(
         _ decision: LimitDecision, _ route: Route, _ method: String, _ worker: Int
     ) -> HeadDecision {
         if let refusal = addressRefusal(decision, route.endpoint, worker) { return .respond(refusal) }
@@ -129,56 +98,55 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
-    /// the client's address like every request there, and (in memory) a blocked address gets its 429. In memory, a
-    /// refusal of a body (broken chunks) was counted once already, with its head; with a shared store the head was
-    /// not counted (its one call comes once the body is read), so the refusal is.
+    /// the client's address like every request there (once: a refusal of a body, broken chunks, follows a head the
+    /// limits had), and a blocked address the limits decide at once gets its 429.
     func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
-        let error = RelayError.refusal(refusal.rule, status: refusal.status)
         let route = Route(number: head.route)
-        let endpoint = route.endpoint
-        if route.countsAgainstAddress {
-            switch limits {
-            case .immediate(let address, _):
-                guard !refusal.followsHead else { break }
-                let key = addressKey(head, current)
-                if case .limited(let retryAfter) = address.admit(key, now: clock.uptimeNanoseconds) {
-                    metrics.limited("address", worker: head.worker)
-                    return answer(
-                        RelayError(.rateLimited, retryAfter: retryAfter, limit: .address), endpoint, head.worker)
-                }
-            case .shared(let limits):
-                countInStore(head, limits)
-            }
+        if route.countsAgainstAddress,
+            let limited = addressRefusal(
+                limits.refusedBeforeBody(head, headCounted: refusal.followsHead, self), route.endpoint, head.worker)
+        {
+            return limited
         }
-        var response = answer(error, endpoint, head.worker)
+        var response = answer(RelayError.refusal(refusal.rule, status: refusal.status), route.endpoint, head.worker)
         response.status = refusal.status
         return response
     }
 
+    /// A body over its endpoint's limit (413): its head reached the limits, which count it if they have not yet.
     func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
         let route = Route(number: head.route)
-        // In memory the address was counted with the head; with a shared store it is counted now.
-        if case .shared(let limits) = limits { countInStore(head, limits) }
+        _ = limits.refusedBeforeBody(head, headCounted: true, self)
         return answer(route.tooLarge, route.endpoint, head.worker)
-    }
-
-    /// Counts a refused request against its address in the shared store; the refusal does not wait for the decision.
-    private func countInStore(_ head: HTTPRequestHead, _ limits: SharedLimits) {
-        limits.admit(worker: head.worker, address: addressKey(head, current), phone: nil) { _, _ in }
     }
 
     func request(_ head: HTTPRequestHead, body: [UInt8], responder: HTTPResponder) {
         switch Route(number: head.route).endpoint {
         case .grant:
-            let worker = head.worker
-            guard case .shared(let limits) = limits else { return responder.respond(grant(body, worker)) }
-            // The address decided now, whatever the body (DESIGN.md, "Several instances").
-            limits.admit(worker: worker, address: addressKey(head, current), phone: nil) {
-                [self] decision, _ in
-                responder.respond(addressRefusal(decision, .grant, worker) ?? grant(body, worker))
-            }
+            limits.decide(ReadRequest(kind: .grant(body: body), state: current, responder: responder), head, self)
         case .push: push(head, body, responder: responder)
         case .healthz, .readyz, .other: responder.respond(answer(.notFound, .other, head.worker))
+        }
+    }
+
+    /// A read request once its limits have decided: the address first (its refusal whatever the body), then the
+    /// body and grant, then the phone (`phone`: asked only for a push whose grant opened and address was admitted).
+    func decided(_ request: ReadRequest, worker: Int, address: LimitDecision, phone: LimitDecision?) {
+        let responder = request.responder
+        switch request.kind {
+        case .grant(let body):
+            responder.respond(addressRefusal(address, .grant, worker) ?? grant(body, request.state, worker))
+        case .push(let opened):
+            if let refusal = addressRefusal(address, .push, worker) { return finish(refusal, responder) }
+            guard let opened else {
+                return finish(answer(RelayError(.overloaded, retryAfter: 1), .push, worker), responder)
+            }
+            switch opened {
+            case .failure(let error): finish(answer(error, .push, worker), responder)
+            case .success(let opened):
+                metrics.grantOpened(keyID: opened.keyID, worker: worker)
+                send(opened, request, worker, phone ?? .unavailable(retryAfter: 1))
+            }
         }
     }
 
@@ -223,8 +191,7 @@ final class RelayHTTPHandler: HTTPHandler {
         var limits: String
     }
 
-    private func grant(_ body: [UInt8], _ worker: Int) -> HTTPResponse {
-        let state = current
+    private func grant(_ body: [UInt8], _ state: RelayState, _ worker: Int) -> HTTPResponse {
         do throws(RelayError) {
             let request = try GrantRequest.parse(body)
             guard state.gateways[request.environment] != nil else { throw .environmentUnavailable }
@@ -252,56 +219,16 @@ final class RelayHTTPHandler: HTTPHandler {
     private func push(_ head: HTTPRequestHead, _ body: [UInt8], responder: HTTPResponder) {
         let state = current
         let admitted = pushesInFlight.add(1, ordering: .relaxed).newValue
-        let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
-            pushesInFlight.subtract(1, ordering: .relaxed)
-            responder.respond(response)
-        }
-        let overloaded = admitted > state.configuration.server.maxPushesInFlight
         // Not even read when overloaded: the push is refused, and its phone not counted.
+        let overloaded = admitted > state.configuration.server.maxPushesInFlight
         let opened = overloaded ? nil : openPush(body, state)
-        switch limits {
-        case .immediate(_, let phone):
-            // The address was decided with the head.
-            proceed(opened, overloaded: overloaded, state, head.worker, finish) { push in
-                phone.admit(LimiterKey.phone(token: push.grant.token), now: clock.uptimeNanoseconds)
-            }
-        case .shared(let limits):
-            // One call: the address, then (only for a push whose grant opened) the phone. The answers keep their
-            // order: a limited address first, whatever the body; then a bad body or grant; then the phone.
-            let phoneKey = (try? opened?.get()).map { LimiterKey.phone(token: $0.grant.token) }
-            let address = addressKey(head, state)
-            limits.admit(worker: head.worker, address: address, phone: phoneKey) {
-                [self] addressDecision, phoneDecision in
-                if let refusal = addressRefusal(addressDecision, .push, head.worker) { return finish(refusal) }
-                proceed(opened, overloaded: overloaded, state, head.worker, finish) { _ in
-                    phoneDecision ?? .unavailable(retryAfter: 1)
-                }
-            }
-        }
+        limits.decide(ReadRequest(kind: .push(opened), state: state, responder: responder), head, self)
     }
 
-    /// A push past its address's limit: refused when overloaded, answered with its body's or grant's error, or sent
-    /// with the phone's decision (`phone`, asked only for a push whose grant opened).
-    private func proceed(
-        _ opened: Result<OpenedPush, RelayError>?, overloaded: Bool, _ state: RelayState, _ worker: Int,
-        _ finish: @escaping @Sendable (HTTPResponse) -> Void, phone: (OpenedPush) -> LimitDecision
-    ) {
-        guard let opened, !overloaded else {
-            return finish(answer(RelayError(.overloaded, retryAfter: 1), .push, worker))
-        }
-        switch opened {
-        case .failure(let error): finish(answer(error, .push, worker))
-        case .success(let push):
-            metrics.grantOpened(keyID: push.keyID, worker: worker)
-            send(push.request, push.grant, state, worker, phone(push), finish)
-        }
-    }
-
-    /// A push's body parsed and its grant opened, or the error that answers it.
-    private struct OpenedPush: Sendable {
-        let request: PushRequest
-        let grant: Grant
-        let keyID: UInt8
+    /// Answers a push: it is no longer in flight.
+    private func finish(_ response: HTTPResponse, _ responder: HTTPResponder) {
+        pushesInFlight.subtract(1, ordering: .relaxed)
+        responder.respond(response)
     }
 
     private func openPush(_ body: [UInt8], _ state: RelayState) -> Result<OpenedPush, RelayError> {
@@ -321,37 +248,36 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// The rest of a push once the per-phone limit has decided: on to APNs, or the refusal.
-    private func send(
-        _ request: PushRequest, _ grant: Grant, _ state: RelayState, _ worker: Int, _ decision: LimitDecision,
-        _ finish: @escaping @Sendable (HTTPResponse) -> Void
-    ) {
+    private func send(_ opened: OpenedPush, _ push: ReadRequest, _ worker: Int, _ decision: LimitDecision) {
+        let responder = push.responder
         switch decision {
         case .allowed: break
         case .limited(let retryAfter):
             metrics.limited("phone", worker: worker)
-            finish(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone), .push, worker))
+            finish(answer(RelayError(.rateLimited, retryAfter: retryAfter, limit: .phone), .push, worker), responder)
             return
         case .unavailable(let retryAfter):
-            finish(answer(RelayError(.overloaded, retryAfter: retryAfter), .push, worker))
+            finish(answer(RelayError(.overloaded, retryAfter: retryAfter), .push, worker), responder)
             return
         }
+        let grant = opened.grant
         // A grant for an environment whose key was removed can no longer deliver.
-        guard let gateway = state.gateways[grant.environment] else {
-            finish(answer(.apns, .push, worker))
+        guard let gateway = push.state.gateways[grant.environment] else {
+            finish(answer(.apns, .push, worker), responder)
             return
         }
-        let settings = state.configuration.apns.notificationSettings
+        let settings = push.state.configuration.apns.notificationSettings
         let notification = Notification(
-            push: request, token: grant.token, settings: settings,
+            push: opened.request, token: grant.token, settings: settings,
             expiresAt: settings.expiration(now: clock.unixSeconds))
         gateway.send(notification, worker: worker, metrics: metrics) { [self] outcome in
             switch outcome {
             case .success(let apnsID):
                 metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok", worker: worker)
                 let body = apnsID.map { #"{"apns_id":""# + JSONText.escape($0) + #""}"# } ?? "{}"
-                finish(HTTPResponse.json(200, body))
+                finish(HTTPResponse.json(200, body), responder)
             case .failure(let error):
-                finish(answer(error, .push, worker))
+                finish(answer(error, .push, worker), responder)
             }
         }
     }
@@ -371,7 +297,7 @@ final class RelayHTTPHandler: HTTPHandler {
     /// The socket peer's key is worked out once per connection and kept in its memo (the secret never changes while
     /// the handler lives); a key from the proxy's header is worked out per request, since the requests of one proxy
     /// connection come from many clients.
-    private func addressKey(_ head: HTTPRequestHead, _ state: RelayState) -> LimiterKey {
+    func addressKey(_ head: HTTPRequestHead, _ state: RelayState) -> LimiterKey {
         // A list means the last entry: the one the trusted proxy appended. The header on several lines is one
         // list (RFC 9110, 5.3), so it is the last line's last entry: earlier lines may be the client's own.
         // Empty elements are no entries (RFC 9110, 5.6.1).

@@ -74,6 +74,11 @@ struct Route: Equatable, Sendable {
         methods.contains(method)
     }
 
+    /// Whether a request with `method` has its body read: an existing endpoint that takes the method.
+    func readsBody(_ method: String) -> Bool {
+        endpoint != .other && allows(method)
+    }
+
     /// The methods as a 405 lists them (RFC 9110, 15.5.6).
     var allow: String { methods.joined(separator: ", ") }
 

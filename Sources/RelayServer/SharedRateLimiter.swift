@@ -118,19 +118,3 @@ final class SharedLimits: Sendable {
         phone.local.sweep(now: now)
     }
 }
-
-/// How RelayHTTPHandler reaches the limits: decided at once in memory (the address at head time, no work added to
-/// the request's path), or through the shared store (both in one call once the body is read).
-enum LimiterPath: Sendable {
-    case immediate(address: InMemoryRateLimiter, phone: InMemoryRateLimiter)
-    case shared(SharedLimits)
-
-    func sweep(now: UInt64) {
-        switch self {
-        case .immediate(let address, let phone):
-            address.sweep(now: now)
-            phone.sweep(now: now)
-        case .shared(let limits): limits.sweep(now: now)
-        }
-    }
-}
