@@ -1,4 +1,5 @@
 import Loop
+import MonotonicTime
 import Synchronization
 
 /// The heart of an ``HTTP2Client`` on its event loop: the ``PoolStateMachine`` and the connections,
@@ -25,7 +26,6 @@ final class ClientCore: @unchecked Sendable {
     /// Fails requests that waited in the pool's queue past their deadline, and gives waiting requests to a new
     /// connection whose one request outlasted the pool's probe bound.
     private var queueTimer: LoopTimer?
-    private var queueTimerDue: UInt64?
 
     /// The statistics, published after every change for readers on any thread.
     private let counters = Counters()
@@ -73,7 +73,7 @@ final class ClientCore: @unchecked Sendable {
 
     /// A request from `send`.
     func submit(_ request: PendingRequest) {
-        switch pool.submit(request, now: EventLoop.monotonicNanoseconds()) {
+        switch pool.submit(request, now: EventLoop.monotonicNow()) {
         case .connection(let id):
             connections[id]?.accept(request)
         case .newConnection(let id, let notBefore):
@@ -92,7 +92,7 @@ final class ClientCore: @unchecked Sendable {
         drain()
     }
 
-    private func start(_ id: Int, notBefore: UInt64?) -> HTTP2ClientConnection? {
+    private func start(_ id: Int, notBefore: Instant?) -> HTTP2ClientConnection? {
         let connection = HTTP2ClientConnection(id: id, core: self, notBefore: notBefore)
         connections[id] = connection
         connection.begin()
@@ -132,7 +132,7 @@ final class ClientCore: @unchecked Sendable {
             for ended in report.results { deliveries.append(.init(request: ended.request, result: result(of: ended))) }
             return
         }
-        let effects = pool.finish(connection: connection.id, report: report, now: EventLoop.monotonicNanoseconds())
+        let effects = pool.finish(connection: connection.id, report: report, now: EventLoop.monotonicNow())
         if effects.exit {
             connections[connection.id] = nil
             connection.close(graceful: true)
@@ -164,17 +164,13 @@ final class ClientCore: @unchecked Sendable {
     private func armQueueTimer() {
         let due = [pool.earliestQueuedDeadline, pool.nextProbeBound].compactMap { $0 }.min()
         guard let next = due, !pool.isShutDown else { return }
-        if let due = queueTimerDue, due <= next { return }
         let timer = queueTimer ?? LoopTimer(on: loop) { [self] in queueTimerFired() }
         queueTimer = timer
-        let now = EventLoop.monotonicNanoseconds()
-        timer.schedule(afterMilliseconds: next > now ? (next - now + 999_999) / 1_000_000 : 0)
-        queueTimerDue = next
+        timer.schedule(noLaterThan: next)
     }
 
     private func queueTimerFired() {
-        queueTimerDue = nil
-        let now = EventLoop.monotonicNanoseconds()
+        let now = EventLoop.monotonicNow()
         for request in pool.removeExpired(now: now) {
             let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
             deliveries.append(.init(request: request, result: .failure(error)))
@@ -202,7 +198,6 @@ final class ClientCore: @unchecked Sendable {
         }
         queueTimer?.close()
         queueTimer = nil
-        queueTimerDue = nil
         drain()
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import HTTP2Wire
 import Loop
 import LoopTLS
+import MonotonicTime
 
 /// One HTTP/2 connection to the origin, on the client's event loop: a ``LoopTLS/ClientStream`` (TLS on
 /// memory BIOs over a libuv TCP connection), an nghttp2 client session driven with
@@ -27,8 +28,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     private var stream: ClientStream?
     private var session: OpaquePointer?
     private var timer: LoopTimer?
-    /// The instant (monotonic nanoseconds) the timer is scheduled for.
-    private var timerDue: UInt64?
     /// Frames serialized by nghttp2, written to the stream in one piece per round.
     private var output: [UInt8] = []
     /// Reused for every request's header block.
@@ -42,7 +41,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     /// The most bytes gathered from nghttp2 before they are written (TLS cuts them into 16 KiB records).
     private static let batchSize = 64 * 1024
 
-    init(id: Int, core: ClientCore, notBefore: UInt64?) {
+    init(id: Int, core: ClientCore, notBefore: Instant?) {
         self.id = id
         self.core = core
         settings = core.settings
@@ -93,7 +92,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         if graceful { stream?.close() } else { stream?.reset() }
         timer?.close()
         timer = nil
-        timerDue = nil
         core = nil
     }
 
@@ -156,7 +154,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     }
 
     private func timerFired() {
-        timerDue = nil
         input {
             let result = machine.timerFired(now: now)
             if result.connect { connect() }
@@ -198,8 +195,8 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         if inPlace({ $0.hasReport }) { core?.connectionHasReport(self) }
     }
 
-    /// Asks the machine something where it is stored. A non-mutating call on this class's stored machine copied
-    /// the whole machine first (a retain and a release per reference it holds), three times a push.
+    /// Asks the machine something where it is stored. A non-mutating call on this class's stored machine copies
+    /// the whole machine first (a retain and a release per reference it holds), three times a push otherwise.
     private func inPlace<Result>(_ question: (inout ConnectionStateMachine) -> Result) -> Result {
         question(&machine)
     }
@@ -209,7 +206,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         input { flush() }
     }
 
-    private var now: UInt64 { EventLoop.monotonicNanoseconds() }
+    private var now: Instant { EventLoop.monotonicNow() }
 
     private func connect() {
         let tls = ClientStream.TLS(context: settings.tls, serverName: settings.host)
@@ -219,9 +216,10 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         }
         // The connect deadline covers the tunnel too. The stream's own bound ends a few milliseconds before the
         // connection's, so that a proxy that never answers is reported as the proxy's failure, in words naming it.
-        let deadline = now &+ settings.timing.connectTimeout &- min(settings.timing.connectTimeout / 2, 5_000_000)
+        let deadline =
+            now + (settings.timing.connectTimeout - min(settings.timing.connectTimeout / 2, 5_000_000))
         stream = ClientStream.connect(
-            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline,
+            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline.nanoseconds,
             delegate: self)
     }
 
@@ -307,13 +305,9 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     /// fires early, and the machine's answer re-arms it).
     private func armTimer() {
         guard let next = inPlace({ $0.nextWakeUp() }) else { return }
-        if let due = timerDue, due <= next { return }
         let timer = self.timer ?? LoopTimer(on: loop) { [self] in timerFired() }
         self.timer = timer
-        let current = now
-        let milliseconds = next > current ? (next - current + 999_999) / 1_000_000 : 0
-        timer.schedule(afterMilliseconds: milliseconds)
-        timerDue = next
+        timer.schedule(noLaterThan: next)
     }
 
     // MARK: nghttp2 callbacks (inside nghttp2_session_mem_recv / mem_send, on the loop's thread)

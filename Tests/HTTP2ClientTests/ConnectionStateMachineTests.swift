@@ -1,18 +1,19 @@
+import MonotonicTime
 import Testing
 
 @testable import HTTP2Client
 
 /// The connection's decisions without sockets: connecting, proving, each stream outcome in each
 /// connection state, deadlines and PING, and what the pool is told, with time passed in as
-/// monotonic nanoseconds (the test clock).
+/// instants of a test clock.
 @Suite("ConnectionStateMachine")
 struct ConnectionStateMachineTests {
     typealias Machine = ConnectionStateMachine
     static let second: UInt64 = 1_000_000_000
-    static let t0: UInt64 = 1_000 * second
+    static let t0 = Instant(nanoseconds: 1_000 * second)
     static let deadline = t0 + 10 * second
 
-    static func request(deadline: UInt64 = deadline, body: [UInt8] = []) -> PendingRequest {
+    static func request(deadline: Instant = deadline, body: [UInt8] = []) -> PendingRequest {
         PendingRequest(request: HTTP2Request(path: "/", body: body), deadline: deadline) { _ in }
     }
 
@@ -42,7 +43,7 @@ struct ConnectionStateMachineTests {
     }
 
     /// Feeds a complete answer on `id`.
-    static func answer(_ machine: inout Machine, stream id: Int32, status: Int, now: UInt64 = t0 + second) {
+    static func answer(_ machine: inout Machine, stream id: Int32, status: Int, now: Instant = t0 + second) {
         let name = Array(":status".utf8)
         let value = Array(String(status).utf8)
         name.withUnsafeBufferPointer { name in

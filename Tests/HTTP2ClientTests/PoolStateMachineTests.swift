@@ -1,15 +1,16 @@
+import MonotonicTime
 import Testing
 
 @testable import HTTP2Client
 
 /// The pool's decisions without sockets or a loop: placement, proving, retries, suspects after
-/// GOAWAY, pacing and replacement, with time passed in as monotonic nanoseconds (the test clock).
+/// GOAWAY, pacing and replacement, with time passed in as instants of a test clock.
 @Suite("PoolStateMachine")
 struct PoolStateMachineTests {
     typealias Pool = PoolStateMachine
     static let millisecond: UInt64 = 1_000_000
     static let second: UInt64 = 1_000_000_000
-    static let t0: UInt64 = 1_000 * second
+    static let t0 = Instant(nanoseconds: 1_000 * second)
 
     static func request(deadline: UInt64 = 10 * second, path: String = "/") -> PendingRequest {
         PendingRequest(request: HTTP2Request(path: path), deadline: t0 + deadline) { _ in }
@@ -20,7 +21,7 @@ struct PoolStateMachineTests {
     }
 
     /// Submits `request` and returns the connection it went to (starting it if new).
-    static func place(_ request: PendingRequest, in pool: inout Pool, now: UInt64 = t0) -> Int? {
+    static func place(_ request: PendingRequest, in pool: inout Pool, now: Instant = t0) -> Int? {
         switch pool.submit(request, now: now) {
         case .connection(let id), .newConnection(let id, _): id
         case .queued, .rejected: nil
