@@ -49,7 +49,7 @@ struct ConnectionStateMachine {
     enum Failure: Sendable, Equatable {
         /// The host name did not resolve (the resolver's words).
         case resolve(String)
-        /// No TCP connection (the system's words).
+        /// No TCP connection (the loop's words, such as "connect failed: connection refused"; said in the system's).
         case connect(String)
         /// The server's certificate was not accepted (OpenSSL's words).
         case certificate(String)
@@ -247,7 +247,8 @@ struct ConnectionStateMachine {
             case .resolve(let text):
                 fail(.connectFailed, .cannotResolve, "cannot resolve the host: \(text)", detail: text)
             case .connect(let text):
-                fail(.connectFailed, .cannotConnect, "cannot connect: \(text)", detail: text)
+                let words = Self.systemWords(text)
+                fail(.connectFailed, .cannotConnect, "cannot connect: \(words)", detail: words)
             case .certificate(let text):
                 fail(.tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)", detail: text)
             case .handshake(let text), .broken(let text, _):
@@ -267,6 +268,15 @@ struct ConnectionStateMachine {
         case .closed:
             break
         }
+    }
+
+    /// The system's words for a failed connect, as `strerror` says them ("Connection refused"): the loop gives
+    /// libuv's (`uv_strerror`: "connect failed: connection refused"), which only differ in case.
+    static func systemWords(_ text: String) -> String {
+        var words = Substring(text)
+        if let colon = words.firstRange(of: ": ") { words = words[colon.upperBound...] }
+        guard let first = words.first else { return text }
+        return first.uppercased() + words.dropFirst()
     }
 
     /// Fails the connect: every request given to it ends unsent, and the event says why.
@@ -416,8 +426,10 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// GOAWAY arrived: no new streams; streams above `lastStreamID` will be closed refused.
-    mutating func goawayReceived(lastStreamID: Int32, errorCode: UInt32, reason: String?) {
+    /// GOAWAY arrived: no new streams; streams above `lastStreamID` will be closed refused. The reason is read from
+    /// `debugData` (``GoawayDebugData``).
+    mutating func goawayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: some Collection<UInt8>) {
+        let reason = GoawayDebugData.reason(debugData)
         switch state {
         case .open, .draining(nil):
             let goaway = Goaway(

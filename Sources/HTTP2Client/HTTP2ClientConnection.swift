@@ -1,5 +1,4 @@
 import CNGHTTP2
-import Foundation
 import HTTP2Wire
 import Loop
 import LoopTLS
@@ -133,7 +132,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             }
             switch failure.kind {
             case .resolve: machine.failed(.resolve(text))
-            case .connect: machine.failed(.connect(Self.systemWords(text)))
+            case .connect: machine.failed(.connect(text))
             case .certificate: machine.failed(.certificate(text))
             case .handshake: machine.failed(.handshake(text))
             case .closedByPeer: machine.failed(.broken(text, closedByPeer: true))
@@ -350,32 +349,11 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     }
 
     func goawayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
-        machine.goawayReceived(lastStreamID: lastStreamID, errorCode: errorCode, reason: Self.goawayReason(debugData))
+        machine.goawayReceived(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
     }
 
     func streamClosed(_ stream: Int32, errorCode: UInt32) {
         machine.streamClosed(stream, errorCode: errorCode, now: now)
-    }
-
-    /// The system's words for a failed connect, as `strerror` says them ("Connection refused"): `LoopError`
-    /// gives libuv's (`uv_strerror`: "connect failed: connection refused"), which only differ in case
-    /// (/work/notes/looptls-requests.md).
-    static func systemWords(_ text: String) -> String {
-        var words = Substring(text)
-        if let colon = words.range(of: ": ") { words = words[colon.upperBound...] }
-        guard let first = words.first else { return text }
-        return first.uppercased() + words.dropFirst()
-    }
-
-    /// The `reason` of GOAWAY debug data such as APNs' `{"reason":"Shutdown"}`, if it is a plain
-    /// word (anything else is not repeated: it could carry anything).
-    static func goawayReason(_ data: UnsafeBufferPointer<UInt8>) -> String? {
-        guard !data.isEmpty, data.count <= 1024,
-            let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
-            let reason = object["reason"] as? String, (1...64).contains(reason.utf8.count),
-            reason.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
-        else { return nil }
-        return reason
     }
 }
 
