@@ -391,9 +391,46 @@ struct PoolStateMachine: Sendable {
         return error
     }
 
-    /// Removes the queued requests whose deadline has passed (the caller fails them with `.timeout`).
+    /// Removes the queued requests whose deadline has passed (``timerFired(now:)`` fails them with `.timeout`).
     mutating func removeExpired(now: Instant) -> [PendingRequest] {
         queue.removeExpired(now: now) + suspects.removeExpired(now: now)
+    }
+
+    /// When the caller's queue timer is due: a queued request's deadline or a probe's bound, whichever comes
+    /// first; nil when neither waits or the pool is shut down.
+    var nextWakeUp: Instant? {
+        guard !isShutDown else { return nil }
+        switch (earliestQueuedDeadline, nextProbeBound) {
+        case (let a?, let b?): return min(a, b)
+        case (let a, let b): return a ?? b
+        }
+    }
+
+    /// The queue timer fired: queued requests past their deadline fail with `.timeout` (no connection took them),
+    /// and waiting requests go to connections whose probe outlasted its bound.
+    mutating func timerFired(now: Instant) -> Effects {
+        var effects = Effects()
+        for request in removeExpired(now: now) {
+            let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
+            effects.deliveries.append(Delivery(request: request, result: .failure(error)))
+        }
+        effects.assignments = probesOutlasted(now: now)
+        return effects
+    }
+
+    /// What a request gets that ended on a connection the pool no longer counts (the client shut down): its
+    /// answer, or its outcome's error, for good.
+    static func delivery(of ended: Ended) -> Delivery {
+        if let response = ended.response, case .answered = ended.outcome {
+            return Delivery(request: ended.request, result: .success(response))
+        }
+        let error = ended.outcome.error ?? HTTP2ClientError(.protocolError, "no answer", mayHaveBeenProcessed: true)
+        return Delivery(request: ended.request, result: .failure(error))
+    }
+
+    /// A request the pool refused or dropped because the client shuts down: never sent.
+    static func shutDownDelivery(of request: PendingRequest) -> Delivery {
+        Delivery(request: request, result: .failure(StreamOutcome.shutdown(written: false).error!))
     }
 
     /// The earliest instant a queued request may expire.

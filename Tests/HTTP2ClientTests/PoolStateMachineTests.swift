@@ -278,6 +278,51 @@ struct PoolStateMachineTests {
         #expect(pool.earliestQueuedDeadline == Self.t0 + 5 * Self.second)
     }
 
+    /// The queue timer's decisions: when it is due, which requests fail on it and which go to a connection.
+    @Test func theQueueTimerFailsExpiredRequestsAndEndsAnOutlastedProbesHold() throws {
+        var pool = Pool(maxConnections: 1, maxStreams: 100)
+        #expect(pool.nextWakeUp == nil)
+        let (first, soon, later) = (Self.request(), Self.request(deadline: 500 * Self.millisecond), Self.request())
+        #expect(pool.submit(first, now: Self.t0) == .newConnection(id: 1, notBefore: nil))
+        #expect(pool.submit(soon, now: Self.t0) == .queued)
+        #expect(pool.submit(later, now: Self.t0) == .queued)
+        #expect(pool.nextWakeUp == Self.t0 + 500 * Self.millisecond)
+        _ = pool.finish(connection: 1, report: Pool.Report(established: true), now: Self.t0 + 100 * Self.millisecond)
+        // Fired early (a timer armed for an earlier wake-up): nothing is due.
+        let early = pool.timerFired(now: Self.t0 + 499 * Self.millisecond)
+        #expect(early.deliveries.isEmpty && early.assignments.isEmpty)
+        let expired = pool.timerFired(now: Self.t0 + 500 * Self.millisecond)
+        #expect(expired.deliveries.map { $0.request === soon } == [true])
+        let error = try #require(Self.error(of: expired.deliveries.first))
+        #expect(error.code == .timeout && error.reason == "no connection in time" && !error.mayHaveBeenProcessed)
+        #expect(expired.assignments.isEmpty)
+        // The probe has waited its bound since the connection came up: `later` goes to it.
+        #expect(pool.nextWakeUp == Self.t0 + 100 * Self.millisecond + Pool.probeBound)
+        let outlasted = pool.timerFired(now: Self.t0 + 100 * Self.millisecond + Pool.probeBound)
+        #expect(outlasted.deliveries.isEmpty)
+        #expect(outlasted.assignments.map { $0.request === later && $0.connection == 1 } == [true])
+        #expect(pool.nextWakeUp == nil)
+        _ = pool.submit(Self.request(deadline: Self.second), now: Self.t0)
+        _ = pool.shutDown()
+        #expect(pool.nextWakeUp == nil)
+    }
+
+    @Test func aRequestEndedOnAConnectionThePoolNoLongerCountsGetsItsAnswerOrItsError() throws {
+        let request = Self.request()
+        let answered = Pool.delivery(of: Self.answered(request, 200))
+        #expect((try? answered.result.get())?.status == 200)
+        let lost = try #require(
+            Self.error(of: Pool.delivery(of: Pool.Ended(request: request, outcome: .lost("gone"), response: nil))))
+        #expect(lost.code == .connectionLost && lost.reason == "gone" && lost.mayHaveBeenProcessed)
+        let shutDown = try #require(Self.error(of: Pool.shutDownDelivery(of: request)))
+        #expect(shutDown.code == .shutdown && !shutDown.mayHaveBeenProcessed)
+    }
+
+    static func error(of delivery: Pool.Delivery?) -> HTTP2ClientError? {
+        guard case .failure(let error) = delivery?.result else { return nil }
+        return error
+    }
+
     @Test func shutDownReturnsTheQueuedAndRejectsNewRequests() {
         var pool = Pool(maxConnections: 1, maxStreams: 100)
         _ = pool.submit(Self.request(), now: Self.t0)
