@@ -1,4 +1,5 @@
 import HTTP1
+import MonotonicTime
 import Testing
 
 /// The connection machine driven alone with a test clock: each deadline of docs/DESIGN.md, "The HTTP front",
@@ -11,7 +12,7 @@ struct HTTP1ConnectionTests {
     /// A connection and its test clock; every input goes through here and its action is kept.
     struct Harness {
         var connection: HTTP1Connection
-        var now: UInt64 = 5 * second
+        var now = Instant(nanoseconds: 5 * second)
         var written: [UInt8] = []
 
         init(_ configure: (inout HTTP1Connection.Configuration) -> Void = { _ in }) {
@@ -54,7 +55,7 @@ struct HTTP1ConnectionTests {
 
         /// Moves the clock to `instant` and tells the machine, as the shell's timer would.
         @discardableResult
-        mutating func fire(at instant: UInt64) -> HTTP1Connection.Action {
+        mutating func fire(at instant: Instant) -> HTTP1Connection.Action {
             now = instant
             return record(connection.deadlineReached(now: now))
         }
