@@ -181,6 +181,10 @@ public final class ClientStream: TCPConnectionDelegate {
         case .abandonConnection:
             connection?.close()
             connection = nil
+        case .startReading:
+            // The owner's own checks (HTTP/2 PING) come on top of TCP keep-alive.
+            connection?.setKeepAlive(idleSeconds: 30, intervalSeconds: 15)
+            connection?.startReading()
         case .writePlain(let bytes):
             _ = bytes.withUnsafeBytes { connection?.write($0) }
         case .startTLS(let leftover):
@@ -293,11 +297,7 @@ public final class ClientStream: TCPConnectionDelegate {
     // MARK: Connecting
 
     public func connectionDidConnect(_ connection: TCPConnection) {
-        guard connection === self.connection, phaseNow == .connecting else { return }
-        // A server that vanished is found even while nothing is sent (the owner's own checks, such as HTTP/2 PING,
-        // come on top).
-        connection.setKeepAlive(idleSeconds: 30, intervalSeconds: 15)
-        connection.startReading()
+        guard connection === self.connection else { return }
         run(machine.connected())
     }
 
