@@ -198,6 +198,36 @@ struct RedisFailoverTests {
         for relay in cluster.relays { #expect(try shared.limits(relay) == "200 shared") }
     }
 
+    @Test func aSwitchAnnouncedByTheSentinelIsFollowedWithoutWaitingForACall() throws {
+        guard RedisSentinelProcess.isInstalled else {
+            Issue.record("redis-sentinel is not installed: run scripts/install-deps --test")
+            return
+        }
+        let (old, new) = try pair()
+        let sentinel = try RedisSentinelProcess(monitoring: old)
+        #expect(Poll.until(within: .seconds(30)) { sentinel.log.contains("+slave") })
+        let place = #""sentinel":{"master":"duo-limits","nodes":["127.0.0.1:\#(sentinel.port)"]}"#
+        let cluster = try cluster(store: store(place), redis: old)
+        for relay in cluster.relays { #expect(try shared.limits(relay) == "200 shared") }
+        // A switch-over the operator asks for: the old primary stays up (demoted, it keeps its clients), and no push
+        // comes to find it read-only. The sentinel's +switch-master alone moves the relays.
+        #expect(try sentinel.command("SENTINEL", "FAILOVER", "duo-limits").contains("OK"))
+        #expect(Poll.until(within: .seconds(30)) { sentinel.log.contains("+switch-master") })
+        for relay in cluster.relays {
+            try Poll.wait(for: "the relay on the new primary", within: .seconds(20)) {
+                relay.standardError.contains("using Redis at 127.0.0.1:\(new.port), the primary now")
+            }
+            #expect(
+                relay.standardError.contains(
+                    "leaving Redis at 127.0.0.1:\(old.port): the sentinels moved the primary to 127.0.0.1:\(new.port)"),
+                "\(relay.standardError)")
+            try Poll.wait(for: "limits \"200 shared\"", within: .seconds(20)) {
+                (try? shared.limits(relay)) == "200 shared"
+            }
+        }
+        try expectOneBudget(cluster, primary: new)
+    }
+
     @Test func sentinelsUnreachableAtStartAreAskedUntilTheyAnswer() throws {
         guard RedisSentinelProcess.isInstalled else {
             Issue.record("redis-sentinel is not installed: run scripts/install-deps --test")
