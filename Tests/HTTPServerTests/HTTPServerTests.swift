@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import HTTP1
 import RelayTestSupport
 import Synchronization
 import Testing
@@ -85,7 +86,7 @@ struct HTTPServerTests {
             clients.append(client)
         }
         let responders = try ["a", "b", "c"].map { try handler.responder($0) }
-        server.answerWaiting { route in HTTPResponse.json(503, #"{"route":\#(route)}"#) }
+        server.answerWaiting { route in HTTP1Response.json(503, #"{"route":\#(route)}"#) }
         for client in clients {
             let answer = try client.readResponse()
             #expect(answer.status == 503)
