@@ -57,10 +57,7 @@ let package = Package(
             name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "HTTPBasics", "Loop", "ErrorCodes", "MonotonicTime"],
-            swiftSettings: strict),
-        // What the server and the HTTP/2 client share, pure: the answer (status, header fields, body).
-        .target(name: "HTTPBasics", swiftSettings: strict),
+            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
@@ -73,8 +70,8 @@ let package = Package(
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP handle
-        // (BENCHMARKS.md, "Design choices measured"): what the APNs client and the Redis client read and write through.
+        // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP
+        // handle: what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
@@ -82,7 +79,7 @@ let package = Package(
             name: "HTTP2Client",
             dependencies: [
                 "CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS", "ErrorCodes",
-                "HTTPBasics", "MonotonicTime",
+                "MonotonicTime",
             ],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
@@ -131,13 +128,15 @@ let package = Package(
         .testTarget(
             name: "HTTP1Tests", dependencies: ["HTTP1", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "HTTPServerTests", dependencies: ["HTTPServer", "Loop", "RelayTestSupport"], swiftSettings: strict),
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Loop", "RelayTestSupport"],
+            swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps), and one
         // relay with a Redis limits store on loopback (its limiters freed when it stops).
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "RelayCore", "RelayCrypto", "HTTPServer", "RedisTestSupport", "RelayTestSupport",
+                "RelayServer", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "RedisTestSupport",
+                "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(

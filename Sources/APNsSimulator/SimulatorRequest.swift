@@ -20,7 +20,7 @@ public struct SimulatorRequest: Sendable {
 
 /// A plain HTTP/2 simulator's answer to one request (``SimulatorConfiguration/responder``): its status,
 /// headers besides `:status` (names lowercase, as HTTP/2 wants) and body. A tuple, not a third response struct
-/// beside HTTPServer's `HTTPResponse` and HTTP2Client's `HTTP2Response`.
+/// beside HTTP1's `HTTP1Response` and HTTP2Client's `HTTP2Response`.
 public typealias SimulatorResponse = (status: Int, headers: [(name: String, value: String)], body: [UInt8])
 
 /// Where a request stands, for a fault plan (``APNsSimulator/setFaultPlan(_:)``).

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// The application side of an ``HTTPServer``. Every method may be called concurrently from server threads.
 public protocol HTTPHandler: Sendable {
     /// The handler's number for a request's path, resolved once, before any other callback, and handed to each of
@@ -14,7 +16,7 @@ public protocol HTTPHandler: Sendable {
     /// The answer when a body exceeds the limit from ``HeadDecision/readBody(limit:)``: at once when the declared
     /// `Content-Length` is over it (before any body byte is read), or as soon as a chunked body grows past it.
     /// The connection is then closed.
-    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse
+    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTP1Response
 
     /// The answer to a request the server refuses from its framing or size before the handler has it whole: a target
     /// over ``HTTPServerConfiguration/maxURLBytes`` (414), a head over ``HTTPServerConfiguration/maxHeaderBytes`` or
@@ -22,7 +24,7 @@ public protocol HTTPHandler: Sendable {
     /// version (505). `head` holds what was read of the request (an empty method and path when the request line itself
     /// was refused). The handler may count the request (a rate limit) and answer otherwise. The connection then
     /// closes, lingering.
-    func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse
+    func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTP1Response
 }
 
 extension HTTPHandler {
@@ -30,7 +32,7 @@ extension HTTPHandler {
     public func route(path: String) -> Int { 0 }
 
     /// By default: the refusal's plain answer (``HTTPRefusal/response``).
-    public func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
+    public func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTP1Response {
         refusal.response
     }
 }

@@ -34,7 +34,7 @@ public struct HTTPRefusal: Sendable, Equatable {
     }
 
     /// The plain answer: `{"error":"<error>"}`.
-    public var response: HTTPResponse {
+    public var response: HTTP1Response {
         .json(status, #"{"error":""# + error + #""}"#)
     }
 }

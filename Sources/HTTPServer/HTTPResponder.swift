@@ -1,3 +1,4 @@
+import HTTP1
 import Synchronization
 
 /// Sends the answer to one request. Answers exactly once, from any thread; later calls are ignored, and so is an
@@ -16,13 +17,13 @@ public struct HTTPResponder: Sendable {
 
     /// A responder that hands the first answer to `deliver` and ignores later ones: for testing handlers without
     /// a server.
-    public init(_ deliver: @escaping @Sendable (HTTPResponse) -> Void) {
+    public init(_ deliver: @escaping @Sendable (HTTP1Response) -> Void) {
         target = .closure(ClosureTarget(deliver))
     }
 
     /// Sends `response` (or does nothing if this request was already answered or its connection is gone). From any
     /// thread: the answer is written by the worker that owns the connection.
-    public func respond(_ response: HTTPResponse) {
+    public func respond(_ response: HTTP1Response) {
         switch target {
         case .request(let context):
             context.deliver(response)
@@ -34,13 +35,13 @@ public struct HTTPResponder: Sendable {
 
 private final class ClosureTarget: Sendable {
     private let answered = Atomic<Bool>(false)
-    private let body: @Sendable (HTTPResponse) -> Void
+    private let body: @Sendable (HTTP1Response) -> Void
 
-    init(_ body: @escaping @Sendable (HTTPResponse) -> Void) {
+    init(_ body: @escaping @Sendable (HTTP1Response) -> Void) {
         self.body = body
     }
 
-    func deliver(_ response: HTTPResponse) {
+    func deliver(_ response: HTTP1Response) {
         if !answered.exchange(true, ordering: .acquiringAndReleasing) {
             body(response)
         }

@@ -135,7 +135,7 @@ public final class HTTPServer: Sendable {
     /// request's ``HTTPRequestHead/route``), each on the worker that owns its connection; the handler's own answer,
     /// should it come later, is ignored. For a stopping server whose grace period has ended: the server's workers hold
     /// every request in flight, so the handler keeps no list of its own. Returns once every worker has answered.
-    public func answerWaiting(_ answer: @escaping @Sendable (_ route: Int) -> HTTPResponse) {
+    public func answerWaiting(_ answer: @escaping @Sendable (_ route: Int) -> HTTP1Response) {
         let workers = lifecycle.withLock { $0.workers }
         for worker in workers { worker.answerWaiting(answer) }
     }

@@ -1,7 +1,9 @@
+import HTTP1
+
 /// What a handler wants once it has seen a request's headers.
 public enum HeadDecision: Sendable {
     /// Answer now, without reading any body (the connection closes if a body was announced).
-    case respond(HTTPResponse)
+    case respond(HTTP1Response)
     /// Read the body, up to `limit` bytes, then call ``HTTPHandler/request(_:body:responder:)``.
     case readBody(limit: Int)
     /// Decide later: the request waits, its connection suspended (holding no server thread), until

@@ -1,3 +1,4 @@
+import HTTP1
 import Synchronization
 
 /// A head decision that arrives after ``HTTPHandler/head(_:)`` has returned (for example once a
@@ -26,7 +27,7 @@ public final class PendingHeadDecision: Sendable {
     /// 500). Later calls are ignored.
     public func decide(_ decision: HeadDecision) {
         var decision = decision
-        if case .later = decision { decision = .respond(HTTPResponse(status: 500)) }
+        if case .later = decision { decision = .respond(HTTP1Response(status: 500)) }
         let waiting: ConnectionReference? = state.withLock { state in
             switch state {
             case .open:

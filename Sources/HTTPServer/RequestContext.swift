@@ -1,3 +1,4 @@
+import HTTP1
 import Loop
 import Synchronization
 
@@ -55,7 +56,7 @@ final class RequestContext: Sendable {
     }
 
     /// The handler's answer, from any thread; only the first counts.
-    func deliver(_ response: HTTPResponse) {
+    func deliver(_ response: HTTP1Response) {
         guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else { return }
         ledger.pending.subtract(1, ordering: .relaxed)
         reference.withConnection { [self] connection in connection.answer(response, for: self) }

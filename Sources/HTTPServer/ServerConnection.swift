@@ -77,7 +77,7 @@ final class ServerConnection: TCPConnectionDelegate {
 
     /// The server answers the request waiting for the handler, if any, in the handler's stead (a later answer from
     /// the handler is then ignored).
-    func answerWaiting(_ answer: (_ route: Int) -> HTTPResponse) {
+    func answerWaiting(_ answer: (_ route: Int) -> HTTP1Response) {
         guard let context else { return }
         context.deliver(answer(context.route))
     }
@@ -90,11 +90,11 @@ final class ServerConnection: TCPConnectionDelegate {
     // MARK: - From the handler (on the loop)
 
     /// The answer to the request in `context`; ignored when the connection has moved on (it closed).
-    func answer(_ response: HTTPResponse, for context: RequestContext) {
+    func answer(_ response: HTTP1Response, for context: RequestContext) {
         guard context === self.context else { return }
         self.context = nil
         ledger.held.subtract(1, ordering: .relaxed)
-        feed(.respond(Self.wire(response)))
+        feed(.respond(response))
     }
 
     /// A head decision that came later.
@@ -237,7 +237,7 @@ final class ServerConnection: TCPConnectionDelegate {
                 error.code == .bodyTooLarge
                 ? core.handler.bodyTooLarge(head)
                 : core.handler.refused(head, refusal: HTTPRefusal(error, followsHead: followsHead))
-            feed(.respond(Self.wire(response)))
+            feed(.respond(response))
         }
     }
 
@@ -245,13 +245,13 @@ final class ServerConnection: TCPConnectionDelegate {
         switch decision {
         case .respond(let response):
             head = nil
-            feed(.respond(Self.wire(response)))
+            feed(.respond(response))
         case .readBody(let limit):
             feed(.readBody(limit: limit))
         case .later(let pending):
             if let decided = pending.take(orWaitWith: reference) {
                 if case .later = decided {
-                    take(.respond(HTTPResponse(status: 500)))
+                    take(.respond(HTTP1Response(status: 500)))
                 } else {
                     take(decided)
                 }
@@ -266,12 +266,5 @@ final class ServerConnection: TCPConnectionDelegate {
             method: parsed.method, path: parsed.path, headers: parsed.headers, peer: peer,
             contentLength: parsed.contentLength, route: core.handler.route(path: parsed.path), worker: worker.index,
             peerMemo: peerMemo)
-    }
-
-    static func wire(_ response: HTTPResponse) -> HTTP1Response {
-        HTTP1Response(
-            status: response.status,
-            headers: response.headers.map { HTTP1Headers.Field(name: $0.name, value: $0.value) },
-            body: response.body)
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 import Loop
 
 /// One worker of an ``HTTPServer``: an event loop on a thread of its own, its descriptor of the server's one
@@ -94,7 +95,7 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     /// Answers every request of this worker still waiting for the handler with `answer(route)`. Returns once done.
-    func answerWaiting(_ answer: @escaping @Sendable (_ route: Int) -> HTTPResponse) {
+    func answerWaiting(_ answer: @escaping @Sendable (_ route: Int) -> HTTP1Response) {
         let work: @Sendable () -> Void = { [self] in
             for connection in Array(connections.values) { connection.answerWaiting(answer) }
         }

@@ -1,3 +1,4 @@
+import HTTP1
 import HTTPServer
 import RelayCore
 
@@ -26,11 +27,14 @@ final class MetricsEndpoint: HTTPHandler {
                 + (service.limitsStore?.renderMetrics() ?? "")
                 + Self.readiness(service.readinessState())
             return .respond(
-                HTTPResponse(
-                    status: 200, headers: [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
+                HTTP1Response(
+                    status: 200,
+                    headers: [
+                        HTTP1Headers.Field(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
+                    ],
                     body: Array(text.utf8)))
         case "/healthz":
-            return .respond(HTTPResponse.json(200, #"{"status":"ok"}"#))
+            return .respond(HTTP1Response.json(200, #"{"status":"ok"}"#))
         case "/readyz":
             return .respond(service.readiness(worker: head.worker))
         default:
@@ -42,7 +46,7 @@ final class MetricsEndpoint: HTTPHandler {
         responder.respond(RelayError.notFound.response(allow: Self.allow))
     }
 
-    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
+    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTP1Response {
         RelayError.tooLarge.response(allow: Self.allow)
     }
 

@@ -1,9 +1,10 @@
+import HTTP1
 import HTTPServer
 import RelayCore
 import RelayCrypto
 import Synchronization
 
-/// The relay's HTTP surface (DESIGN.md, "HTTP API"): routing, the per-address limit, and the
+/// The relay's HTTP surface (docs/DESIGN.md, "HTTP API"): routing, the per-address limit, and the
 /// grant and push endpoints. Every answer is built by `answer(_:_:)` from a `RelayError` or a
 /// success body; nothing about a request is ever logged.
 final class RelayHTTPHandler: HTTPHandler {
@@ -85,7 +86,7 @@ final class RelayHTTPHandler: HTTPHandler {
 
     /// The answer to a request whose address the limit refused (429, or 503 with `on_failure: refuse`); nil when
     /// admitted.
-    private func addressRefusal(_ decision: LimitDecision, _ endpoint: Endpoint, _ worker: Int) -> HTTPResponse? {
+    private func addressRefusal(_ decision: LimitDecision, _ endpoint: Endpoint, _ worker: Int) -> HTTP1Response? {
         switch decision {
         case .allowed:
             return nil
@@ -100,7 +101,7 @@ final class RelayHTTPHandler: HTTPHandler {
     /// Oversized target or headers (414, 431) or untrustworthy framing (400): under /v1/ these count against
     /// the client's address like every request there (once: a refusal of a body, broken chunks, follows a head the
     /// limits had), and a blocked address the limits decide at once gets its 429.
-    func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTPResponse {
+    func refused(_ head: HTTPRequestHead, refusal: HTTPRefusal) -> HTTP1Response {
         let route = Route(number: head.route)
         if route.countsAgainstAddress,
             let limited = addressRefusal(
@@ -114,7 +115,7 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// A body over its endpoint's limit (413): its head reached the limits, which count it if they have not yet.
-    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
+    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTP1Response {
         let route = Route(number: head.route)
         _ = limits.refusedBeforeBody(head, headCounted: true, self)
         return answer(route.tooLarge, route.endpoint, head.worker)
@@ -152,16 +153,16 @@ final class RelayHTTPHandler: HTTPHandler {
 
     // MARK: Endpoints
 
-    private func healthy(_ worker: Int) -> HTTPResponse {
+    private func healthy(_ worker: Int) -> HTTP1Response {
         metrics.request(endpoint: Endpoint.healthz.rawValue, outcome: "ok", worker: worker)
-        return HTTPResponse.json(200, #"{"status":"ok"}"#)
+        return HTTP1Response.json(200, #"{"status":"ok"}"#)
     }
 
-    /// Whether this instance can serve (DESIGN.md, "Also"): it listens, has a configuration in force (at least one
-    /// APNs environment with its key) and is not draining, and its limits are not `unavailable`. Each environment's
-    /// APNs state is in the body, but does not decide: APNs is shared by every instance, and an outage must not take
-    /// them all out of rotation at once.
-    func readiness(worker: Int) -> HTTPResponse {
+    /// Whether this instance can serve (docs/DESIGN.md, "HTTP API"): it listens, has a configuration in force (at
+    /// least one APNs environment with its key) and is not draining, and its limits are not `unavailable`. Each
+    /// environment's APNs state is in the body, but does not decide: APNs is shared by every instance, and an outage
+    /// must not take them all out of rotation at once.
+    func readiness(worker: Int) -> HTTP1Response {
         let state = readinessState()
         let status = state.ready ? "ready" : state.draining ? "draining" : "not_ready"
         let body =
@@ -169,7 +170,7 @@ final class RelayHTTPHandler: HTTPHandler {
             + state.environments.map { #""\#($0.0.name)":""# + $0.1.rawValue + #"""# }.joined(separator: ",")
             + #"},"limits":""# + state.limits + #""}"#
         metrics.request(endpoint: Endpoint.readyz.rawValue, outcome: state.ready ? "ok" : "not_ready", worker: worker)
-        return HTTPResponse.json(state.ready ? 200 : 503, body)
+        return HTTP1Response.json(state.ready ? 200 : 503, body)
     }
 
     /// What `/readyz` answers, without counting a request: also the `duo_relay_ready` gauge, so that
@@ -191,7 +192,7 @@ final class RelayHTTPHandler: HTTPHandler {
         var limits: String
     }
 
-    private func grant(_ body: [UInt8], _ state: RelayState, _ worker: Int) -> HTTPResponse {
+    private func grant(_ body: [UInt8], _ state: RelayState, _ worker: Int) -> HTTP1Response {
         do throws(RelayError) {
             let request = try GrantRequest.parse(body)
             guard state.gateways[request.environment] != nil else { throw .environmentUnavailable }
@@ -208,7 +209,7 @@ final class RelayHTTPHandler: HTTPHandler {
                 throw RelayError(.internalError)
             }
             metrics.request(endpoint: Endpoint.grant.rawValue, outcome: "ok", worker: worker)
-            return HTTPResponse.json(
+            return HTTP1Response.json(
                 200, GrantResponse(grant: text, expiresAt: now + state.configuration.grantLifetimeSeconds).json)
         } catch {
             return answer(error, .grant, worker)
@@ -226,7 +227,7 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// Answers a push: it is no longer in flight.
-    private func finish(_ response: HTTPResponse, _ responder: HTTPResponder) {
+    private func finish(_ response: HTTP1Response, _ responder: HTTPResponder) {
         pushesInFlight.subtract(1, ordering: .relaxed)
         responder.respond(response)
     }
@@ -275,7 +276,7 @@ final class RelayHTTPHandler: HTTPHandler {
             case .success(let apnsID):
                 metrics.request(endpoint: Endpoint.push.rawValue, outcome: "ok", worker: worker)
                 let body = apnsID.map { #"{"apns_id":""# + JSONText.escape($0) + #""}"# } ?? "{}"
-                finish(HTTPResponse.json(200, body), responder)
+                finish(HTTP1Response.json(200, body), responder)
             case .failure(let error):
                 finish(answer(error, .push, worker), responder)
             }
@@ -285,7 +286,7 @@ final class RelayHTTPHandler: HTTPHandler {
     /// The answer to a request still waiting when a stopping relay's grace period has ended and its APNs clients
     /// have answered theirs: it never reached APNs, so 503 `overloaded` (counted in the first worker's metrics: the
     /// server's worker is not named, and it is the last count of a stop).
-    func abandoned(route: Int) -> HTTPResponse {
+    func abandoned(route: Int) -> HTTP1Response {
         answer(RelayError(.overloaded, retryAfter: 1), Route(number: route).endpoint, 0)
     }
 
@@ -316,7 +317,7 @@ final class RelayHTTPHandler: HTTPHandler {
     }
 
     /// An error answer on the public listener, counted by endpoint and code in `worker`'s metrics.
-    func answer(_ error: RelayError, _ endpoint: Endpoint, _ worker: Int) -> HTTPResponse {
+    func answer(_ error: RelayError, _ endpoint: Endpoint, _ worker: Int) -> HTTP1Response {
         metrics.request(endpoint: endpoint.rawValue, outcome: error.code.rawValue, worker: worker)
         return error.response(allow: endpoint.allow)
     }

@@ -137,17 +137,6 @@ import Testing
         }
     }
 
-    /// More than 100 header lines: 431 too_large.
-    @Test func aThousandHeaderLinesAreTooLarge() throws {
-        let relay = try Self.relay()
-        let connection = try RawHTTPClient(port: relay.port, timeoutSeconds: 5)
-        let lines = (0..<1000).map { "X-\($0): a\r\n" }.joined()
-        try connection.send("GET /v1/grant HTTP/1.1\r\nHost: relay\r\n" + lines + "\r\n" + Self.smuggled)
-        let response = try connection.readResponse()
-        Self.expectJSON(response, 431, "too_large")
-        #expect(connection.isClosedByPeer())
-    }
-
     /// Another HTTP version: 505 version_not_supported, and the connection closes.
     @Test(arguments: ["HTTP/2.0", "HTTP/1.2"])
     func anotherVersionIsNotSupported(_ version: String) throws {
@@ -197,15 +186,19 @@ import Testing
             chunked("0\r\nX-Trailer: " + String(repeating: "t", count: 5000) + "\r\n\r\n"),
         ]
 
-    /// Every refusal under /v1/ counts against the client's address, once: with a limit of two requests, the
-    /// refused one and one more are answered, and the third is 429.
+    /// Every refusal under /v1/ is answered in the relay's JSON and closes the connection, and counts against the
+    /// client's address, once: with a limit of two requests, the refused one and one more are answered, and the third
+    /// is 429. (The rules themselves, 431 for a head over its limits among them, are HTTP1Tests'.)
     @Test(arguments: 0..<refusalsUnderV1.count)
     func aRefusalUnderV1CountsOnceAgainstTheAddress(_ index: Int) throws {
         let relay = try Self.limitedRelay(requests: 2)
         let connection = try RawHTTPClient(port: relay.port, timeoutSeconds: 5)
         try connection.send(Self.refusalsUnderV1[index])
         let refused = try connection.readResponse()
-        #expect([400, 431, 501, 505].contains(refused.status), "\(refused.status)")
+        let errors = [400: "bad_request", 431: "too_large", 501: "not_implemented", 505: "version_not_supported"]
+        #expect(errors[refused.status] != nil, "\(refused.status)")
+        Self.expectJSON(refused, refused.status, errors[refused.status] ?? "")
+        #expect(connection.isClosedByPeer())
         let second = try RawHTTPClient(port: relay.port, timeoutSeconds: 5).request("GET", "/v1/grant")
         #expect(second.status == 405, "the refusal counted more than once")
         let third = try RawHTTPClient(port: relay.port, timeoutSeconds: 5).request("GET", "/v1/grant")

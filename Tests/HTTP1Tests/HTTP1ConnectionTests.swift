@@ -443,6 +443,44 @@ struct HTTP1ConnectionTests {
         #expect(harness.fire(at: lingerStart + 2 * Self.second).close)
     }
 
+    /// A body announced with `Expect: 100-continue` over the limit gets its refusal, never the interim answer.
+    @Test func expectContinueOverTheLimitGetsTheRefusalInsteadOfContinue() {
+        var harness = Harness()
+        harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
+        let action = harness.readBody(limit: 64)
+        guard case .refused(_, let error)? = action.handUp else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(error.status == 413)
+        harness.respond(.json(413, #"{"error":"too_large"}"#))
+        let text = harness.takeWritten()
+        #expect(text.hasPrefix("HTTP/1.1 413 Content Too Large\r\n"))
+        #expect(!text.contains("100 Continue"))
+        #expect(harness.writeFinished().shutdownWrite)
+    }
+
+    /// A head over its limits (more than a hundred field lines) is answered 431, and a request pipelined after it is
+    /// never served: the connection lingers, then closes.
+    @Test func aHeadOverItsLimitsIsAnswered431ThenLingers() {
+        var harness = Harness()
+        let lines = (0..<1000).map { "X-\($0): a\r\n" }.joined()
+        let action = harness.receive(
+            "GET /v1/grant HTTP/1.1\r\nHost: x\r\n" + lines + "\r\nGET /v1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        guard case .refused(let head, let error)? = action.handUp else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(error.status == 431)
+        #expect(head.path == "/v1/grant")
+        harness.respond(.refusal(error))
+        #expect(harness.takeWritten().hasSuffix("connection: close\r\n\r\n{\"error\":\"too_large\"}"))
+        let after = harness.writeFinished()
+        #expect(after.shutdownWrite)
+        #expect(after.handUp == nil)
+        #expect(harness.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n").handUp == nil)
+    }
+
     @Test func lingeringEndsWhenTheClientCloses() {
         var harness = Harness()
         harness.receive("GET / HTTP/1.1\r\n\r\n")

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import HTTP1
 import RelayTestSupport
 import Testing
 
@@ -64,7 +65,10 @@ struct LaterHeadDecisionTests {
         let client = try RawHTTPClient(port: server.port)
         try client.send("POST /later HTTP/1.1\r\nHost: x\r\nx-id: b\r\nContent-Length: 5\r\n\r\nhello")
         let pending = try handler.pendingDecision("b")
-        pending.decide(.respond(.json(429, #"{"error":"rate_limited"}"#, headers: [("retry-after", "7")])))
+        pending.decide(
+            .respond(
+                .json(429, #"{"error":"rate_limited"}"#, headers: [HTTP1Headers.Field(name: "retry-after", value: "7")])
+            ))
         let answer = try client.readResponse()
         #expect(answer.status == 429)
         #expect(answer.header("retry-after") == "7")

@@ -1,3 +1,4 @@
+import HTTP1
 import Synchronization
 import Testing
 
@@ -60,7 +61,8 @@ struct HTTPResponderTests {
     }
 
     @Test func jsonResponseSetsTheContentType() {
-        let response = HTTPResponse.json(429, #"{"error":"rate_limited"}"#, headers: [("retry-after", "10")])
+        let response = HTTP1Response.json(
+            429, #"{"error":"rate_limited"}"#, headers: [HTTP1Headers.Field(name: "retry-after", value: "10")])
         #expect(response.status == 429)
         #expect(response.headers.map(\.name) == ["content-type", "retry-after"])
         #expect(response.headers.first?.value == "application/json")

@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 import Loop
 import RelayTestSupport
 import Synchronization
@@ -52,17 +53,17 @@ final class TestHandler: HTTPHandler {
         case ("GET", "/peer"):
             let family = head.peer.family == .ipv4 ? "ipv4" : "ipv6"
             let bytes = head.peer.bytes.map(String.init).joined(separator: ".")
-            return .respond(HTTPResponse(status: 200, body: Array("\(family) \(bytes)".utf8)))
+            return .respond(HTTP1Response(status: 200, body: Array("\(family) \(bytes)".utf8)))
         case ("GET", "/memo"):
             if let kept = head.peerMemo.digest {
-                return .respond(HTTPResponse(status: 200, body: Array("kept \(kept.0)".utf8)))
+                return .respond(HTTP1Response(status: 200, body: Array("kept \(kept.0)".utf8)))
             }
             let number = memosStored.withLock { stored in
                 stored += 1
                 return stored
             }
             head.peerMemo.digest = (number, 0, 0, 0)
-            return .respond(HTTPResponse(status: 200, body: Array("new \(number)".utf8)))
+            return .respond(HTTP1Response(status: 200, body: Array("new \(number)".utf8)))
         default:
             return .respond(.json(404, #"{"error":"not_found","method":"\#(head.method)"}"#))
         }
@@ -73,17 +74,19 @@ final class TestHandler: HTTPHandler {
             parked.withLock { $0[head.headers["x-id"] ?? ""] = responder }
         } else {
             responder.respond(
-                HTTPResponse(
+                HTTP1Response(
                     status: 200,
                     headers: [
-                        ("x-echo", "yes"), ("x-route", String(head.route)),
+                        HTTP1Headers.Field(name: "x-echo", value: "yes"),
+                        HTTP1Headers.Field(name: "x-route", value: String(head.route)),
                         // Which worker the head names, and which loop's thread runs this callback.
-                        ("x-worker", "\(head.worker) \(EventLoop.current?.name ?? "none")"),
+                        HTTP1Headers.Field(
+                            name: "x-worker", value: "\(head.worker) \(EventLoop.current?.name ?? "none")"),
                     ], body: body))
         }
     }
 
-    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTPResponse {
+    func bodyTooLarge(_ head: HTTPRequestHead) -> HTTP1Response {
         .json(413, #"{"error":"too_large"}"#)
     }
 

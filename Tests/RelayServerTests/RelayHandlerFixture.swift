@@ -1,3 +1,4 @@
+import HTTP1
 import HTTPServer
 import RelayCore
 import RelayCrypto
@@ -53,7 +54,7 @@ struct RelayHandlerFixture {
     func send(
         _ method: String, _ path: String, body: [UInt8] = [], from address: String = "192.0.2.7",
         headers: [(name: String, value: String)] = [], connection: PeerMemo = PeerMemo()
-    ) -> HTTPResponse {
+    ) -> HTTP1Response {
         let head = HTTPRequestHead(
             method: method, path: path, headers: HTTPHeaders(headers), peer: SocketPeer.parse(address)!,
             contentLength: body.count, route: handler.route(path: path), peerMemo: connection)
@@ -62,15 +63,15 @@ struct RelayHandlerFixture {
             return response
         case .later:
             Issue.record("the in-memory limiter decided later")
-            return HTTPResponse(status: 0)
+            return HTTP1Response(status: 0)
         case .readBody(let limit):
             guard body.count <= limit else { return handler.bodyTooLarge(head) }
-            let answer = Mutex<HTTPResponse?>(nil)
+            let answer = Mutex<HTTP1Response?>(nil)
             handler.request(
                 head, body: body, responder: HTTPResponder { response in answer.withLock { $0 = response } })
             guard let response = answer.withLock({ $0 }) else {
                 Issue.record("the handler did not answer at once")
-                return HTTPResponse(status: 0)
+                return HTTP1Response(status: 0)
             }
             return response
         }
@@ -80,7 +81,7 @@ struct RelayHandlerFixture {
     func push(
         grant: String, from address: String = "192.0.2.7", headers: [(name: String, value: String)] = [],
         connection: PeerMemo = PeerMemo()
-    ) -> HTTPResponse {
+    ) -> HTTP1Response {
         let sealed = Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount))
         return send(
             "POST", "/v1/push", body: PushBody.bytes(grant: grant, sealed: sealed), from: address, headers: headers,
@@ -88,7 +89,7 @@ struct RelayHandlerFixture {
     }
 }
 
-extension HTTPResponse {
+extension HTTP1Response {
     /// The `error` code of a JSON error answer.
     var error: String? {
         let text = String(decoding: body, as: UTF8.self)

@@ -5,12 +5,12 @@ import RelayCore
 extension RelayError {
     /// The one place an error becomes an HTTP answer, on either listener: the status and body from the
     /// error's table, `Retry-After` when it has one, and `Allow` (the methods listed) on a 405.
-    func response(allow: String) -> HTTPResponse {
-        var headers: [(name: String, value: String)] = []
-        if let retryAfter { headers.append(("retry-after", String(retryAfter))) }
+    func response(allow: String) -> HTTP1Response {
+        var headers: [HTTP1Headers.Field] = []
+        if let retryAfter { headers.append(HTTP1Headers.Field(name: "retry-after", value: String(retryAfter))) }
         // RFC 9110, 15.5.6: a 405 lists the methods the resource takes.
-        if code == .methodNotAllowed { headers.append(("allow", allow)) }
-        return HTTPResponse.json(status, body, headers: headers)
+        if code == .methodNotAllowed { headers.append(HTTP1Headers.Field(name: "allow", value: allow)) }
+        return HTTP1Response.json(status, body, headers: headers)
     }
 }
 
