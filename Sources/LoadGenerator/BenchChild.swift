@@ -40,8 +40,20 @@ final class BenchChild {
         let outputHandle = try Self.handle(output)
         process.standardOutput = outputHandle
         process.standardError = error.isOutput ? outputHandle : try Self.handle(error)
-        try process.run()
+        try Self.withNoSignalBlocked { try process.run() }
         Self.live.add(process.processIdentifier)
+    }
+
+    /// Runs `body` (which starts a process) with no signal blocked in this thread: a child inherits the
+    /// thread's signal mask, and one started where SIGTERM is blocked (a test's thread, say) could not be
+    /// stopped by it.
+    private static func withNoSignalBlocked<T>(_ body: () throws -> T) rethrows -> T {
+        var none = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try body()
     }
 
     /// Sends `signal` and waits for the process to exit.
@@ -74,7 +86,7 @@ final class BenchChild {
         do {
             // (nil: inherited.)
             process.standardError = try handle(error)
-            try process.run()
+            try withNoSignalBlocked { try process.run() }
         } catch { return nil }
         live.add(process.processIdentifier)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
