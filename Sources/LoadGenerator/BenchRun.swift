@@ -83,12 +83,18 @@ final class BenchRun {
         let bench = BenchRun(options: options, load: load, work: String(cString: made))
         BenchChild.stopChildrenOnInterrupt()
         defer { bench.cleanUp() }
+        var status: Int32 = 1
         do {
-            return try bench.measure()
+            status = try bench.measure()
         } catch let error as LoadError {
-            log(error.reason)
-            return 1
+            // (Once interrupted, the error is the interruption's own.)
+            if !BenchChild.live.interrupted { log(error.reason) }
         }
+        guard !BenchChild.live.interrupted else {
+            log("interrupted")
+            return 130
+        }
+        return status
     }
 
     private init(options: Options, load: String, work: String) {
@@ -332,6 +338,7 @@ final class BenchRun {
     /// its figures null.
     private func record(_ step: String, _ arguments: [String]) {
         let output = BenchChild.output(load, arguments) ?? ""
+        guard !BenchChild.live.interrupted else { return }
         guard let line = BenchReadings.resultLine(step: step, output: output) else {
             Self.log("\(step): no result (its figures will be null)")
             return
@@ -591,7 +598,7 @@ final class BenchRun {
 
     /// Calls `ready` up to `attempts` times, `interval` seconds apart, until it gives a value.
     static func poll<T>(_ attempts: Int, interval: Double = 0.05, _ ready: () -> T?) -> T? {
-        for attempt in 0..<attempts {
+        for attempt in 0..<attempts where !BenchChild.live.interrupted {
             if let value = ready() { return value }
             if attempt + 1 < attempts { usleep(UInt32(interval * 1e6)) }
         }
