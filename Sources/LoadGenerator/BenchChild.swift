@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 
 /// A process a benchmark run starts (a server, a measurement, a tool), stopped by its PID. Every running one
-/// is also on a list that an interrupted run (SIGINT, SIGTERM, SIGHUP) stops before it exits.
+/// is also on a list that an interrupted run (SIGINT, SIGTERM, SIGHUP) stops; after an interrupt no child
+/// starts, so that the run ends through its usual clean-up.
 final class BenchChild {
     /// Where a child's output goes.
     enum Sink {
@@ -40,8 +41,22 @@ final class BenchChild {
         let outputHandle = try Self.handle(output)
         process.standardOutput = outputHandle
         process.standardError = error.isOutput ? outputHandle : try Self.handle(error)
-        try process.run()
+        guard !Self.live.interrupted else { throw LoadError(.failed, "interrupted") }
+        try Self.withNoSignalBlocked { try process.run() }
         Self.live.add(process.processIdentifier)
+        if Self.live.interrupted { kill(process.processIdentifier, SIGTERM) }
+    }
+
+    /// Runs `body` (which starts a process) with no signal blocked in this thread: a child inherits the
+    /// thread's signal mask, and one started where SIGTERM is blocked (a test's thread, say) could not be
+    /// stopped by it.
+    private static func withNoSignalBlocked<T>(_ body: () throws -> T) rethrows -> T {
+        var none = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try body()
     }
 
     /// Sends `signal` and waits for the process to exit.
@@ -62,7 +77,7 @@ final class BenchChild {
     static func output(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], error: Sink = .inherit
     ) -> String? {
-        guard let path = find(executable) else { return nil }
+        guard !live.interrupted, let path = find(executable) else { return nil }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -74,9 +89,10 @@ final class BenchChild {
         do {
             // (nil: inherited.)
             process.standardError = try handle(error)
-            try process.run()
+            try withNoSignalBlocked { try process.run() }
         } catch { return nil }
         live.add(process.processIdentifier)
+        if live.interrupted { kill(process.processIdentifier, SIGTERM) }
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         live.remove(process.processIdentifier)
@@ -107,13 +123,20 @@ final class BenchChild {
 
     // MARK: - Stopping everything on an interrupt
 
-    /// The PIDs of the running children, in a fixed buffer that the signal handler reads without locking.
+    /// The PIDs of the running children, in a fixed buffer that the signal handler reads without locking, and
+    /// whether a signal interrupted the run (set by the handler).
     final class LiveList: @unchecked Sendable {
         static let capacity = 64
         let pids = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
+        let signalled = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
         private let lock = NSLock()
 
-        init() { pids.initialize(repeating: 0, count: Self.capacity) }
+        init() {
+            pids.initialize(repeating: 0, count: Self.capacity)
+            signalled.initialize(to: 0)
+        }
+
+        var interrupted: Bool { signalled.pointee != 0 }
 
         func add(_ pid: Int32) {
             lock.withLock {
@@ -130,15 +153,15 @@ final class BenchChild {
 
     static let live = LiveList()
 
-    /// On SIGINT, SIGTERM or SIGHUP: SIGTERM to every running child, then exit 130. (A handler, not an ignored
-    /// signal: a caught signal's disposition is not inherited by the children.)
+    /// On SIGINT, SIGTERM or SIGHUP: SIGTERM to every running child, and no child started after it. (A handler,
+    /// not an ignored signal: a caught signal's disposition is not inherited by the children.)
     static func stopChildrenOnInterrupt() {
         _ = live
         for signal in [SIGINT, SIGTERM, SIGHUP] {
             Glibc.signal(signal) { _ in
+                BenchChild.live.signalled.pointee = 1
                 let list = BenchChild.live.pids
                 for slot in 0..<BenchChild.LiveList.capacity where list[slot] > 0 { kill(list[slot], SIGTERM) }
-                _exit(130)
             }
         }
     }

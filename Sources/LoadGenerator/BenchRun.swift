@@ -59,21 +59,21 @@ final class BenchRun {
     let apns: BenchSimulator.Files
     var results: String { work + "/results.jsonl" }
     var bodies: String { work + "/bodies.txt" }
-    private var relayKeys = ""
-    private let redisPassword = Hex.encode(SecureRandom.bytes(count: 18))
+    var relayKeys = ""
+    let redisPassword = Hex.encode(SecureRandom.bytes(count: 18))
 
-    private var simulator: BenchChild?
-    private var relay: BenchChild?
-    private var simulatorPort = 0
-    private var relayTarget = ""
+    var simulator: BenchChild?
+    var relay: BenchChild?
+    var simulatorPort = 0
+    var relayTarget = ""
     /// The limits store for the next `startStack`: nil (memory) or the port of a Redis to count in.
-    private var storePort: Int?
-    private var redis: BenchChild?
-    private var redisPort = 0
-    private var forwarder: BenchChild?
-    private var nginx: [BenchChild] = []
-    private var nginxPort = 0
-    private var nginxWorker: Int32 = 0
+    var storePort: Int?
+    var redis: BenchChild?
+    var redisPort = 0
+    var forwarder: BenchChild?
+    var nginx: [BenchChild] = []
+    var nginxPort = 0
+    var nginxWorker: Int32 = 0
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let options = try Options(arguments)
@@ -83,12 +83,18 @@ final class BenchRun {
         let bench = BenchRun(options: options, load: load, work: String(cString: made))
         BenchChild.stopChildrenOnInterrupt()
         defer { bench.cleanUp() }
+        var status: Int32 = 1
         do {
-            return try bench.measure()
+            status = try bench.measure()
         } catch let error as LoadError {
-            log(error.reason)
-            return 1
+            // (Once interrupted, the error is the interruption's own.)
+            if !BenchChild.live.interrupted { log(error.reason) }
         }
+        guard !BenchChild.live.interrupted else {
+            log("interrupted")
+            return 130
+        }
+        return status
     }
 
     private init(options: Options, load: String, work: String) {
@@ -102,7 +108,7 @@ final class BenchRun {
 
     // MARK: - The run
 
-    private func measure() throws -> Int32 {
+    func measure() throws -> Int32 {
         guard FileManager.default.createFile(atPath: results, contents: nil) else {
             throw LoadError(.failed, "cannot write \(results)")
         }
@@ -139,7 +145,7 @@ final class BenchRun {
 
     /// Push throughput at saturation (closed loop), alternating with the same APNs requests sent straight to the
     /// simulator by h2load (same simulator process, same requests in flight).
-    private func saturation() throws {
+    func saturation() throws {
         for round in 1...plan.rounds {
             record(
                 "saturation",
@@ -159,7 +165,7 @@ final class BenchRun {
 
     /// Cost against concurrency, latency at a fixed rate, grants and idle keep-alive connections: each on a
     /// fresh stack, so that no run inherits another's connections or warmed-up state.
-    private func serving() throws {
+    func serving() throws {
         for connections in plan.concurrencyLevels {
             try startStack()
             record(
@@ -191,7 +197,7 @@ final class BenchRun {
     /// The relay beside nginx at fixed rates, each relay run on a fresh stack (the first also counts the threads
     /// the relay starts once serving); then the system calls per push at 1,000/s in a pass of their own (strace
     /// slows the relay), and on the same stack the simulator's.
-    private func anchor() throws {
+    func anchor() throws {
         try startNginx()
         for rate in plan.rates {
             let seconds = plan.seconds(atRate: rate)
@@ -222,7 +228,7 @@ final class BenchRun {
     /// The Redis store against memory, in alternating rounds each on a fresh stack (memory, Redis, memory, ...),
     /// so that a slower stretch of the machine moves one pair of samples rather than one store's figures (the
     /// targets are ratios); then Redis one network hop away.
-    private func redisStore() throws {
+    func redisStore() throws {
         try startRedis()
         let before = redisInfo()
         for _ in 1...plan.rounds {
@@ -299,15 +305,15 @@ final class BenchRun {
 
     // MARK: - Measurements
 
-    private var relayPID: Int32 { relay?.pid ?? 0 }
-    private var simulatorPID: Int32 { simulator?.pid ?? 0 }
-    private var relayAndSimulator: KeyValuePairs<String, Int32> { ["relay": relayPID, "simulator": simulatorPID] }
+    var relayPID: Int32 { relay?.pid ?? 0 }
+    var simulatorPID: Int32 { simulator?.pid ?? 0 }
+    var relayAndSimulator: KeyValuePairs<String, Int32> { ["relay": relayPID, "simulator": simulatorPID] }
 
-    private static func pids(_ watched: KeyValuePairs<String, Int32>) -> [String] {
+    static func pids(_ watched: KeyValuePairs<String, Int32>) -> [String] {
         watched.flatMap { ["--pid", "\($0.key)=\($0.value)"] }
     }
 
-    private func closedLoop(
+    func closedLoop(
         _ connections: Int, seconds: Double, warmup: Double, watching: KeyValuePairs<String, Int32> = [:],
         bodies: String? = nil, path: String? = nil
     ) -> [String] {
@@ -317,7 +323,7 @@ final class BenchRun {
         ] + (path.map { ["--path", $0] } ?? []) + Self.pids(watching)
     }
 
-    private func openLoop(
+    func openLoop(
         _ rate: Double, seconds: Double, warmup: Double? = nil, watching: KeyValuePairs<String, Int32> = [:],
         target: String? = nil
     ) -> [String] {
@@ -330,8 +336,9 @@ final class BenchRun {
 
     /// Runs a measurement and records its JSON as `step`; one that printed nothing is left out, which leaves
     /// its figures null.
-    private func record(_ step: String, _ arguments: [String]) {
+    func record(_ step: String, _ arguments: [String]) {
         let output = BenchChild.output(load, arguments) ?? ""
+        guard !BenchChild.live.interrupted else { return }
         guard let line = BenchReadings.resultLine(step: step, output: output) else {
             Self.log("\(step): no result (its figures will be null)")
             return
@@ -345,154 +352,10 @@ final class BenchRun {
     }
 
     /// Runs one of this binary's commands that must succeed.
-    private func loadRun(_ arguments: [String]) throws {
+    func loadRun(_ arguments: [String]) throws {
         guard BenchChild.output(load, arguments) != nil else {
             throw LoadError(.failed, "duo-relay-load \(arguments[0]) failed")
         }
-    }
-
-    // MARK: - The stack: a fresh simulator and relay for each measurement
-
-    private func startStack() throws {
-        try? FileManager.default.removeItem(atPath: apns.port)
-        simulator = try BenchChild(
-            load, ["simulator", "--dir", apns.directory], output: .file(work + "/sim.log"), error: .output)
-        guard let port = Self.poll(600, { Int(Self.read(self.apns.port).trimmingCharacters(in: .whitespaces)) }) else {
-            LoadCommand.write(Self.read(work + "/sim.log"), to: STDERR_FILENO)
-            throw LoadError(.failed, "the simulator did not start")
-        }
-        simulatorPort = port
-        let configuration = BenchFiles.relayConfiguration(
-            simulatorPort: port, caFile: apns.caCertificate, storePort: storePort, threads: options.relayThreads)
-        try configuration.write(toFile: work + "/relay.json", atomically: true, encoding: .utf8)
-        let environment = [
-            "REDIS_PASSWORD": redisPassword, "RELAY_KEYS": relayKeys, "APNS_TEAM_ID": BenchSimulator.teamID,
-            "APNS_KEY_ID_SANDBOX": BenchSimulator.keyID,
-            "APNS_KEY_SANDBOX": Self.read(apns.apnsKey).trimmingCharacters(in: .newlines),
-        ]
-        relay = try BenchChild(
-            options.relayBinary, ["serve", "--config", work + "/relay.json"], environment: environment,
-            error: .file(work + "/relay.log"))
-        guard let relayPort = Self.poll(600, { BenchReadings.listeningPort(log: Self.read(self.work + "/relay.log")) })
-        else {
-            LoadCommand.write(Self.read(work + "/relay.log"), to: STDERR_FILENO)
-            throw LoadError(.failed, "the relay did not start")
-        }
-        relayTarget = "127.0.0.1:\(relayPort)"
-        // One push answered before any measurement: a fresh relay's first pushes wait for its APNs connection
-        // (TLS, then one stream until a token is proven), which belongs to start-up, not to a fixed-rate run of
-        // half a second (a smoke run's fixed 1,000/s run on a fresh debug relay can fall under 99 % answered 200).
-        if let first = Self.read(bodies).split(separator: "\n").first {
-            let body = work + "/first-body.json"
-            try String(first).write(toFile: body, atomically: true, encoding: .utf8)
-            _ = Self.poll(50, interval: 0.1) {
-                self.httpStatus([
-                    "--max-time", "5", "-H", "content-type: application/json", "--data-binary", "@" + body,
-                    "http://\(self.relayTarget)/v1/push",
-                ]) == "200" ? true : nil
-            }
-        }
-    }
-
-    private func stopStack() {
-        relay?.stop()
-        relay = nil
-        if options.verbose {
-            // The relay's last line counts its answers by outcome (never anything about a request).
-            for line in Self.read(work + "/relay.log").split(separator: "\n") where line.contains("stopped;") {
-                LoadCommand.write(String(line), to: STDERR_FILENO)
-            }
-        }
-        simulator?.stop()
-        simulator = nil
-    }
-
-    /// A local redis-server on a free port, nothing kept on disk; stopped by its PID.
-    private func startRedis() throws {
-        for _ in 0..<20 {
-            let port = try Self.freePort()
-            let server = try BenchChild(
-                "redis-server",
-                [
-                    "--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no",
-                    "--requirepass", redisPassword, "--dir", work, "--daemonize", "no", "--loglevel", "warning",
-                ], output: .file(work + "/redis.log"), error: .output)
-            let up = Self.poll(100) {
-                if self.redisCommand(port, ["PING"])?.contains("PONG") == true { return true }
-                return server.isRunning ? nil : false
-            }
-            if up == true {
-                redis = server
-                redisPort = port
-                return
-            }
-            server.stop(SIGKILL)
-        }
-        throw LoadError(.failed, "redis-server did not start")
-    }
-
-    private func redisCommand(_ port: Int, _ arguments: [String]) -> String? {
-        // The password in the environment, not on redis-cli's command line.
-        BenchChild.output(
-            "redis-cli", ["-p", String(port)] + arguments, environment: ["REDISCLI_AUTH": redisPassword],
-            error: .discard)
-    }
-
-    private func redisInfo() -> RedisInfo { RedisInfo(redisCommand(redisPort, ["INFO", "all"]) ?? "") }
-
-    /// The anchor: nginx from Debian, one worker, proxying HTTP/1.1 with keep-alive to an upstream over TLS (a
-    /// second nginx, also one worker, with the simulator's certificate) that answers 200 at once. Its CPU is
-    /// the proxy's only worker's.
-    private func startNginx() throws {
-        let directory = work + "/nginx"
-        for _ in 0..<20 {
-            let upstreamPort = try Self.freePort()
-            let proxyPort = try Self.freePort()
-            guard upstreamPort != proxyPort else { continue }
-            try nginxInstance(
-                "upstream", directory: directory,
-                body: BenchFiles.nginxUpstream(
-                    port: upstreamPort, certificate: apns.certificate, key: apns.certificateKey))
-            let proxy = try nginxInstance(
-                "proxy", directory: directory,
-                body: BenchFiles.nginxProxy(port: proxyPort, upstreamPort: upstreamPort, caFile: apns.caCertificate))
-            let answered = Self.poll(100) {
-                self.httpStatus(["-X", "POST", "--data", "{}", "http://127.0.0.1:\(proxyPort)/v1/push"]) == "200"
-                    ? true : nil
-            }
-            if answered == true,
-                let worker = BenchReadings.onlyChild(Self.read("/proc/\(proxy.pid)/task/\(proxy.pid)/children"))
-            {
-                nginxPort = proxyPort
-                nginxWorker = worker
-                return
-            }
-            stopNginx()
-        }
-        for name in ["upstream", "proxy"] {
-            LoadCommand.write(Self.read("\(directory)/\(name).log"), to: STDERR_FILENO)
-        }
-        throw LoadError(.failed, "nginx did not start")
-    }
-
-    @discardableResult
-    private func nginxInstance(_ name: String, directory: String, body: String) throws -> BenchChild {
-        try FileManager.default.createDirectory(atPath: "\(directory)/\(name)-temp", withIntermediateDirectories: true)
-        try BenchFiles.nginxConfiguration(name: name, directory: directory, body: body).write(
-            toFile: "\(directory)/\(name).conf", atomically: true, encoding: .utf8)
-        let child = try BenchChild(
-            "nginx", ["-p", directory, "-e", "\(directory)/\(name).log", "-c", "\(directory)/\(name).conf"])
-        nginx.append(child)
-        return child
-    }
-
-    private func stopNginx() {
-        for child in nginx { child.stop() }
-        nginx = []
-    }
-
-    private func httpStatus(_ arguments: [String]) -> String? {
-        BenchChild.output("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + arguments, error: .discard)
     }
 
     // MARK: - perf (BENCH_PERF=1)
@@ -502,7 +365,7 @@ final class BenchRun {
     /// BENCH_KEEP (with the relay's by-function table). Each pass gets a second of warm-up load; perf then takes
     /// one sample per 200 µs of each program's CPU while the measured load runs (and a second after, so that no
     /// request's work is cut off).
-    private func perfPass() throws {
+    func perfPass() throws {
         try startStack()
         try perfFixed("relay", pid: relayPID, target: relayTarget)
         stopStack()
@@ -543,7 +406,7 @@ final class BenchRun {
     }
 
     /// Records `pid` into NAME.perf, in the background, for the measured load's seconds and one more.
-    private func perfStart(_ name: String, pid: Int32) throws -> BenchChild {
+    func perfStart(_ name: String, pid: Int32) throws -> BenchChild {
         let recorder = try BenchChild(
             "perf",
             [
@@ -555,7 +418,7 @@ final class BenchRun {
     }
 
     /// `pid` recorded while `target` serves the fixed rate.
-    private func perfFixed(_ name: String, pid: Int32, target: String) throws {
+    func perfFixed(_ name: String, pid: Int32, target: String) throws {
         var warmup = openLoop(Double(plan.fixedRate), seconds: 1, warmup: 0, target: target)
         _ = BenchChild.output(load, warmup, error: .discard)
         let recorder = try perfStart(name, pid: pid)
@@ -565,69 +428,8 @@ final class BenchRun {
         recorder.wait()
     }
 
-    private func perfByLibrary(_ arguments: [String]) {
+    func perfByLibrary(_ arguments: [String]) {
         let table = try? BenchChild(options.perfByLibrary, ["200"] + arguments)
         if table?.wait() != 0 { Self.log("perf could not be read") }
-    }
-
-    // MARK: - Helpers
-
-    private func cleanUp() {
-        relay?.stop()
-        forwarder?.stop()
-        redis?.stop(SIGKILL)
-        simulator?.stop()
-        stopNginx()
-        if let keep = options.keep {
-            let manager = FileManager.default
-            let destination =
-                manager.fileExists(atPath: keep) ? keep + "/" + URL(fileURLWithPath: work).lastPathComponent : keep
-            do { try manager.copyItem(atPath: work, toPath: destination) } catch {
-                Self.log("could not keep the run's files in \(keep): \(error)")
-            }
-        }
-        try? FileManager.default.removeItem(atPath: work)
-    }
-
-    /// Calls `ready` up to `attempts` times, `interval` seconds apart, until it gives a value.
-    static func poll<T>(_ attempts: Int, interval: Double = 0.05, _ ready: () -> T?) -> T? {
-        for attempt in 0..<attempts {
-            if let value = ready() { return value }
-            if attempt + 1 < attempts { usleep(UInt32(interval * 1e6)) }
-        }
-        return nil
-    }
-
-    /// `uname -r`.
-    static func kernelRelease() -> String {
-        var names = utsname()
-        guard uname(&names) == 0 else { return "" }
-        return withUnsafeBytes(of: names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-    }
-
-    static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-
-    /// A number as a command-line option: whole numbers without a fraction.
-    static func text(_ number: Double) -> String {
-        number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
-    }
-
-    /// A loopback port no one listens on now (the kernel's choice for a socket bound to port 0).
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw LoadError(.failed, "socket() failed") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw LoadError(.failed, "no free loopback port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

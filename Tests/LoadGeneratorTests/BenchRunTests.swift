@@ -216,4 +216,25 @@ struct BenchRunTests {
             } == 7)
         #expect(BenchRun.poll(3, interval: 0) { () -> Int? in nil } == nil)
     }
+
+    @Test("a child process: its output and errors in one file, stopped by its PID; a failed command gives nothing")
+    func children() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bench-child-\(getpid()).log").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let child = try BenchChild(
+            "sh", ["-c", "echo out; echo err >&2; exec sleep 30"], output: .file(file), error: .output)
+        #expect(BenchRun.poll(200, interval: 0.01) { BenchRun.read(file).contains("err") ? true : nil } == true)
+        #expect(BenchRun.read(file).split(separator: "\n").sorted() == ["err", "out"])
+        #expect(child.isRunning)
+        child.stop()
+        #expect(!child.isRunning)
+        #expect(child.wait() == 128 + SIGTERM)
+        #expect(
+            BenchChild.output("sh", ["-c", "echo \"$BENCH_TEST_VALUE\""], environment: ["BENCH_TEST_VALUE": "v"])
+                == "v\n")
+        #expect(BenchChild.output("sh", ["-c", "echo partial; exit 3"]) == nil)
+        #expect(BenchChild.find("sh") != nil)
+        #expect(BenchChild.find("no-such-program-here") == nil)
+        #expect(throws: LoadError(.failed, "")) { try BenchChild("no-such-program-here", []) }
+    }
 }
