@@ -158,7 +158,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
-                "RelayServer", "HTTP2Client", "RelayTestSupport",
+                "RelayServer", "HTTP2Client", "MonotonicTime", "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),

@@ -50,8 +50,10 @@ public struct HTTP1Connection: Sendable {
         case request(HTTP1RequestHead, body: [UInt8])
         /// The request is refused (`error.status`: 400, 413, 414, 431, 501 or 505): answer with
         /// ``respond(_:now:)`` (the handler may count it; ``HTTP1Response/refusal(_:)`` is the plain answer). The
-        /// head holds what was read of it. The connection then closes, lingering.
-        case refused(HTTP1RequestHead, HTTP1ParseError)
+        /// head holds what was read of it; `followsHead`: the handler had the head already (``head(_:)``: it chose
+        /// to read a body now refused), so a handler that counted the request then does not count it again. The
+        /// connection then closes, lingering.
+        case refused(HTTP1RequestHead, HTTP1ParseError, followsHead: Bool)
     }
 
     /// What the shell does after an input. `deadline` and `isReading` are the connection's wishes as they stand
@@ -178,7 +180,7 @@ public struct HTTP1Connection: Sendable {
         guard case .deciding(let head) = state else { return action(nil, now: now) }
         if let error = parser.readBody(limit: limit) {
             state = .refusing(head)
-            return action(.refused(head, error), now: now)
+            return action(.refused(head, error, followsHead: true), now: now)
         }
         // Sent even when body bytes are already in (RFC 9110, 10.1.1 allows either): what is written then depends
         // on the bytes alone, never on how the reads split them.
@@ -275,7 +277,7 @@ public struct HTTP1Connection: Sendable {
                     return action(.head(head), now: now)
                 case .refused(let error, let head):
                     state = .refusing(head)
-                    return action(.refused(head, error), now: now)
+                    return action(.refused(head, error, followsHead: false), now: now)
                 case .body:
                     // Not after a head scan; treated as the protocol error it would be.
                     return close()
@@ -293,7 +295,8 @@ public struct HTTP1Connection: Sendable {
                 case .refused(let error, let partial):
                     let known = partial.method.isEmpty ? head : partial
                     state = .refusing(known)
-                    return action(.refused(known, error), now: now)
+                    // A body read for an answer given from the head alone: that answer stands for the request.
+                    return action(.refused(known, error, followsHead: answer == nil), now: now)
                 case .head:
                     return close()
                 }

@@ -217,6 +217,14 @@ struct ConnectionStateMachine {
         return .connect
     }
 
+    /// While connecting, the bound of the connection's own set-up through a proxy (the tunnel and TLS inside it):
+    /// a few milliseconds before the connect deadline, so that a proxy that never answers is reported as the
+    /// proxy's failure, in words naming it, rather than as the connection's deadline.
+    var tunnelDeadline: Instant? {
+        guard case .connecting(let deadline) = state else { return nil }
+        return deadline - min(timing.connectTimeout / 2, 5_000_000)
+    }
+
     /// TLS succeeded; `http2Agreed` tells whether ALPN chose h2.
     mutating func connected(http2Agreed: Bool, now: Instant) -> ConnectedResult {
         guard case .connecting = state else { return .close }

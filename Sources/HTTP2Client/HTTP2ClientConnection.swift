@@ -209,14 +209,10 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
 
     private func connect() {
         let tls = ClientStream.TLS(context: settings.tls, serverName: settings.host)
-        guard let proxy = settings.proxy else {
+        guard let proxy = settings.proxy, let deadline = machine.tunnelDeadline else {
             stream = ClientStream.connect(on: loop, host: settings.host, port: settings.port, tls: tls, delegate: self)
             return
         }
-        // The connect deadline covers the tunnel too. The stream's own bound ends a few milliseconds before the
-        // connection's, so that a proxy that never answers is reported as the proxy's failure, in words naming it.
-        let deadline =
-            now + (settings.timing.connectTimeout - min(settings.timing.connectTimeout / 2, 5_000_000))
         stream = ClientStream.connect(
             on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline.nanoseconds,
             delegate: self)

@@ -228,9 +228,7 @@ final class ServerConnection: TCPConnectionDelegate {
             self.context = context
             ledger.held.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
-        case .refused(let parsed, let error):
-            // A head kept here went to the handler's head(_:), which chose to read the body.
-            let followsHead = self.head != nil
+        case .refused(let parsed, let error, let followsHead):
             let head = self.head ?? makeHead(parsed)
             self.head = nil
             let response =

@@ -420,12 +420,13 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
         let action = harness.readBody(limit: 64)
-        guard case .refused(let head, let error)? = action.handUp else {
+        guard case .refused(let head, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.status == 413)
         #expect(head.path == "/v1/push")
+        #expect(followsHead)
         harness.respond(.json(413, #"{"error":"too_large"}"#))
         let text = harness.takeWritten()
         #expect(text.hasPrefix("HTTP/1.1 413 Content Too Large\r\n"))
@@ -495,11 +496,12 @@ struct HTTP1ConnectionTests {
         harness.readBody(limit: 64)
         let chunk = String(repeating: "z", count: 40)
         let action = harness.receive("28\r\n\(chunk)\r\n28\r\n")
-        guard case .refused(_, let error)? = action.handUp else {
+        guard case .refused(_, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.code == .bodyTooLarge)
+        #expect(followsHead)
     }
 
     @Test(arguments: [
@@ -511,11 +513,12 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         // A request pipelined after the bad one is never served.
         let action = harness.receive(request + "GET /v1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        guard case .refused(_, let error)? = action.handUp else {
+        guard case .refused(_, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.status == 400)
+        #expect(!followsHead)
         harness.respond(.refusal(error))
         #expect(harness.takeWritten().hasSuffix("connection: close\r\n\r\n{\"error\":\"bad_request\"}"))
         let after = harness.writeFinished()
@@ -526,12 +529,13 @@ struct HTTP1ConnectionTests {
     @Test func aTargetOverItsLimitIsRefusedBeforeTheLineEnds() {
         var harness = Harness { $0.limits = HTTP1RequestParser.Limits(maxTargetBytes: 16) }
         let action = harness.receive("GET /v1/" + String(repeating: "a", count: 40))
-        guard case .refused(let head, let error)? = action.handUp else {
+        guard case .refused(let head, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.status == 414)
         #expect(head.path.hasPrefix("/v1/"))
+        #expect(!followsHead)
     }
 
     // MARK: Answers from the head

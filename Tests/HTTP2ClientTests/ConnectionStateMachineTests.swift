@@ -283,6 +283,20 @@ struct ConnectionStateMachineTests {
         #expect(report.results.first?.outcome.error?.reason == "cannot connect: \(systemWords)")
     }
 
+    @Test func aTunnelsSetUpEndsJustBeforeTheConnectDeadline() {
+        var machine = Machine(timing: Machine.Timing(connectTimeout: 2 * Self.second))
+        #expect(machine.tunnelDeadline == nil)
+        #expect(machine.start(now: Self.t0) == .connect)
+        #expect(machine.tunnelDeadline == Self.t0 + 2 * Self.second - 5_000_000)
+        #expect(machine.nextWakeUp() == Self.t0 + 2 * Self.second)
+        // A connect bound shorter than 10 ms leaves the tunnel half of it.
+        var short = Machine(timing: Machine.Timing(connectTimeout: 6_000_000))
+        _ = short.start(now: Self.t0)
+        #expect(short.tunnelDeadline == Self.t0 + 3_000_000)
+        #expect(short.connected(http2Agreed: true, now: Self.t0 + 1_000_000) == .openSession)
+        #expect(short.tunnelDeadline == nil)
+    }
+
     @Test func aGoawaySendsTheRequestsNotYetSubmittedElsewhere() {
         var machine = Self.connected()
         _ = machine.accept(Self.request())
