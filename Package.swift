@@ -42,7 +42,7 @@ let package = Package(
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
-        // The version (a checked-in release number) and, when built from git, the commit (issue 14).
+        // The version (a checked-in release number) and, when built from git, the commit.
         .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
         .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
         // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
@@ -63,7 +63,7 @@ let package = Package(
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
         .target(name: "HTTP1", dependencies: ["ErrorCodes"], swiftSettings: strict),
-        // The measured spike of issue 20 (docs/LOOP.md): a keep-alive server on Loop and on plain epoll, and a TLS
+        // The measured spike of docs/LOOP.md: a keep-alive server on Loop and on plain epoll, and a TLS
         // client on memory BIOs over a TCP handle or on its socket under a poll handle.
         .executableTarget(
             name: "LoopSpike", dependencies: ["Loop", "CSystem", "CUV", "COpenSSL"], swiftSettings: strict),
@@ -75,7 +75,7 @@ let package = Package(
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP handle
-        // (issue 21's spike, docs/LOOP.md): what the APNs client and the Redis client read and write through.
+        // (the spike of docs/LOOP.md): what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
