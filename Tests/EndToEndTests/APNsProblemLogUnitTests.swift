@@ -74,10 +74,10 @@ extension APNsProblemLogUnitTests {
                     + "407 Proxy Authentication Required"
             ])
         for kind in HTTP2ClientEvent.Kind.proxyKinds {
-            #expect(log.record(HTTP2ClientEvent(kind, "proxy 127.0.0.1:3128 ..."), now: Self.second).isEmpty)
+            #expect(log.record(HTTP2ClientEvent(kind, "proxy 127.0.0.1:3128 ..."), now: Self.at(1)).isEmpty)
         }
         #expect(
-            log.record(HTTP2ClientEvent(.connected), now: 30 * Self.second) == [
+            log.record(HTTP2ClientEvent(.connected), now: Self.at(30)) == [
                 "apns production: resolved: the egress proxy gives no tunnel to APNs (6 times over 30 s)"
             ])
     }

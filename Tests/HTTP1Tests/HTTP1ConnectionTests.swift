@@ -449,7 +449,7 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
         let action = harness.readBody(limit: 64)
-        guard case .refused(_, let error)? = action.handUp else {
+        guard case .refused(_, let error, _)? = action.handUp else {
             Issue.record("not refused")
             return
         }
@@ -468,7 +468,7 @@ struct HTTP1ConnectionTests {
         let lines = (0..<1000).map { "X-\($0): a\r\n" }.joined()
         let action = harness.receive(
             "GET /v1/grant HTTP/1.1\r\nHost: x\r\n" + lines + "\r\nGET /v1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        guard case .refused(let head, let error)? = action.handUp else {
+        guard case .refused(let head, let error, _)? = action.handUp else {
             Issue.record("not refused")
             return
         }
