@@ -1,6 +1,6 @@
 import HTTP2Client
-import RelayCore
 import MonotonicTime
+import RelayCore
 import Testing
 
 @testable import RelayServer
