@@ -73,8 +73,8 @@ let package = Package(
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
         .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP handle
-        // (docs/LOOP.md): what the APNs client and the Redis client read and write through.
+        // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP handle:
+        // what the APNs client and the Redis client read and write through.
         .target(
             name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
