@@ -5,7 +5,7 @@ import MonotonicTime
 /// replaced, and which failed request is sent again. ``ClientCore`` owns it on the client's event loop
 /// and carries out what it answers.
 ///
-/// Rules (DESIGN.md, "The APNs request" and "Lifecycle"):
+/// Rules (docs/DESIGN.md, "The APNs request" and "Lifecycle"):
 /// - A new connection carries one request at a time until an answer proves it (the client's
 ///   ``HTTP2ClientConfiguration/provesConnection``; for APNs, anything but 403); then up to
 ///   `maxStreams` at once. That wait is bounded: once the connection is up and its one request has

@@ -25,7 +25,7 @@ extension ClientStreamDelegate {
 }
 
 /// A client connection on one loop: plain TCP, or TLS through OpenSSL on a BIO of its own (``StreamBIO``) over a
-/// ``Loop/TCPConnection`` (the spike in docs/LOOP.md measured OpenSSL on memory BIOs cheaper than on the socket), and
+/// ``Loop/TCPConnection`` (OpenSSL on memory BIOs measured cheaper than on the socket: BENCHMARKS.md, "Design choices measured"), and
 /// optionally through an HTTP proxy's `CONNECT` tunnel. libuv does every read and write; OpenSSL only turns records
 /// into plaintext and back.
 ///

@@ -3,11 +3,11 @@ import RedisClient
 import RelayCore
 import Synchronization
 
-/// The Redis limits store that every instance shares (DESIGN.md, "Several instances"): one pipelined connection per
+/// The Redis limits store that every instance shares (docs/DESIGN.md, "Several instances"): one pipelined connection per
 /// worker loop (so that a request's decision never leaves the thread that read it), their state together deciding
 /// where limit decisions come from while Redis is away, refuses writes or fails every call (`on_failure`), one log
 /// line for the process when it leaves or loses a server (and why) and one when it uses one again (its address), and
-/// the metrics. With `limits_store.sentinel`, each pipeline asks the sentinels where the primary is (DESIGN.md,
+/// the metrics. With `limits_store.sentinel`, each pipeline asks the sentinels where the primary is (docs/DESIGN.md,
 /// "Failover").
 final class SharedLimitsStore: Sendable {
     enum Health: String {

@@ -3,7 +3,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// APNs through an egress proxy (DESIGN.md, "Egress proxy"): the real binary, a real tinyproxy started on a loopback
+/// APNs through an egress proxy (docs/DESIGN.md, "Egress proxy"): the real binary, a real tinyproxy started on a loopback
 /// port (and a fake proxy for the answers tinyproxy never gives), the simulator behind it.
 @Suite(.serialized) struct EgressProxyTests {
     /// The relay's `apns` settings for `proxy`, with a short deadline so that a failed push answers soon.

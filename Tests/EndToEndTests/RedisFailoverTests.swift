@@ -3,7 +3,7 @@ import RedisTestSupport
 import RelayTestSupport
 import Testing
 
-/// Two relay processes whose Redis is replaced under them (DESIGN.md, "Failover"), with real redis-server and
+/// Two relay processes whose Redis is replaced under them (docs/DESIGN.md, "Failover"), with real redis-server and
 /// redis-sentinel processes on loopback: they follow the new primary by themselves, no push fails meanwhile, the
 /// shared budget holds again within seconds, and /readyz never says "shared" while Redis refuses their writes.
 @Suite("Limits shared through a Redis failover", .serialized)
@@ -162,7 +162,7 @@ struct RedisFailoverTests {
         let (old, new) = try pair()
         let sentinelPassword = "sentinel-pw-" + randomToken().prefix(12)
         let sentinel = try RedisSentinelProcess(monitoring: old, password: sentinelPassword)
-        // The sentinel must have seen the replica, or it cannot promote it (MACHINE.md).
+        // The sentinel must have seen the replica, or it cannot promote it (it answers -failover-abort-no-good-slave).
         #expect(Poll.until(within: .seconds(30)) { sentinel.log.contains("+slave") })
         let place = #""sentinel":{"master":"duo-limits","nodes":["127.0.0.1:\#(sentinel.port)"]}"#
         let cluster = try cluster(

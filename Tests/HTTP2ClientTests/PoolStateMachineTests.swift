@@ -64,7 +64,7 @@ struct PoolStateMachineTests {
         #expect(pool.submit(Self.request(), now: Self.t0) == .connection(id: 1))
     }
 
-    /// DESIGN.md, "The APNs request": a new connection's one stream is bounded. Its first request unanswered for
+    /// docs/DESIGN.md, "The APNs request": a new connection's one stream is bounded. Its first request unanswered for
     /// `probeBound` once the connection is up no longer holds the requests queued behind it.
     @Test func aStalledFirstRequestHoldsTheQueueOnlyForTheProbeBound() {
         var pool = Pool(maxConnections: 1, maxStreams: 100)

@@ -2,7 +2,7 @@ import Testing
 
 @testable import RedisClient
 
-/// The pipeline's machine when Redis is replaced under it (DESIGN.md, "Failover"), with a test clock: a server that
+/// The pipeline's machine when Redis is replaced under it (docs/DESIGN.md, "Failover"), with a test clock: a server that
 /// is not a writable primary is left like a lost one, and one that answers every call with an error is reported as
 /// failing, so that the relay never says "shared" while no decision is made in Redis.
 @Suite struct RedisPipelineFailoverTests {

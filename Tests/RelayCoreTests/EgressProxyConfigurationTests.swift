@@ -3,7 +3,7 @@ import Testing
 
 @testable import RelayCore
 
-/// `apns.proxy` and `APNS_PROXY_AUTHORIZATION` (DESIGN.md, "Egress proxy"), without a relay.
+/// `apns.proxy` and `APNS_PROXY_AUTHORIZATION` (docs/DESIGN.md, "Egress proxy"), without a relay.
 @Suite struct EgressProxyConfigurationTests {
     func parse(apns: String) throws(ConfigurationError) -> RelayConfiguration {
         try RelayConfiguration.parse(

@@ -2,7 +2,7 @@ import RelayCore
 import RelayCrypto
 import Testing
 
-/// `limits_store.sentinel` (DESIGN.md, "Failover"): read as DESIGN gives it, refused with the key at fault when it
+/// `limits_store.sentinel` (docs/DESIGN.md, "Failover"): read as DESIGN gives it, refused with the key at fault when it
 /// cannot work, summarised with the master's name, and its password a secret in every form.
 @Suite struct SentinelConfigurationTests {
     let limits = LimitsStoreConfigurationTests()

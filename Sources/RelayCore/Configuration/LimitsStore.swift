@@ -129,7 +129,7 @@ public struct LimitsStore: Equatable, Sendable {
     }
 }
 
-/// Redis Sentinel (DESIGN.md, "Failover"): the sentinels that monitor the primary under the name `master`, asked in
+/// Redis Sentinel (docs/DESIGN.md, "Failover"): the sentinels that monitor the primary under the name `master`, asked in
 /// turn where it is; `database` is `SELECT`ed on the primary; `tls` speaks TLS to the sentinels and the primary.
 public struct RedisSentinel: Equatable, Sendable, CustomStringConvertible {
     public var master: String

@@ -1,4 +1,4 @@
-/// `apns.proxy`: `http://host:port` of an HTTP proxy that allows `CONNECT` (DESIGN.md, "Egress proxy"). Never with
+/// `apns.proxy`: `http://host:port` of an HTTP proxy that allows `CONNECT` (docs/DESIGN.md, "Egress proxy"). Never with
 /// user information: the credentials come from `APNS_PROXY_AUTHORIZATION`.
 public struct ProxyURL: Equatable, Sendable, CustomStringConvertible {
     /// A name or IP literal (an IPv6 literal without its brackets).
