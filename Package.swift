@@ -48,6 +48,8 @@ let package = Package(
         // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
         // equality by code.
         .target(name: "ErrorCodes", swiftSettings: strict),
+        // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input.
+        .target(name: "MonotonicTime", swiftSettings: strict),
         // What every module that calls OpenSSL shares: the error queue read into text, the TLS
         // handshake step and ALPN (client and server side alike).
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
@@ -55,12 +57,12 @@ let package = Package(
             name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes"], swiftSettings: strict),
+            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
-        .target(name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes"], swiftSettings: strict),
+        .target(name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
-        .target(name: "HTTP1", dependencies: ["ErrorCodes"], swiftSettings: strict),
+        .target(name: "HTTP1", dependencies: ["ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         .target(name: "DuoRelayClient", swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
@@ -77,6 +79,7 @@ let package = Package(
             name: "HTTP2Client",
             dependencies: [
                 "CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS", "ErrorCodes",
+                "MonotonicTime",
             ],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
@@ -92,7 +95,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "CSystem", "COpenSSL", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion", "Loop", "LoopTLS",
+                "RelayVersion", "Loop", "LoopTLS", "MonotonicTime",
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -122,7 +125,8 @@ let package = Package(
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "RelayTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "HTTP1Tests", dependencies: ["HTTP1", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Loop", "RelayTestSupport"],
             swiftSettings: strict),
@@ -136,7 +140,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "HTTP2ClientTests", dependencies: ["HTTP2Client", "Loop", "APNsSimulator", "RelayTestSupport"],
+            name: "HTTP2ClientTests",
+            dependencies: ["HTTP2Client", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
@@ -153,11 +158,11 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
-                "RelayServer", "HTTP2Client", "RelayTestSupport",
+                "RelayServer", "HTTP2Client", "MonotonicTime", "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
-        .testTarget(name: "LoopTests", dependencies: ["Loop"], swiftSettings: strict),
+        .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
         .testTarget(
             name: "LoopTLSTests", dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto"],
             swiftSettings: strict),

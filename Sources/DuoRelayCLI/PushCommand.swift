@@ -180,7 +180,8 @@ enum PushCommand {
         case .renewGrant(let expired):
             expired ? "the grant has expired (401 grant_expired)" : "the grant does not open here (401 grant_invalid)"
         case .retry(let after, let reason):
-            "refused for now (\(reason)); retry after \(after.map { "\($0.components.seconds) s" } ?? "a while")"
+            "refused for now (\(reason == .overloaded ? "overloaded" : "limit: \(reason)")); retry after "
+                + (after.map { "\($0.components.seconds) s" } ?? "a while")
         case .failed(let maybe):
             maybe
                 ? "no definite answer: the push may or may not have been delivered"

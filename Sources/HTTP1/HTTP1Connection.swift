@@ -1,3 +1,5 @@
+import MonotonicTime
+
 /// One client connection's HTTP/1.1 state machine (docs/DESIGN.md, "The HTTP front"), pure: the shell that owns the
 /// socket feeds it inputs (bytes read, the peer's end of stream, a deadline reached, the handler's decision and
 /// answer, a write finished), each with the current instant, and carries out the ``Action`` it returns.
@@ -48,8 +50,10 @@ public struct HTTP1Connection: Sendable {
         case request(HTTP1RequestHead, body: [UInt8])
         /// The request is refused (`error.status`: 400, 413, 414, 431, 501 or 505): answer with
         /// ``respond(_:now:)`` (the handler may count it; ``HTTP1Response/refusal(_:)`` is the plain answer). The
-        /// head holds what was read of it. The connection then closes, lingering.
-        case refused(HTTP1RequestHead, HTTP1ParseError)
+        /// head holds what was read of it; `followsHead`: the handler had the head already (``head(_:)``: it chose
+        /// to read a body now refused), so a handler that counted the request then does not count it again. The
+        /// connection then closes, lingering.
+        case refused(HTTP1RequestHead, HTTP1ParseError, followsHead: Bool)
     }
 
     /// What the shell does after an input. `deadline` and `isReading` are the connection's wishes as they stand
@@ -62,7 +66,7 @@ public struct HTTP1Connection: Sendable {
         /// body was already in).
         public var handUp: HandUp?
         /// The instant at which ``deadlineReached(now:)`` is due, or nil for none.
-        public var deadline: UInt64?
+        public var deadline: Instant?
         /// Whether to read from the socket.
         public var isReading: Bool
         /// Shut the write side (the answer before a lingering close is out; the client sees its end).
@@ -80,19 +84,19 @@ public struct HTTP1Connection: Sendable {
 
     enum State: Sendable {
         /// Waiting for a request's first byte.
-        case idle(deadline: UInt64)
-        case head(deadline: UInt64)
+        case idle(deadline: Instant)
+        case head(deadline: Instant)
         /// The head is with the handler.
         case deciding(HTTP1RequestHead)
         /// Reading a body: kept for the handler, or dropped before `answer` is written.
-        case body(HTTP1RequestHead, deadline: UInt64, answer: HTTP1Response?)
+        case body(HTTP1RequestHead, deadline: Instant, answer: HTTP1Response?)
         /// The request is with the handler.
         case handling(HTTP1RequestHead)
         /// A refusal is with the handler.
         case refusing(HTTP1RequestHead)
         /// The answer is being written.
         case answered(AfterWrite)
-        case lingering(deadline: UInt64)
+        case lingering(deadline: Instant)
         case closed
     }
 
@@ -104,16 +108,16 @@ public struct HTTP1Connection: Sendable {
     /// Bytes queued and not yet handed to the shell, and whether a write is out.
     private var output: [UInt8] = []
     private var writing = false
-    private var writeDeadline: UInt64?
+    private var writeDeadline: Instant?
     private var pendingShutdown = false
     /// Set by ``drain(now:)``: the request in progress is the last.
     private var draining = false
 
     /// A connection just accepted at `now`: the idle deadline runs from here.
-    public init(configuration: Configuration = Configuration(), now: UInt64) {
+    public init(configuration: Configuration = Configuration(), now: Instant) {
         self.configuration = configuration
         parser = HTTP1RequestParser(limits: configuration.limits)
-        state = .idle(deadline: now &+ configuration.timeout)
+        state = .idle(deadline: now + configuration.timeout)
     }
 
     /// Whether the connection is closed (it takes no more input).
@@ -132,7 +136,7 @@ public struct HTTP1Connection: Sendable {
     // MARK: - Inputs
 
     /// Bytes read from the socket (copied: the buffer may be reused as soon as this returns).
-    public mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
+    public mutating func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Action {
         switch state {
         case .closed, .lingering: return action(nil, now: now)
         default: break
@@ -142,7 +146,7 @@ public struct HTTP1Connection: Sendable {
     }
 
     /// Bytes read from the socket.
-    public mutating func received(_ bytes: some Collection<UInt8>, now: UInt64) -> Action {
+    public mutating func received(_ bytes: some Collection<UInt8>, now: Instant) -> Action {
         switch state {
         case .closed, .lingering: return action(nil, now: now)
         default: break
@@ -153,7 +157,7 @@ public struct HTTP1Connection: Sendable {
 
     /// The peer ended its side (a read returned end of stream). Requests already in still get their answers; a
     /// request cut short closes the connection.
-    public mutating func peerClosed(now: UInt64) -> Action {
+    public mutating func peerClosed(now: Instant) -> Action {
         peerClosed = true
         switch state {
         case .idle, .head, .body, .lingering:
@@ -165,31 +169,31 @@ public struct HTTP1Connection: Sendable {
 
     /// The timer set for ``Action/deadline`` fired. A deadline passed closes the connection; an early or stale
     /// call changes nothing.
-    public mutating func deadlineReached(now: UInt64) -> Action {
+    public mutating func deadlineReached(now: Instant) -> Action {
         guard let due = deadline, now >= due else { return action(nil, now: now) }
         // A write that is not done, an idle or slow client, or the end of lingering: each ends the connection.
         return close()
     }
 
     /// The handler's decision after ``HandUp/head(_:)``: read the body, up to `limit` bytes.
-    public mutating func readBody(limit: Int, now: UInt64) -> Action {
+    public mutating func readBody(limit: Int, now: Instant) -> Action {
         guard case .deciding(let head) = state else { return action(nil, now: now) }
         if let error = parser.readBody(limit: limit) {
             state = .refusing(head)
-            return action(.refused(head, error), now: now)
+            return action(.refused(head, error, followsHead: true), now: now)
         }
         // Sent even when body bytes are already in (RFC 9110, 10.1.1 allows either): what is written then depends
         // on the bytes alone, never on how the reads split them.
         if head.expectsContinue && head.hasBody {
             queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), now: now)
         }
-        state = .body(head, deadline: now &+ configuration.timeout, answer: nil)
+        state = .body(head, deadline: now + configuration.timeout, answer: nil)
         return advance(now)
     }
 
     /// The handler's answer: to a head (answered from the head alone), to a request, or to a refusal. A second
     /// answer to one request, or an answer when none is awaited, is ignored.
-    public mutating func respond(_ response: HTTP1Response, now: UInt64) -> Action {
+    public mutating func respond(_ response: HTTP1Response, now: Instant) -> Action {
         switch state {
         case .deciding(let head):
             guard head.hasBody else {
@@ -205,7 +209,7 @@ public struct HTTP1Connection: Sendable {
             }
             // A small body: dropped as it arrives, then the answer, on a connection that stays open.
             parser.readBody(limit: length, keep: false)
-            state = .body(head, deadline: now &+ configuration.timeout, answer: response)
+            state = .body(head, deadline: now + configuration.timeout, answer: response)
             return advance(now)
         case .handling(let head):
             return answer(response, head, then: head.keepAlive ? .nextRequest : .close, now: now)
@@ -218,7 +222,7 @@ public struct HTTP1Connection: Sendable {
 
     /// The server is stopping: the request in progress (if any) still gets its answer, with `connection: close`,
     /// and the connection then closes; an idle connection, or one in the middle of a head, closes now.
-    public mutating func drain(now: UInt64) -> Action {
+    public mutating func drain(now: Instant) -> Action {
         draining = true
         switch state {
         case .idle, .head: return close()
@@ -227,7 +231,7 @@ public struct HTTP1Connection: Sendable {
     }
 
     /// The bytes of the last ``Action/write`` are all written.
-    public mutating func writeFinished(now: UInt64) -> Action {
+    public mutating func writeFinished(now: Instant) -> Action {
         guard writing else { return action(nil, now: now) }
         writing = false
         if !output.isEmpty {
@@ -237,7 +241,7 @@ public struct HTTP1Connection: Sendable {
         guard case .answered(let after) = state else { return action(nil, now: now) }
         switch after {
         case .nextRequest:
-            state = .idle(deadline: now &+ configuration.timeout)
+            state = .idle(deadline: now + configuration.timeout)
             return advance(now)
         case .close where parser.bufferedByteCount == 0:
             return close()
@@ -245,7 +249,7 @@ public struct HTTP1Connection: Sendable {
             // Bytes the client sent that were not read would make the close a reset, which can destroy the answer
             // before the client reads it: shut the write side and drop what comes, for a short while.
             if peerClosed { return close() }
-            state = .lingering(deadline: now &+ configuration.lingerTimeout)
+            state = .lingering(deadline: now + configuration.lingerTimeout)
             pendingShutdown = true
             return action(nil, now: now)
         }
@@ -254,7 +258,7 @@ public struct HTTP1Connection: Sendable {
     // MARK: - Steps
 
     /// Parses what the buffer holds as far as the state allows.
-    private mutating func advance(_ now: UInt64) -> Action {
+    private mutating func advance(_ now: Instant) -> Action {
         while true {
             switch state {
             case .idle:
@@ -263,7 +267,7 @@ public struct HTTP1Connection: Sendable {
                 }
                 // The head's deadline runs from its first byte, or, for a pipelined head already buffered, from
                 // the moment the connection turns to it.
-                state = .head(deadline: now &+ configuration.timeout)
+                state = .head(deadline: now + configuration.timeout)
             case .head:
                 switch parser.next() {
                 case .needMoreBytes:
@@ -273,7 +277,7 @@ public struct HTTP1Connection: Sendable {
                     return action(.head(head), now: now)
                 case .refused(let error, let head):
                     state = .refusing(head)
-                    return action(.refused(head, error), now: now)
+                    return action(.refused(head, error, followsHead: false), now: now)
                 case .body:
                     // Not after a head scan; treated as the protocol error it would be.
                     return close()
@@ -291,7 +295,8 @@ public struct HTTP1Connection: Sendable {
                 case .refused(let error, let partial):
                     let known = partial.method.isEmpty ? head : partial
                     state = .refusing(known)
-                    return action(.refused(known, error), now: now)
+                    // A body read for an answer given from the head alone: that answer stands for the request.
+                    return action(.refused(known, error, followsHead: answer == nil), now: now)
                 case .head:
                     return close()
                 }
@@ -302,7 +307,7 @@ public struct HTTP1Connection: Sendable {
     }
 
     private mutating func answer(
-        _ response: HTTP1Response, _ head: HTTP1RequestHead, then after: AfterWrite, now: UInt64
+        _ response: HTTP1Response, _ head: HTTP1RequestHead, then after: AfterWrite, now: Instant
     ) -> Action {
         let after = draining && after == .nextRequest ? .close : after
         let closing = after != .nextRequest
@@ -315,7 +320,7 @@ public struct HTTP1Connection: Sendable {
         return action(nil, now: now)
     }
 
-    private mutating func queue(_ bytes: [UInt8], now: UInt64) {
+    private mutating func queue(_ bytes: [UInt8], now: Instant) {
         if output.isEmpty {
             output = bytes
         } else {
@@ -325,9 +330,9 @@ public struct HTTP1Connection: Sendable {
 
     /// Hands the queued bytes to the shell; the client has `timeout` to read them (a new deadline per write: each
     /// is one answer, or a `100 Continue`).
-    private mutating func takeOutput(now: UInt64) -> [UInt8] {
+    private mutating func takeOutput(now: Instant) -> [UInt8] {
         writing = true
-        writeDeadline = now &+ configuration.timeout
+        writeDeadline = now + configuration.timeout
         let bytes = output
         output = []
         return bytes
@@ -341,8 +346,8 @@ public struct HTTP1Connection: Sendable {
     }
 
     /// The deadline in force: the write's, or the state's, whichever comes first.
-    private var deadline: UInt64? {
-        let stateDeadline: UInt64?
+    private var deadline: Instant? {
+        let stateDeadline: Instant?
         switch state {
         case .idle(let deadline), .head(let deadline), .body(_, let deadline, _), .lingering(let deadline):
             stateDeadline = deadline
@@ -367,7 +372,7 @@ public struct HTTP1Connection: Sendable {
     }
 
     /// The action after an input: the hand-up, any write due (one at a time), and the wishes as they stand.
-    private mutating func action(_ handUp: HandUp?, now: UInt64, write: [UInt8]? = nil) -> Action {
+    private mutating func action(_ handUp: HandUp?, now: Instant, write: [UInt8]? = nil) -> Action {
         var write = write
         if write == nil && !writing && !output.isEmpty, !isClosed {
             write = takeOutput(now: now)

@@ -1,4 +1,5 @@
 import Loop
+import MonotonicTime
 import Synchronization
 
 /// The heart of an ``HTTP2Client`` on its event loop: the ``PoolStateMachine`` and the connections,
@@ -25,7 +26,6 @@ final class ClientCore: @unchecked Sendable {
     /// Fails requests that waited in the pool's queue past their deadline, and gives waiting requests to a new
     /// connection whose one request outlasted the pool's probe bound.
     private var queueTimer: LoopTimer?
-    private var queueTimerDue: UInt64?
 
     /// The statistics, published after every change for readers on any thread.
     private let counters = Counters()
@@ -66,14 +66,14 @@ final class ClientCore: @unchecked Sendable {
     /// Completes a request that never reached the pool (the loop had stopped).
     func rejected(_ request: PendingRequest) {
         counters.inFlight.subtract(1, ordering: .relaxed)
-        request.completion(.failure(StreamOutcome.shutdown(written: false).error!))
+        request.completion(PoolStateMachine.shutDownDelivery(of: request).result)
     }
 
     // MARK: On the loop
 
     /// A request from `send`.
     func submit(_ request: PendingRequest) {
-        switch pool.submit(request, now: EventLoop.monotonicNanoseconds()) {
+        switch pool.submit(request, now: EventLoop.monotonicNow()) {
         case .connection(let id):
             connections[id]?.accept(request)
         case .newConnection(let id, let notBefore):
@@ -81,7 +81,7 @@ final class ClientCore: @unchecked Sendable {
         case .queued:
             armQueueTimer()
         case .rejected:
-            deliveries.append(.init(request: request, result: .failure(StreamOutcome.shutdown(written: false).error!)))
+            deliveries.append(PoolStateMachine.shutDownDelivery(of: request))
         }
         drain()
     }
@@ -92,7 +92,7 @@ final class ClientCore: @unchecked Sendable {
         drain()
     }
 
-    private func start(_ id: Int, notBefore: UInt64?) -> HTTP2ClientConnection? {
+    private func start(_ id: Int, notBefore: Instant?) -> HTTP2ClientConnection? {
         let connection = HTTP2ClientConnection(id: id, core: self, notBefore: notBefore)
         connections[id] = connection
         connection.begin()
@@ -129,11 +129,15 @@ final class ClientCore: @unchecked Sendable {
         if let onEvent = settings.onEvent { for event in report.events { onEvent(event) } }
         guard connections[connection.id] === connection else {
             // Not the pool's any more (shut down): what ended here ends for good.
-            for ended in report.results { deliveries.append(.init(request: ended.request, result: result(of: ended))) }
+            deliveries.append(contentsOf: report.results.map(PoolStateMachine.delivery(of:)))
             return
         }
-        let effects = pool.finish(connection: connection.id, report: report, now: EventLoop.monotonicNanoseconds())
-        if effects.exit {
+        run(pool.finish(connection: connection.id, report: report, now: EventLoop.monotonicNow()), of: connection)
+    }
+
+    /// Carries out what the pool decided: `connection` (the one that reported, if any) closes when it exits.
+    private func run(_ effects: PoolStateMachine.Effects, of connection: HTTP2ClientConnection? = nil) {
+        if effects.exit, let connection {
             connections[connection.id] = nil
             connection.close(graceful: true)
         }
@@ -146,12 +150,6 @@ final class ClientCore: @unchecked Sendable {
         armQueueTimer()
     }
 
-    private func result(of ended: PoolStateMachine.Ended) -> Result<HTTP2Response, HTTP2ClientError> {
-        if let response = ended.response, case .answered = ended.outcome { return .success(response) }
-        return .failure(
-            ended.outcome.error ?? HTTP2ClientError(.protocolError, "no answer", mayHaveBeenProcessed: true))
-    }
-
     private func publish() {
         let statistics = pool.statistics
         counters.opened.store(statistics.connectionsOpened, ordering: .relaxed)
@@ -160,29 +158,16 @@ final class ClientCore: @unchecked Sendable {
         counters.retries.store(statistics.retries, ordering: .relaxed)
     }
 
-    /// Schedules the queue's timer for its earliest deadline or probe bound, unless it is due before that already.
+    /// Schedules the queue's timer for the pool's next wake-up, unless it is due before that already.
     private func armQueueTimer() {
-        let due = [pool.earliestQueuedDeadline, pool.nextProbeBound].compactMap { $0 }.min()
-        guard let next = due, !pool.isShutDown else { return }
-        if let due = queueTimerDue, due <= next { return }
+        guard let next = pool.nextWakeUp else { return }
         let timer = queueTimer ?? LoopTimer(on: loop) { [self] in queueTimerFired() }
         queueTimer = timer
-        let now = EventLoop.monotonicNanoseconds()
-        timer.schedule(afterMilliseconds: next > now ? (next - now + 999_999) / 1_000_000 : 0)
-        queueTimerDue = next
+        timer.schedule(noLaterThan: next)
     }
 
     private func queueTimerFired() {
-        queueTimerDue = nil
-        let now = EventLoop.monotonicNanoseconds()
-        for request in pool.removeExpired(now: now) {
-            let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
-            deliveries.append(.init(request: request, result: .failure(error)))
-        }
-        for assignment in pool.probesOutlasted(now: now) {
-            connections[assignment.connection]?.accept(assignment.request)
-        }
-        armQueueTimer()
+        run(pool.timerFired(now: EventLoop.monotonicNow()))
         drain()
     }
 
@@ -191,18 +176,14 @@ final class ClientCore: @unchecked Sendable {
         loop.preconditionCurrent()
         guard !pool.isShutDown else { return }
         shutDownFlag.store(true, ordering: .relaxed)
-        let notSent = Result<HTTP2Response, HTTP2ClientError>.failure(StreamOutcome.shutdown(written: false).error!)
-        for request in pool.shutDown() { deliveries.append(.init(request: request, result: notSent)) }
+        deliveries.append(contentsOf: pool.shutDown().map(PoolStateMachine.shutDownDelivery(of:)))
         let closing = connections.keys.sorted().compactMap { connections[$0] }
         connections = [:]
         for connection in closing {
-            for ended in connection.shutDown() {
-                deliveries.append(.init(request: ended.request, result: .failure(ended.outcome.error!)))
-            }
+            deliveries.append(contentsOf: connection.shutDown().map(PoolStateMachine.delivery(of:)))
         }
         queueTimer?.close()
         queueTimer = nil
-        queueTimerDue = nil
         drain()
     }
 }

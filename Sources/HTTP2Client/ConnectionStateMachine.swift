@@ -1,5 +1,7 @@
+import MonotonicTime
+
 /// The life of one HTTP/2 connection as a pure state machine: no sockets, no loop, no clock of its
-/// own (time comes in as monotonic nanoseconds). ``HTTP2ClientConnection`` (the I/O shell) feeds it
+/// own (time comes in as an `Instant` with each input). ``HTTP2ClientConnection`` (the I/O shell) feeds it
 /// what happened (connected, a header or data received, a stream's end, GOAWAY, a PING answer, a
 /// timer) and does what each input's result says; the machine keeps the requests given to the
 /// connection, its streams and their answers, and the report the pool reads (``takeReport()``).
@@ -47,7 +49,7 @@ struct ConnectionStateMachine {
     enum Failure: Sendable, Equatable {
         /// The host name did not resolve (the resolver's words).
         case resolve(String)
-        /// No TCP connection (the system's words).
+        /// No TCP connection (the loop's words, such as "connect failed: connection refused"; said in the system's).
         case connect(String)
         /// The server's certificate was not accepted (OpenSSL's words).
         case certificate(String)
@@ -78,16 +80,16 @@ struct ConnectionStateMachine {
 
     struct Open: Sendable, Equatable {
         /// When something last arrived or a stream last ended.
-        var lastActivity: UInt64
+        var lastActivity: Instant
         /// A PING is out since then, unanswered.
-        var pingSentAt: UInt64?
+        var pingSentAt: Instant?
     }
 
     enum State: Sendable, Equatable {
         /// Waiting to connect (reconnects after GOAWAYs in a row are paced).
-        case paced(until: UInt64)
+        case paced(until: Instant)
         /// Resolving, connecting, handshaking.
-        case connecting(deadline: UInt64)
+        case connecting(deadline: Instant)
         case open(Open)
         /// Retired: takes no new streams; the open ones may still be answered.
         case draining(goaway: Goaway?)
@@ -156,7 +158,7 @@ struct ConnectionStateMachine {
     /// others have none).
     private(set) var streams: [Int32: Stream] = [:]
     /// No open stream's deadline is before this (it may be stale, never late).
-    private var deadlineBound: UInt64?
+    private var deadlineBound: Instant?
     private(set) var proven = false
     private var established = false
     private var sawGoaway = false
@@ -167,7 +169,7 @@ struct ConnectionStateMachine {
     private var reportedFlags: (established: Bool, proven: Bool, retired: Bool) = (false, false, false)
 
     init(
-        timing: Timing = Timing(), notBefore: UInt64? = nil,
+        timing: Timing = Timing(), notBefore: Instant? = nil,
         provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true }
     ) {
         self.timing = timing
@@ -208,15 +210,23 @@ struct ConnectionStateMachine {
     // MARK: Connecting
 
     /// Begins: connect now, or wait for the timer when reconnects are paced.
-    mutating func start(now: UInt64) -> StartResult {
+    mutating func start(now: Instant) -> StartResult {
         guard case .paced(let until) = state else { return .wait }
         if until > now { return .wait }
-        state = .connecting(deadline: now &+ timing.connectTimeout)
+        state = .connecting(deadline: now + timing.connectTimeout)
         return .connect
     }
 
+    /// While connecting, the bound of the connection's own set-up through a proxy (the tunnel and TLS inside it):
+    /// a few milliseconds before the connect deadline, so that a proxy that never answers is reported as the
+    /// proxy's failure, in words naming it, rather than as the connection's deadline.
+    var tunnelDeadline: Instant? {
+        guard case .connecting(let deadline) = state else { return nil }
+        return deadline - min(timing.connectTimeout / 2, 5_000_000)
+    }
+
     /// TLS succeeded; `http2Agreed` tells whether ALPN chose h2.
-    mutating func connected(http2Agreed: Bool, now: UInt64) -> ConnectedResult {
+    mutating func connected(http2Agreed: Bool, now: Instant) -> ConnectedResult {
         guard case .connecting = state else { return .close }
         guard http2Agreed else {
             fail(.tls, .alpnRefused, "the server did not agree to HTTP/2 (ALPN h2)", detail: "")
@@ -245,7 +255,8 @@ struct ConnectionStateMachine {
             case .resolve(let text):
                 fail(.connectFailed, .cannotResolve, "cannot resolve the host: \(text)", detail: text)
             case .connect(let text):
-                fail(.connectFailed, .cannotConnect, "cannot connect: \(text)", detail: text)
+                let words = Self.systemWords(text)
+                fail(.connectFailed, .cannotConnect, "cannot connect: \(words)", detail: words)
             case .certificate(let text):
                 fail(.tls, .tlsVerificationFailed, "the server's certificate was not accepted: \(text)", detail: text)
             case .handshake(let text), .broken(let text, _):
@@ -265,6 +276,15 @@ struct ConnectionStateMachine {
         case .closed:
             break
         }
+    }
+
+    /// The system's words for a failed connect, as `strerror` says them ("Connection refused"): the loop gives
+    /// libuv's (`uv_strerror`: "connect failed: connection refused"), which only differ in case.
+    static func systemWords(_ text: String) -> String {
+        var words = Substring(text)
+        if let colon = words.firstRange(of: ": ") { words = words[colon.upperBound...] }
+        guard let first = words.first else { return text }
+        return first.uppercased() + words.dropFirst()
     }
 
     /// Fails the connect: every request given to it ends unsent, and the event says why.
@@ -357,7 +377,7 @@ struct ConnectionStateMachine {
     // MARK: Receiving
 
     /// Bytes arrived: the connection is alive.
-    mutating func received(now: UInt64) {
+    mutating func received(now: Instant) {
         if case .open(var open) = state {
             open.lastActivity = now
             state = .open(open)
@@ -406,7 +426,7 @@ struct ConnectionStateMachine {
         streams[id]?.ended = true
     }
 
-    mutating func pingAnswered(now: UInt64) {
+    mutating func pingAnswered(now: Instant) {
         if case .open(var open) = state {
             open.pingSentAt = nil
             open.lastActivity = now
@@ -414,8 +434,10 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// GOAWAY arrived: no new streams; streams above `lastStreamID` will be closed refused.
-    mutating func goawayReceived(lastStreamID: Int32, errorCode: UInt32, reason: String?) {
+    /// GOAWAY arrived: no new streams; streams above `lastStreamID` will be closed refused. The reason is read from
+    /// `debugData` (``GoawayDebugData``).
+    mutating func goawayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: some Collection<UInt8>) {
+        let reason = GoawayDebugData.reason(debugData)
         switch state {
         case .open, .draining(nil):
             let goaway = Goaway(
@@ -439,7 +461,7 @@ struct ConnectionStateMachine {
     /// A stream ended, `errorCode` its RST_STREAM (or close) code. Returns how its request ended (nil
     /// for a stream the machine no longer knows: one it cancelled).
     @discardableResult
-    mutating func streamClosed(_ id: Int32, errorCode: UInt32, now: UInt64) -> StreamOutcome? {
+    mutating func streamClosed(_ id: Int32, errorCode: UInt32, now: Instant) -> StreamOutcome? {
         guard let stream = streams.removeValue(forKey: id) else { return nil }
         if case .open(var open) = state {
             open.lastActivity = now
@@ -475,7 +497,7 @@ struct ConnectionStateMachine {
     // MARK: Time
 
     /// The timer fired: pacing over, connect timeout, deadlines, PING.
-    mutating func timerFired(now: UInt64) -> TimerResult {
+    mutating func timerFired(now: Instant) -> TimerResult {
         var result = TimerResult()
         switch state {
         case .paced:
@@ -498,14 +520,14 @@ struct ConnectionStateMachine {
             result.cancel = expireStreams(now: now)
             _ = expireWaiting(now: now)
             if let sent = open.pingSentAt {
-                if sent &+ timing.pingTimeout <= now {
+                if sent + timing.pingTimeout <= now {
                     events.append(HTTP2ClientEvent(.pingUnanswered))
                     lose("the connection did not answer PING")
                     result.cancel = []
                     result.close = true
                     return result
                 }
-            } else if streams.isEmpty && waiting.isEmpty && open.lastActivity &+ timing.pingInterval <= now {
+            } else if streams.isEmpty && waiting.isEmpty && open.lastActivity + timing.pingInterval <= now {
                 open.pingSentAt = now
                 result.sendPing = true
             }
@@ -520,7 +542,7 @@ struct ConnectionStateMachine {
     }
 
     /// The latest instant by which `timerFired` must run (a deadline, pacing, PING due or unanswered).
-    func nextWakeUp() -> UInt64? {
+    func nextWakeUp() -> Instant? {
         let requests = Self.earliest(streams.isEmpty ? nil : deadlineBound, waiting.earliestDeadline)
         switch state {
         case .paced(let until):
@@ -528,11 +550,11 @@ struct ConnectionStateMachine {
         case .connecting(let deadline):
             return min(deadline, requests ?? deadline)
         case .open(let open):
-            let ping: UInt64? =
+            let ping: Instant? =
                 if let sent = open.pingSentAt {
-                    sent &+ timing.pingTimeout
+                    sent + timing.pingTimeout
                 } else if streams.isEmpty && waiting.isEmpty {
-                    open.lastActivity &+ timing.pingInterval
+                    open.lastActivity + timing.pingInterval
                 } else {
                     nil
                 }
@@ -544,14 +566,14 @@ struct ConnectionStateMachine {
         }
     }
 
-    private static func earliest(_ a: UInt64?, _ b: UInt64?) -> UInt64? {
+    private static func earliest(_ a: Instant?, _ b: Instant?) -> Instant? {
         guard let a else { return b }
         guard let b else { return a }
         return min(a, b)
     }
 
     /// Ends the streams past their deadline; returns their ids (to cancel).
-    private mutating func expireStreams(now: UInt64) -> [Int32] {
+    private mutating func expireStreams(now: Instant) -> [Int32] {
         guard let bound = deadlineBound, bound <= now else { return [] }
         var expired: [Int32] = []
         for (id, stream) in streams where stream.request.deadline <= now { expired.append(id) }
@@ -565,7 +587,7 @@ struct ConnectionStateMachine {
     }
 
     /// Ends the waiting requests past their deadline; true if any.
-    private mutating func expireWaiting(now: UInt64) -> Bool {
+    private mutating func expireWaiting(now: Instant) -> Bool {
         let expired = waiting.removeExpired(now: now)
         for request in expired { end(request, .timedOut(written: false)) }
         return !expired.isEmpty

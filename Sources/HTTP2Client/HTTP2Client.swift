@@ -2,6 +2,7 @@ import COpenSSL
 import Glibc
 import HTTP2Wire
 import Loop
+import MonotonicTime
 
 /// An HTTP/2-over-TLS client for one origin, on libnghttp2 and OpenSSL, driven by one event loop.
 ///
@@ -81,7 +82,7 @@ public final class HTTP2Client: Sendable {
             completion(.failure(StreamOutcome.shutdown(written: false).error!))
             return
         }
-        let deadline = EventLoop.monotonicNanoseconds() &+ request.timeout.nanoseconds
+        let deadline = EventLoop.monotonicNow() + request.timeout.nanoseconds
         let pending = PendingRequest(request: request, deadline: deadline, completion: completion)
         let core = self.core
         core.accepted()

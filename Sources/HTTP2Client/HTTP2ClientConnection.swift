@@ -1,8 +1,8 @@
 import CNGHTTP2
-import Foundation
 import HTTP2Wire
 import Loop
 import LoopTLS
+import MonotonicTime
 
 /// One HTTP/2 connection to the origin, on the client's event loop: a ``LoopTLS/ClientStream`` (TLS on
 /// memory BIOs over a libuv TCP connection), an nghttp2 client session driven with
@@ -27,8 +27,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     private var stream: ClientStream?
     private var session: OpaquePointer?
     private var timer: LoopTimer?
-    /// The instant (monotonic nanoseconds) the timer is scheduled for.
-    private var timerDue: UInt64?
     /// Frames serialized by nghttp2, written to the stream in one piece per round.
     private var output: [UInt8] = []
     /// Reused for every request's header block.
@@ -42,7 +40,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     /// The most bytes gathered from nghttp2 before they are written (TLS cuts them into 16 KiB records).
     private static let batchSize = 64 * 1024
 
-    init(id: Int, core: ClientCore, notBefore: UInt64?) {
+    init(id: Int, core: ClientCore, notBefore: Instant?) {
         self.id = id
         self.core = core
         settings = core.settings
@@ -93,7 +91,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         if graceful { stream?.close() } else { stream?.reset() }
         timer?.close()
         timer = nil
-        timerDue = nil
         core = nil
     }
 
@@ -135,7 +132,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             }
             switch failure.kind {
             case .resolve: machine.failed(.resolve(text))
-            case .connect: machine.failed(.connect(Self.systemWords(text)))
+            case .connect: machine.failed(.connect(text))
             case .certificate: machine.failed(.certificate(text))
             case .handshake: machine.failed(.handshake(text))
             case .closedByPeer: machine.failed(.broken(text, closedByPeer: true))
@@ -156,7 +153,6 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     }
 
     private func timerFired() {
-        timerDue = nil
         input {
             let result = machine.timerFired(now: now)
             if result.connect { connect() }
@@ -198,7 +194,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         if inPlace({ $0.hasReport }) { core?.connectionHasReport(self) }
     }
 
-    /// Asks the machine something where it is stored. A non-mutating call on this class's stored machine copied
+    /// Asks the machine something where it is stored: a non-mutating call on this class's stored machine copies
     /// the whole machine first (a retain and a release per reference it holds), three times a push.
     private func inPlace<Result>(_ question: (inout ConnectionStateMachine) -> Result) -> Result {
         question(&machine)
@@ -209,19 +205,16 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         input { flush() }
     }
 
-    private var now: UInt64 { EventLoop.monotonicNanoseconds() }
+    private var now: Instant { EventLoop.monotonicNow() }
 
     private func connect() {
         let tls = ClientStream.TLS(context: settings.tls, serverName: settings.host)
-        guard let proxy = settings.proxy else {
+        guard let proxy = settings.proxy, let deadline = machine.tunnelDeadline else {
             stream = ClientStream.connect(on: loop, host: settings.host, port: settings.port, tls: tls, delegate: self)
             return
         }
-        // The connect deadline covers the tunnel too. The stream's own bound ends a few milliseconds before the
-        // connection's, so that a proxy that never answers is reported as the proxy's failure, in words naming it.
-        let deadline = now &+ settings.timing.connectTimeout &- min(settings.timing.connectTimeout / 2, 5_000_000)
         stream = ClientStream.connect(
-            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline,
+            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline.nanoseconds,
             delegate: self)
     }
 
@@ -307,13 +300,9 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     /// fires early, and the machine's answer re-arms it).
     private func armTimer() {
         guard let next = inPlace({ $0.nextWakeUp() }) else { return }
-        if let due = timerDue, due <= next { return }
         let timer = self.timer ?? LoopTimer(on: loop) { [self] in timerFired() }
         self.timer = timer
-        let current = now
-        let milliseconds = next > current ? (next - current + 999_999) / 1_000_000 : 0
-        timer.schedule(afterMilliseconds: milliseconds)
-        timerDue = next
+        timer.schedule(noLaterThan: next)
     }
 
     // MARK: nghttp2 callbacks (inside nghttp2_session_mem_recv / mem_send, on the loop's thread)
@@ -356,32 +345,11 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
     }
 
     func goawayReceived(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
-        machine.goawayReceived(lastStreamID: lastStreamID, errorCode: errorCode, reason: Self.goawayReason(debugData))
+        machine.goawayReceived(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
     }
 
     func streamClosed(_ stream: Int32, errorCode: UInt32) {
         machine.streamClosed(stream, errorCode: errorCode, now: now)
-    }
-
-    /// The system's words for a failed connect, as `strerror` says them ("Connection refused"): `LoopError`
-    /// gives libuv's (`uv_strerror`: "connect failed: connection refused"), which only differ in case
-    /// (/work/notes/looptls-requests.md).
-    static func systemWords(_ text: String) -> String {
-        var words = Substring(text)
-        if let colon = words.range(of: ": ") { words = words[colon.upperBound...] }
-        guard let first = words.first else { return text }
-        return first.uppercased() + words.dropFirst()
-    }
-
-    /// The `reason` of GOAWAY debug data such as APNs' `{"reason":"Shutdown"}`, if it is a plain
-    /// word (anything else is not repeated: it could carry anything).
-    static func goawayReason(_ data: UnsafeBufferPointer<UInt8>) -> String? {
-        guard !data.isEmpty, data.count <= 1024,
-            let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
-            let reason = object["reason"] as? String, (1...64).contains(reason.utf8.count),
-            reason.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
-        else { return nil }
-        return reason
     }
 }
 

@@ -1,3 +1,5 @@
+import MonotonicTime
+
 /// A request accepted by `send` and not yet completed, with its deadline, its completion and
 /// its history of tries. A reference: it is handed from the pool's queue to a connection's stream and
 /// back, and copying a struct of this size retained every string, array and closure in it each time.
@@ -5,8 +7,8 @@ final class PendingRequest: Sendable {
     typealias Completion = @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
 
     let request: HTTP2Request
-    /// Monotonic nanoseconds (`EventLoop.monotonicNanoseconds()`): the answer must have arrived by then.
-    let deadline: UInt64
+    /// On the loop's clock (`EventLoop.monotonicNow()`): the answer must have arrived by then.
+    let deadline: Instant
     let completion: Completion
     /// Times its HEADERS were written on earlier tries.
     let sends: Int
@@ -20,7 +22,7 @@ final class PendingRequest: Sendable {
     let drewGoawayAlone: Bool
 
     init(
-        request: HTTP2Request, deadline: UInt64, completion: @escaping Completion, sends: Int = 0,
+        request: HTTP2Request, deadline: Instant, completion: @escaping Completion, sends: Int = 0,
         tries: Int = 0, connectFailures: Int = 0, suspect: Bool = false, drewGoawayAlone: Bool = false
     ) {
         self.request = request

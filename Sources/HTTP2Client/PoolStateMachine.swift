@@ -1,5 +1,7 @@
+import MonotonicTime
+
 /// The client's connection pool as a pure state machine (no threads, no I/O, time passed in as
-/// monotonic nanoseconds): which connection takes a request, when a connection opens, is retired or
+/// an `Instant`): which connection takes a request, when a connection opens, is retired or
 /// replaced, and which failed request is sent again. ``ClientCore`` owns it on the client's event loop
 /// and carries out what it answers.
 ///
@@ -56,7 +58,7 @@ struct PoolStateMachine: Sendable {
         /// Opened after the latest GOAWAY (proving it ends the reconnect pacing).
         var afterGoaway = false
         /// Since when, while probing and up, its request has waited for an answer (nil: none waits).
-        var probeSince: UInt64?
+        var probeSince: Instant?
     }
 
     /// Where `submit` put a request.
@@ -64,7 +66,7 @@ struct PoolStateMachine: Sendable {
         /// Handed to a running connection: the caller gives it to that connection.
         case connection(id: Int)
         /// Handed to a new connection, which the caller must make (and give the request to).
-        case newConnection(id: Int, notBefore: UInt64?)
+        case newConnection(id: Int, notBefore: Instant?)
         /// In the queue, until a connection has room.
         case queued
         /// Refused: the client is shut down.
@@ -109,7 +111,7 @@ struct PoolStateMachine: Sendable {
     /// must not connect before `notBefore` (pacing after GOAWAY).
     struct NewConnection: Sendable {
         var id: Int
-        var notBefore: UInt64?
+        var notBefore: Instant?
         var first: PendingRequest?
     }
 
@@ -137,7 +139,7 @@ struct PoolStateMachine: Sendable {
     /// GOAWAYs since a connection opened after one was proven.
     private(set) var goawayStreak = 0
     /// No connection starts before this (pacing after GOAWAY).
-    private(set) var pacedUntil: UInt64?
+    private(set) var pacedUntil: Instant?
 
     init(maxConnections: Int, maxStreams: Int) {
         self.maxConnections = maxConnections
@@ -153,7 +155,7 @@ struct PoolStateMachine: Sendable {
 
     private var liveCount: Int { slots.reduce(0) { $0 + ($1.phase == .retired ? 0 : 1) } }
 
-    private func capacity(_ slot: Slot, now: UInt64) -> Int {
+    private func capacity(_ slot: Slot, now: Instant) -> Int {
         switch slot.phase {
         case .probing: Self.probeOutlasted(slot, now: now) ? maxStreams : 1
         case .open: maxStreams
@@ -163,14 +165,14 @@ struct PoolStateMachine: Sendable {
 
     /// A probing connection's request has gone ``probeBound`` unanswered: the connection takes more (not one opened
     /// for suspects, whose first request must go alone).
-    private static func probeOutlasted(_ slot: Slot, now: UInt64) -> Bool {
+    private static func probeOutlasted(_ slot: Slot, now: Instant) -> Bool {
         guard !slot.forSuspects, let since = slot.probeSince else { return false }
-        return now &- since >= probeBound
+        return now - since >= probeBound
     }
 
     /// Starts or ends the wait of slot `i`'s probe: it waits while the connection is up, probing and carries a
     /// request; `restart` after an answer or failure (a new request is the probe now).
-    private mutating func trackProbe(_ i: Int, now: UInt64, restart: Bool = false) {
+    private mutating func trackProbe(_ i: Int, now: Instant, restart: Bool = false) {
         if slots[i].phase == .probing && slots[i].established && slots[i].assigned > 0 {
             if restart || slots[i].probeSince == nil { slots[i].probeSince = now }
         } else {
@@ -179,16 +181,16 @@ struct PoolStateMachine: Sendable {
     }
 
     /// When the earliest probe outlasts ``probeBound`` while requests wait for room (the caller's timer), or nil.
-    var nextProbeBound: UInt64? {
+    var nextProbeBound: Instant? {
         guard !queue.isEmpty else { return nil }
         return slots.lazy.filter { $0.phase == .probing && !$0.forSuspects && $0.assigned < maxStreams }
             .compactMap { $0.probeSince }
-            .min().map { $0 &+ Self.probeBound }
+            .min().map { $0 + Self.probeBound }
     }
 
     /// The timer of ``nextProbeBound`` fired: the requests waiting go to connections whose probe outlasted the
     /// bound, while they have room.
-    mutating func probesOutlasted(now: UInt64) -> [Assignment] {
+    mutating func probesOutlasted(now: Instant) -> [Assignment] {
         var assignments: [Assignment] = []
         for i in slots.indices where slots[i].phase == .probing && Self.probeOutlasted(slots[i], now: now) {
             while slots[i].assigned < capacity(slots[i], now: now), let next = queue.popFirst() {
@@ -209,7 +211,7 @@ struct PoolStateMachine: Sendable {
     }
 
     /// Accepts a new request from `send`.
-    mutating func submit(_ request: PendingRequest, now: UInt64) -> Placement {
+    mutating func submit(_ request: PendingRequest, now: Instant) -> Placement {
         guard !isShutDown else { return .rejected }
         if let placement = placeOnConnection(request, excluding: nil, now: now) { return placement }
         enqueue(request, front: false)
@@ -217,7 +219,7 @@ struct PoolStateMachine: Sendable {
     }
 
     /// Puts a request on a connection with room, or a new one; nil when every connection is full.
-    private mutating func placeOnConnection(_ request: PendingRequest, excluding: Int?, now: UInt64) -> Placement? {
+    private mutating func placeOnConnection(_ request: PendingRequest, excluding: Int?, now: Instant) -> Placement? {
         var best: Int?
         for i in slots.indices where slots[i].id != excluding && slots[i].assigned < capacity(slots[i], now: now) {
             // A suspect never shares a connection with traffic that was not refused beside it.
@@ -249,7 +251,7 @@ struct PoolStateMachine: Sendable {
         }
     }
 
-    private mutating func startConnection(with request: PendingRequest?, now: UInt64) -> NewConnection {
+    private mutating func startConnection(with request: PendingRequest?, now: Instant) -> NewConnection {
         nextID += 1
         counters.connectionsOpened += 1
         var slot = Slot(id: nextID)
@@ -263,7 +265,7 @@ struct PoolStateMachine: Sendable {
     }
 
     /// Records a connection's report; returns what the caller must do.
-    mutating func finish(connection id: Int, report: Report, now: UInt64) -> Effects {
+    mutating func finish(connection id: Int, report: Report, now: Instant) -> Effects {
         var effects = Effects()
         guard let i = index(of: id) else { return effects }
         slots[i].assigned -= report.results.count
@@ -359,7 +361,7 @@ struct PoolStateMachine: Sendable {
     }
 
     /// The request to send again after `outcome`, or nil when it ends here.
-    func retry(of request: PendingRequest, after outcome: StreamOutcome, now: UInt64) -> PendingRequest? {
+    func retry(of request: PendingRequest, after outcome: StreamOutcome, now: Instant) -> PendingRequest? {
         guard !isShutDown, outcome.certainlyNotProcessed, now < request.deadline else { return nil }
         let sends = request.sends + (outcome.wasSent ? 1 : 0)
         let tries = request.tries + 1
@@ -389,13 +391,50 @@ struct PoolStateMachine: Sendable {
         return error
     }
 
-    /// Removes the queued requests whose deadline has passed (the caller fails them with `.timeout`).
-    mutating func removeExpired(now: UInt64) -> [PendingRequest] {
+    /// Removes the queued requests whose deadline has passed (``timerFired(now:)`` fails them with `.timeout`).
+    mutating func removeExpired(now: Instant) -> [PendingRequest] {
         queue.removeExpired(now: now) + suspects.removeExpired(now: now)
     }
 
+    /// When the caller's queue timer is due: a queued request's deadline or a probe's bound, whichever comes
+    /// first; nil when neither waits or the pool is shut down.
+    var nextWakeUp: Instant? {
+        guard !isShutDown else { return nil }
+        switch (earliestQueuedDeadline, nextProbeBound) {
+        case (let a?, let b?): return min(a, b)
+        case (let a, let b): return a ?? b
+        }
+    }
+
+    /// The queue timer fired: queued requests past their deadline fail with `.timeout` (no connection took them),
+    /// and waiting requests go to connections whose probe outlasted its bound.
+    mutating func timerFired(now: Instant) -> Effects {
+        var effects = Effects()
+        for request in removeExpired(now: now) {
+            let error = HTTP2ClientError(.timeout, "no connection in time", mayHaveBeenProcessed: false)
+            effects.deliveries.append(Delivery(request: request, result: .failure(error)))
+        }
+        effects.assignments = probesOutlasted(now: now)
+        return effects
+    }
+
+    /// What a request gets that ended on a connection the pool no longer counts (the client shut down): its
+    /// answer, or its outcome's error, for good.
+    static func delivery(of ended: Ended) -> Delivery {
+        if let response = ended.response, case .answered = ended.outcome {
+            return Delivery(request: ended.request, result: .success(response))
+        }
+        let error = ended.outcome.error ?? HTTP2ClientError(.protocolError, "no answer", mayHaveBeenProcessed: true)
+        return Delivery(request: ended.request, result: .failure(error))
+    }
+
+    /// A request the pool refused or dropped because the client shuts down: never sent.
+    static func shutDownDelivery(of request: PendingRequest) -> Delivery {
+        Delivery(request: request, result: .failure(StreamOutcome.shutdown(written: false).error!))
+    }
+
     /// The earliest instant a queued request may expire.
-    var earliestQueuedDeadline: UInt64? {
+    var earliestQueuedDeadline: Instant? {
         switch (queue.earliestDeadline, suspects.earliestDeadline) {
         case (let a?, let b?): min(a, b)
         case (let a, let b): a ?? b

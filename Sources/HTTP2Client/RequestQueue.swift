@@ -1,10 +1,12 @@
+import MonotonicTime
+
 /// A FIFO of requests waiting for a connection with room, with a lower bound on their
 /// earliest deadline so that expiry sweeps run only when one may be due.
 struct RequestQueue: Sendable {
     private var items: [PendingRequest] = []
     private var head = 0
     /// No queued request has a deadline before this instant (it may be stale, never late).
-    private(set) var earliestDeadline: UInt64?
+    private(set) var earliestDeadline: Instant?
 
     var isEmpty: Bool { head == items.count }
     var count: Int { items.count - head }
@@ -50,12 +52,12 @@ struct RequestQueue: Sendable {
     }
 
     /// Removes and returns the requests whose deadline is at or before `now`.
-    mutating func removeExpired(now: UInt64) -> [PendingRequest] {
+    mutating func removeExpired(now: Instant) -> [PendingRequest] {
         guard let earliest = earliestDeadline, earliest <= now else { return [] }
         var expired: [PendingRequest] = []
         var kept: [PendingRequest] = []
         kept.reserveCapacity(count)
-        var newEarliest: UInt64?
+        var newEarliest: Instant?
         for item in items[head...] {
             if item.deadline <= now {
                 expired.append(item)
@@ -70,7 +72,7 @@ struct RequestQueue: Sendable {
         return expired
     }
 
-    private mutating func lower(to deadline: UInt64) {
+    private mutating func lower(to deadline: Instant) {
         earliestDeadline = min(earliestDeadline ?? deadline, deadline)
     }
 }

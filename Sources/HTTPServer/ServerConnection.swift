@@ -1,5 +1,6 @@
 import HTTP1
 import Loop
+import MonotonicTime
 
 /// One client connection on its worker's loop: the shell around ``HTTP1Connection``. It feeds the machine what the
 /// socket, the timer and the handler say, and carries out the actions the machine returns. Loop-bound: every method
@@ -47,12 +48,12 @@ final class ServerConnection: TCPConnectionDelegate {
         ledger = worker.ledger
         self.socket = socket
         self.peer = peer
-        machine = HTTP1Connection(configuration: core.connection, now: socket.loop.now &* 1_000_000)
+        machine = HTTP1Connection(configuration: core.connection, now: EventLoop.monotonicNow())
         reference = ConnectionReference(loop: socket.loop, connection: self)
     }
 
-    /// The machine's clock: the loop's cached milliseconds, in nanoseconds (the timers run on the same clock).
-    private var now: UInt64 { socket.loop.now &* 1_000_000 }
+    /// The machine's clock, read once per input.
+    private var now: Instant { EventLoop.monotonicNow() }
 
     /// Starts reading and arms the idle deadline.
     func start() {
@@ -191,22 +192,18 @@ final class ServerConnection: TCPConnectionDelegate {
         }
     }
 
-    private func schedule(_ deadline: UInt64?) {
+    private func schedule(_ deadline: Instant?) {
         guard let deadline else {
             timer?.cancel()
             return
         }
-        // Milliseconds, rounded up: the timer never fires before the machine's deadline.
-        let due = deadline / 1_000_000 + (deadline % 1_000_000 == 0 ? 0 : 1)
         if timer == nil {
             timer = LoopTimer(on: socket.loop) { [unowned self] in
                 guard !closed else { return }
                 run(machine.deadlineReached(now: now))
             }
         }
-        if timer!.deadline != due {
-            timer!.schedule(at: due)
-        }
+        timer!.schedule(at: deadline)
     }
 
     private func closeSocket() {
@@ -231,9 +228,7 @@ final class ServerConnection: TCPConnectionDelegate {
             self.context = context
             ledger.held.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
-        case .refused(let parsed, let error):
-            // A head kept here went to the handler's head(_:), which chose to read the body.
-            let followsHead = self.head != nil
+        case .refused(let parsed, let error, let followsHead):
             let head = self.head ?? makeHead(parsed)
             self.head = nil
             let response =

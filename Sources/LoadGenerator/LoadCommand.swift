@@ -42,6 +42,11 @@ enum LoadCommand {
                                            when a figure could not be measured
           idle --target H:P --connections N --pid PID [--settle S]
                                            hold N used keep-alive connections; print PID's memory as JSON
+          bench --relay-bin FILE [--mode full|smoke|cpu|redis] [--configuration C] [--targets FILE]
+                [--connections C] [--hop-ms D] [--relay-threads N] [--keep DIR] [--perf 1] [--verbose 1]
+                [--perf-by-library FILE]
+                                           a whole benchmark run (scripts/bench): starts the servers, runs
+                                           the measurements above, then prints the report
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -79,6 +84,8 @@ enum LoadCommand {
                 return try BenchReport.run(options)
             case "idle":
                 try idle(options)
+            case "bench":
+                return try BenchRun.run(options)
             default:
                 throw LoadError(.usage, "unknown command '\(command)'\n" + usage)
             }

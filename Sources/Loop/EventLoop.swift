@@ -2,6 +2,7 @@ import CSystem
 import CUV
 import Dispatch
 import Glibc
+import MonotonicTime
 import Synchronization
 
 /// One libuv loop (`uv_loop_t`) running on a thread of its own, started by `init` and ended by ``stop()``.
@@ -132,7 +133,13 @@ public final class EventLoop: @unchecked Sendable {
         return uv_now(raw)
     }
 
-    /// A monotonic clock in nanoseconds (`uv_hrtime`, CLOCK_MONOTONIC), usable on any thread.
+    /// The relay's one clock (`uv_hrtime`, CLOCK_MONOTONIC), usable on any thread: shells read it once per input
+    /// and pass it to their machines.
+    public static func monotonicNow() -> Instant {
+        Instant(nanoseconds: uv_hrtime())
+    }
+
+    /// ``monotonicNow()`` in plain nanoseconds.
     public static func monotonicNanoseconds() -> UInt64 {
         uv_hrtime()
     }

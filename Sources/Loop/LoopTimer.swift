@@ -1,4 +1,5 @@
 import CUV
+import MonotonicTime
 
 /// A one-shot timer on a loop (`uv_timer_t`): schedule it at a deadline or after a delay, re-schedule or
 /// cancel it as often as needed (a heap update, no allocation), and close it when its owner is done.
@@ -32,6 +33,25 @@ public final class LoopTimer: LoopHandle {
     public func schedule(at deadline: UInt64) {
         let now = loop.now
         schedule(afterMilliseconds: deadline > now ? deadline - now : 0)
+    }
+
+    /// Schedules the timer to fire once the clock (``EventLoop/monotonicNow()``) has reached `instant`: at the
+    /// first millisecond of the loop's clock at or after it, so that it never fires before (the loop's
+    /// milliseconds may lag the nanosecond clock a little: it fires that much later, never earlier). Already
+    /// scheduled for that millisecond, it is left alone (no heap update).
+    public func schedule(at instant: Instant) {
+        let due = instant.millisecondsRoundedUp
+        guard deadline != due else { return }
+        schedule(at: due)
+    }
+
+    /// Schedules the timer for `instant` as ``schedule(at:)-(Instant)`` does, unless it is scheduled to fire at
+    /// that millisecond or before already: it then fires early, and its owner, finding nothing due, schedules it
+    /// again. For a deadline that moves often (every request's), most moves then cost nothing.
+    public func schedule(noLaterThan instant: Instant) {
+        let due = instant.millisecondsRoundedUp
+        if let deadline, deadline <= due { return }
+        schedule(at: due)
     }
 
     /// Schedules the timer to fire `milliseconds` after the loop's ``EventLoop/now``. Replaces any earlier

@@ -79,10 +79,10 @@ public final class ClientStream: TCPConnectionDelegate {
     public private(set) var negotiatedProtocol: String?
 
     /// Connected and not ending.
-    public var isOpen: Bool { machine.isOpen }
+    public var isOpen: Bool { inPlace { $0.isOpen } }
 
     /// Where the stream is (resolving, connecting, tunnelling, handshaking, open, ending, closed).
-    public var phase: ClientStreamMachine.Phase { machine.phase }
+    public var phase: ClientStreamMachine.Phase { inPlace { $0.phase } }
 
     private init(
         loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: UInt64?,
@@ -133,6 +133,18 @@ public final class ClientStream: TCPConnectionDelegate {
         return true
     }()
 
+    // MARK: Asking the machine
+
+    /// Asks the machine where it is stored: a non-mutating call on this class's stored machine copies the whole
+    /// machine first (a retain and a release per reference it holds), and these are asked on every read and write.
+    private func inPlace<Result>(_ question: (inout ClientStreamMachine) -> Result) -> Result {
+        question(&machine)
+    }
+
+    private var isOpenNow: Bool { inPlace { $0.isOpen } }
+    private var phaseNow: ClientStreamMachine.Phase { inPlace { $0.phase } }
+    private var writingNow: ClientStreamMachine.Writing { inPlace { $0.writing } }
+
     // MARK: Carrying out the machine's actions
 
     private func run(_ actions: [ClientStreamMachine.Action]) {
@@ -169,6 +181,10 @@ public final class ClientStream: TCPConnectionDelegate {
         case .abandonConnection:
             connection?.close()
             connection = nil
+        case .startReading:
+            // The owner's own checks (HTTP/2 PING) come on top of TCP keep-alive.
+            connection?.setKeepAlive(idleSeconds: 30, intervalSeconds: 15)
+            connection?.startReading()
         case .writePlain(let bytes):
             _ = bytes.withUnsafeBytes { connection?.write($0) }
         case .startTLS(let leftover):
@@ -214,7 +230,7 @@ public final class ClientStream: TCPConnectionDelegate {
     public func write(_ bytes: UnsafeRawBufferPointer) {
         loop.preconditionCurrent()
         guard !bytes.isEmpty else { return }
-        switch machine.writing {
+        switch writingNow {
         case .keep: early.append(contentsOf: bytes)
         case .send: send(bytes)
         case .drop: break
@@ -227,7 +243,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer) {
-        guard let connection, machine.writing == .send else { return }
+        guard let connection, writingNow == .send else { return }
         guard let ssl else {
             _ = connection.write(bytes)
             return
@@ -281,11 +297,7 @@ public final class ClientStream: TCPConnectionDelegate {
     // MARK: Connecting
 
     public func connectionDidConnect(_ connection: TCPConnection) {
-        guard connection === self.connection, machine.phase == .connecting else { return }
-        // A server that vanished is found even while nothing is sent (the owner's own checks, such as HTTP/2 PING,
-        // come on top).
-        connection.setKeepAlive(idleSeconds: 30, intervalSeconds: 15)
-        connection.startReading()
+        guard connection === self.connection else { return }
         run(machine.connected())
     }
 
@@ -306,7 +318,7 @@ public final class ClientStream: TCPConnectionDelegate {
         buffer = .allocate(byteCount: 32 * 1024, alignment: 16)
         handshake()
         // What the server sent right after the proxy's answer (its first records) is read as if just arrived.
-        if !leftover.isEmpty, machine.phase == .handshaking {
+        if !leftover.isEmpty, phaseNow == .handshaking {
             leftover.withUnsafeBytes { readTLS($0) }
         }
     }
@@ -336,7 +348,7 @@ public final class ClientStream: TCPConnectionDelegate {
 
     private func opened() {
         delegate?.streamDidConnect(self)
-        guard machine.writing == .send, !early.isEmpty else { return }
+        guard writingNow == .send, !early.isEmpty else { return }
         let waiting = early
         early = []
         waiting.withUnsafeBytes { send($0) }
@@ -345,7 +357,7 @@ public final class ClientStream: TCPConnectionDelegate {
     // MARK: Reading
 
     public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
-        switch machine.phase {
+        switch phaseNow {
         case .tunnelling:
             run(machine.tunnelRead(bytes))
         case .handshaking, .open:
@@ -362,11 +374,11 @@ public final class ClientStream: TCPConnectionDelegate {
         }
         // OpenSSL reads the records where libuv put them, during this call (it keeps a partial record itself).
         records.reading(bytes) {
-            if machine.phase == .handshaking {
+            if phaseNow == .handshaking {
                 handshake()
-                guard machine.isOpen else { return }
+                guard isOpenNow else { return }
             }
-            while machine.isOpen {
+            while isOpenNow {
                 OpenSSLErrorQueue.clear()
                 let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
                 if count > 0 {
@@ -402,7 +414,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     public func connectionDidFinishWriting(_ connection: TCPConnection) {
-        guard connection === self.connection, machine.isOpen else { return }
+        guard connection === self.connection, isOpenNow else { return }
         delegate?.streamDidFinishWriting(self)
     }
 

@@ -62,6 +62,9 @@ public struct ClientStreamMachine: Sendable {
         case connect(address: Int)
         /// Forgets the connection that failed to connect (it closes by itself).
         case abandonConnection
+        /// Starts reading the connected TCP connection, with TCP keep-alive (a server that vanished is found even
+        /// while nothing is sent).
+        case startReading
         /// Writes these bytes on the TCP connection as they are (the request to the proxy).
         case writePlain([UInt8])
         /// Sets up TLS, takes the handshake's first step (``handshake(_:)``), then reads `leftover` as the server's
@@ -195,14 +198,14 @@ public struct ClientStreamMachine: Sendable {
         return [.abandonConnection] + connectNext()
     }
 
-    /// The TCP connection is up (the shell reads from it from now on).
+    /// The TCP connection is up.
     public mutating func connected() -> [Action] {
         guard case .connecting = state else { return [] }
         if let proxy {
             state = .tunnelling(TunnelAnswerParser())
-            return [.writePlain(proxy.connectRequest(host: host, port: port))]
+            return [.startReading, .writePlain(proxy.connectRequest(host: host, port: port))]
         }
-        return afterConnecting(leftover: [])
+        return [.startReading] + afterConnecting(leftover: [])
     }
 
     /// TLS, or the stream is open; `leftover`: bytes the server sent already (after a proxy's answer).

@@ -36,33 +36,12 @@ public final class RedisPipeline: @unchecked Sendable {
     /// The answer to one request: the script's integers after the tag, or why there are none.
     public typealias Completion = @Sendable (Result<RedisScriptAnswer, RedisClientError>) -> Void
 
-    /// One call of the script prepared once: its command for a request alone, formatted by hiredis with keys of
-    /// fixed lengths, so that a request only copies it and writes its own keys (and the pipeline its tag) into their
-    /// places. Requests written together join one call when their arguments are the same.
-    /// (A class: every request made from it holds it, one reference rather than four.)
-    public final class PreparedCall: Sendable {
-        let template: [UInt8]
-        let keyRanges: [Range<Int>]
-        let arguments: [[UInt8]]
-        /// The script's digest it names: usable with every pipeline of that script.
-        let scriptDigest: String
-
-        init(template: [UInt8], keyRanges: [Range<Int>], arguments: [[UInt8]], scriptDigest: String) {
-            self.template = template
-            self.keyRanges = keyRanges
-            self.arguments = arguments
-            self.scriptDigest = scriptDigest
-        }
-
-        /// Requests made from `self` and from `other` may share a call.
-        func joins(_ other: PreparedCall) -> Bool {
-            self === other || (scriptDigest == other.scriptDigest && arguments == other.arguments)
-        }
-    }
+    /// One call of the script prepared once (``RedisScriptCall``).
+    public typealias PreparedCall = RedisScriptCall
 
     /// A request until its call is answered: its command alone (its keys written in; the tag is written when it
     /// leaves), and the call it was made from (where its keys are, its arguments).
-    struct Request {
+    struct Request: RedisScriptCallMember {
         var command: [UInt8]
         var call: PreparedCall
         var completion: Completion
@@ -251,6 +230,16 @@ public final class RedisPipeline: @unchecked Sendable {
         if !firstAttemptDone.exchange(true, ordering: .acquiringAndReleasing) { firstAttempt.signal() }
     }
 
+    /// Leaves the server now (from any thread) and connects again after the reconnection delay, as after a loss
+    /// for `error`: another pipeline of the same store found the server no longer the primary, and this one, which
+    /// may have had no call since, must not stay on it.
+    public func leaveServer(_ error: RedisClientError) {
+        loop.execute { [self] in
+            guard machine.isReady, let loss = machine.failed(error, now: now()) else { return }
+            lost(loss)
+        }
+    }
+
     /// Connected and set up (requests are sent); readable from any thread.
     public var isConnected: Bool { connected.load(ordering: .acquiring) }
 
@@ -277,31 +266,7 @@ public final class RedisPipeline: @unchecked Sendable {
 
     /// ``prepare(keyLengths:arguments:)`` for `script`, once for every pipeline that runs it.
     public static func prepare(script: String, keyLengths: [Int], arguments: [[UInt8]]) -> PreparedCall {
-        precondition((1...9).contains(keyLengths.count), "a request has one to nine keys (one digit in a call)")
-        let scriptDigest = scriptDigest(of: script)
-        // Formatted once per key with another filler byte in it: where the bytes differ is where the key is.
-        func formatted(changing changed: Int?) -> [UInt8] {
-            var parts: [[UInt8]] = [
-                Array("EVALSHA".utf8), Array(scriptDigest.utf8), Array(String(keyLengths.count).utf8),
-            ]
-            for (index, length) in keyLengths.enumerated() {
-                parts.append([UInt8](repeating: index == changed ? 0x31 : 0x30, count: length))
-            }
-            parts.append(contentsOf: arguments)
-            parts.append(Array(String(keyLengths.count).utf8))
-            parts.append(RedisTag.bytes(0))
-            var bytes: [UInt8] = []
-            RedisCommand.append(parts, to: &bytes)
-            return bytes
-        }
-        let base = formatted(changing: nil)
-        let ranges = keyLengths.indices.map { index -> Range<Int> in
-            let other = formatted(changing: index)
-            let differs = base.indices.filter { base[$0] != other[$0] }
-            return differs.first!..<differs.last! + 1
-        }
-        precondition(zip(ranges, keyLengths).allSatisfy { $0.count == $1 })
-        return PreparedCall(template: base, keyRanges: ranges, arguments: arguments, scriptDigest: scriptDigest)
+        RedisScriptCall(script: script, keyLengths: keyLengths, arguments: arguments)
     }
 
     /// ``evaluate(keys:arguments:completion:)`` with a prepared call, its keys written by `writingKeys` (given each
@@ -311,12 +276,7 @@ public final class RedisPipeline: @unchecked Sendable {
         completion: @escaping Completion
     ) -> Bool {
         assert(call.scriptDigest == scriptDigest, "a call prepared for another script")
-        var command = call.template
-        command.withUnsafeMutableBytes { bytes in
-            for (index, range) in call.keyRanges.enumerated() {
-                writingKeys(index, UnsafeMutableRawBufferPointer(rebasing: bytes[range]))
-            }
-        }
+        let command = call.command(writingKeys: writingKeys)
         return submit(Request(command: command, call: call, completion: completion))
     }
 
@@ -348,53 +308,6 @@ public final class RedisPipeline: @unchecked Sendable {
         }
         armTimer()
         return true
-    }
-
-    /// The command of one call for `requests` (from the oldest queued): the first's alone, or theirs together as far
-    /// as they have its arguments; and how many it carries.
-    static func format(_ requests: ArraySlice<Request>, tag: UInt64) -> (command: [UInt8], taken: Int) {
-        let first = requests[requests.startIndex]
-        var taken = 1
-        for request in requests.dropFirst() {
-            guard request.call.joins(first.call) else { break }
-            taken += 1
-        }
-        guard taken > 1 else {
-            var command = first.command
-            command.withUnsafeMutableBytes { bytes in
-                // The tag is the last bulk string: 16 bytes before the final CRLF.
-                let end = bytes.count - 2
-                RedisTag.write(tag, to: UnsafeMutableRawBufferPointer(rebasing: bytes[(end - RedisTag.length)..<end]))
-            }
-            return (command, 1)
-        }
-        // EVALSHA, the digest, the number of keys, every request's keys, the arguments, the counts, the tag: back to
-        // back in one buffer, formatted by hiredis.
-        let joined = requests.prefix(taken)
-        var bytes: [UInt8] = []
-        var lengths: [Int] = []
-        var counts: [UInt8] = []
-        var keys = 0
-        for request in joined {
-            keys += request.call.keyRanges.count
-            counts.append(UInt8(ascii: "0") + UInt8(request.call.keyRanges.count))
-        }
-        func append(_ part: some Collection<UInt8>) {
-            bytes.append(contentsOf: part)
-            lengths.append(part.count)
-        }
-        append("EVALSHA".utf8)
-        append(first.call.scriptDigest.utf8)
-        append(String(keys).utf8)
-        for request in joined {
-            for range in request.call.keyRanges { append(request.command[range]) }
-        }
-        for argument in first.call.arguments { append(argument) }
-        append(counts)
-        append(RedisTag.bytes(tag))
-        var command: [UInt8] = []
-        RedisCommand.append(joined: bytes, lengths: lengths, to: &command)
-        return (command, taken)
     }
 
     // MARK: Connection
@@ -488,7 +401,7 @@ public final class RedisPipeline: @unchecked Sendable {
 
     private func flush() {
         guard let stream else { return }
-        machine.flush(format: { Self.format($0, tag: $1) }) { output in
+        machine.flush(format: { RedisScriptCall.command(joining: $0, tag: $1) }) { output in
             statistics.writes += 1
             stream.write(output)
         }

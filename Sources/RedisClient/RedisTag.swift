@@ -1,5 +1,5 @@
 /// A request's tag as it travels: its sequence number in exactly 16 lowercase hex digits, so that
-/// every call of one prepared command has the same length (see ``RedisPipeline/PreparedCall``).
+/// every call of one prepared command has the same length (see ``RedisScriptCall``).
 enum RedisTag {
     static let length = 16
 

@@ -80,17 +80,27 @@ public final class RedisServerProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        guard Self.waitUntilListening(process, port: port) else {
+            self.process = nil
             guard process.isRunning else {
-                self.process = nil
                 throw Unavailable(description: "redis-server exited with \(process.terminationStatus)")
             }
-            if Self.accepts(port) { return }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw Unavailable(description: "redis-server did not listen on \(port)")
+        }
+    }
+
+    /// Waits (at most 10 s) until `process` takes connections on `port`; false when it exited or never did.
+    static func waitUntilListening(_ process: Process, port: UInt16) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            guard process.isRunning else { return false }
+            if accepts(port) { return true }
+            // A pace: a server starts within milliseconds; checking ten times as often would only spin.
             usleep(10_000)
         }
-        stop()
-        throw Unavailable(description: "redis-server did not listen on \(port)")
+        return false
     }
 
     /// Stops the server (SIGKILL to its PID) and waits for it to exit.

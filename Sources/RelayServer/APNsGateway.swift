@@ -1,6 +1,6 @@
-import Dispatch
 import HTTP2Client
 import Loop
+import MonotonicTime
 import RelayCore
 import Synchronization
 
@@ -165,9 +165,10 @@ final class APNsGateway: Sendable {
         let request = HTTP2Request(
             method: "POST", path: notification.path, headers: headers, body: notification.payload,
             timeout: .nanoseconds(Int64(deadline - now)))
-        let sentAt = DispatchTime.now().uptimeNanoseconds
+        // The latency is real time on the loop's clock (the injected clock decides deadlines and may stand still).
+        let sentAt = EventLoop.monotonicNow()
         client.send(request) { [self] result in
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - sentAt) / 1e9
+            let seconds = Double(EventLoop.monotonicNow() - sentAt) / 1e9
             let response: HTTP2Response
             switch result {
             case .success(let answered):

@@ -1,4 +1,5 @@
 import HTTP2Client
+import MonotonicTime
 
 /// What an operator is told about one APNs environment's connections (docs/DESIGN.md, "Lifecycle"):
 /// one line when a problem starts and one when it ends, never per push, never an identifier.
@@ -35,11 +36,11 @@ struct APNsProblemLog: Sendable {
 
     struct Ongoing: Sendable, Equatable {
         var detail: String
-        var since: UInt64
-        var last: UInt64
+        var since: Instant
+        var last: Instant
         var count = 1
         var countAtSummary = 1
-        var lastSummary: UInt64
+        var lastSummary: Instant
     }
 
     let environment: String
@@ -55,8 +56,8 @@ struct APNsProblemLog: Sendable {
         self.quietPeriod = quietPeriod
     }
 
-    /// The lines for a client event at `now` (nanoseconds of a monotonic clock).
-    mutating func record(_ event: HTTP2ClientEvent, now: UInt64) -> [String] {
+    /// The lines for a client event at `now`.
+    mutating func record(_ event: HTTP2ClientEvent, now: Instant) -> [String] {
         switch event.kind {
         case .cannotResolve: return start(.resolve, event.detail, now: now)
         case .cannotConnect: return start(.connect, event.detail, now: now)
@@ -74,20 +75,20 @@ struct APNsProblemLog: Sendable {
     }
 
     /// APNs answered 403 InvalidProviderToken (`detail`: what to check).
-    mutating func providerTokenRejected(_ detail: String, now: UInt64) -> [String] {
+    mutating func providerTokenRejected(_ detail: String, now: Instant) -> [String] {
         start(.providerToken, detail, now: now)
     }
 
     /// APNs answered something that proves the token: the token is accepted, and connection
     /// problems that have been quiet long enough are over.
-    mutating func answered(now: UInt64) -> [String] {
-        let quiet = ongoing.filter { $0.key.endsWhenQuiet && now &- $0.value.last >= quietPeriod }.keys
+    mutating func answered(now: Instant) -> [String] {
+        let quiet = ongoing.filter { $0.key.endsWhenQuiet && now - $0.value.last >= quietPeriod }.keys
         return end([.providerToken] + Problem.allCases.filter { quiet.contains($0) }, now: now)
     }
 
     var hasOngoing: Bool { !ongoing.isEmpty }
 
-    private mutating func start(_ problem: Problem, _ detail: String, now: UInt64) -> [String] {
+    private mutating func start(_ problem: Problem, _ detail: String, now: Instant) -> [String] {
         guard var current = ongoing[problem] else {
             ongoing[problem] = Ongoing(detail: detail, since: now, last: now, lastSummary: now)
             return ["apns \(environment): \(problem.summary)" + (detail.isEmpty ? "" : ": \(detail)")]
@@ -95,11 +96,11 @@ struct APNsProblemLog: Sendable {
         current.count += 1
         current.last = now
         var lines: [String] = []
-        if now &- current.lastSummary >= summaryInterval {
+        if now - current.lastSummary >= summaryInterval {
             let repeats = current.count - current.countAtSummary
             lines.append(
                 "apns \(environment): still \(problem.summary) (\(repeats) more times in the last "
-                    + "\(Self.seconds(now &- current.lastSummary)))" + (detail.isEmpty ? "" : ": \(detail)"))
+                    + "\(Self.seconds(now - current.lastSummary)))" + (detail.isEmpty ? "" : ": \(detail)"))
             current.lastSummary = now
             current.countAtSummary = current.count
         }
@@ -108,13 +109,13 @@ struct APNsProblemLog: Sendable {
         return lines
     }
 
-    private mutating func end(_ problems: [Problem], now: UInt64) -> [String] {
+    private mutating func end(_ problems: [Problem], now: Instant) -> [String] {
         var lines: [String] = []
         for problem in problems {
             guard let current = ongoing.removeValue(forKey: problem) else { continue }
             let times = current.count == 1 ? "once" : "\(current.count) times"
             lines.append(
-                "apns \(environment): resolved: \(problem.summary) (\(times) over \(Self.seconds(now &- current.since)))"
+                "apns \(environment): resolved: \(problem.summary) (\(times) over \(Self.seconds(now - current.since)))"
             )
         }
         return lines

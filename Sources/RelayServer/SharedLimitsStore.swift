@@ -5,8 +5,10 @@ import Synchronization
 
 /// The Redis limits store that every instance shares (DESIGN.md, "Several instances"): one pipelined connection per
 /// worker loop (so that a request's decision never leaves the thread that read it), their state together deciding
-/// where limit decisions come from while Redis is away (`on_failure`), one log line for the process when Redis is
-/// lost and one when it is back, and the metrics.
+/// where limit decisions come from while Redis is away, refuses writes or fails every call (`on_failure`), one log
+/// line for the process when it leaves or loses a server (and why) and one when it uses one again (its address), and
+/// the metrics. With `limits_store.sentinel`, each pipeline asks the sentinels where the primary is (DESIGN.md,
+/// "Failover").
 final class SharedLimitsStore: Sendable {
     enum Health: String {
         case shared, local, unavailable
@@ -133,16 +135,45 @@ final class SharedLimitsStore: Sendable {
         client.connectTimeout = .milliseconds(max(1_000, min(5_000, settings.timeoutMilliseconds * 10)))
         let link = Link(location: location, onFailure: settings.onFailure, pipelines: loops.count)
         self.link = link
+        let siblings = Siblings()
         var pipelines: [RedisPipeline] = []
         for (index, loop) in loops.enumerated() {
             // The events are reported to the link, not the store: a pipeline never holds the store.
             pipelines.append(
                 try RedisPipeline(
                     configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
-                    onServerEvent: { event, server in link.report(event, server: server, from: index) }))
+                    onServerEvent: { event, server in
+                        link.report(event, server: server, from: index)
+                        // The primary has moved for every worker: those without a call since must not stay behind.
+                        if case .lost(let error) = event, error.code == .notPrimary {
+                            siblings.leave(except: index, because: error)
+                        }
+                    }))
         }
+        siblings.set(pipelines)
         if loops.isEmpty { try RedisPipeline.validate(client) }
         self.pipelines = pipelines
+    }
+
+    /// Every worker's pipeline, held weakly (a pipeline's event handler holds this, and a pipeline must not hold
+    /// itself).
+    private final class Siblings: Sendable {
+        private struct Reference {
+            weak var pipeline: RedisPipeline?
+        }
+        private let references = Mutex<[Reference]>([])
+
+        func set(_ pipelines: [RedisPipeline]) {
+            references.withLock { $0 = pipelines.map { Reference(pipeline: $0) } }
+        }
+
+        func leave(except index: Int, because error: RedisClientError) {
+            let others = references.withLock { references in
+                references.enumerated().filter { $0.offset != index }.compactMap(\.element.pipeline)
+            }
+            let reason = RedisClientError(.closed, "another worker found the server not the primary: " + error.reason)
+            for pipeline in others { pipeline.leaveServer(reason) }
+        }
     }
 
     /// Connects every worker's pipeline; waits (at most 6 s) for every first attempt, so that a relay whose Redis is

@@ -13,14 +13,15 @@ import Synchronization
 public final class DelayingForwarder: Sendable {
     public let port: UInt16
     private let listener: Int32
-    private let target: (host: String, port: UInt16)
+    /// Where new connections go (``retarget(port:)`` moves it; connections made keep theirs).
+    private let target: Mutex<(host: String, port: UInt16)>
     private let delay: Duration
     private let links = Mutex<[ForwardedLink]>([])
     private let stopped = Atomic<Bool>(false)
     private let acceptorDone = DispatchSemaphore(value: 0)
 
     public init(to host: String, port: UInt16, delay: Duration) throws {
-        target = (host, port)
+        target = Mutex((host, port))
         self.delay = delay
         let listener = try LoopbackListener(backlog: 128)
         self.listener = listener.descriptor
@@ -39,6 +40,12 @@ public final class DelayingForwarder: Sendable {
         close(listener)
         for link in links.withLock({ $0 }) { link.close(reset: false) }
         for link in links.withLock({ $0 }) { link.join() }
+    }
+
+    /// Sends new connections to `port` on the same host, and leaves those made where they are: an address that
+    /// follows a new primary while the old one keeps its clients (a managed endpoint, a DNS name).
+    public func retarget(port: UInt16) {
+        target.withLock { $0.port = port }
     }
 
     /// Resets every connection both ways (RST, as `SO_LINGER` 0 sends).
@@ -84,6 +91,7 @@ public final class DelayingForwarder: Sendable {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
+        let target = self.target.withLock { $0 }
         address.sin_port = target.port.bigEndian
         address.sin_addr.s_addr = inet_addr(target.host)
         var one: Int32 = 1

@@ -9,7 +9,8 @@ import Testing
     static let unitPath = "deploy/systemd/duo-relay.service"
     static let systemdConfiguration = "deploy/systemd/relay.json"
     static let relayEnvironment = "deploy/systemd/relay.env"
-    static let configMap = "deploy/kubernetes/configmap.yaml"
+    /// The relay's configuration on Kubernetes: the file the kustomization generates its ConfigMap from.
+    static let configMap = "deploy/kubernetes/relay.json"
     static let containerConfiguration = "deploy/container/relay.json"
     static let dockerfile = "deploy/container/Dockerfile"
     static let nginx = "deploy/proxy/nginx.conf"
@@ -189,7 +190,7 @@ import Testing
         let manifests = try Manifests.load()
         #expect(
             manifests.compactMap { $0.document["kind"].string }.sorted()
-                == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"])
+                == ["Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Service"])
         for (file, document) in manifests {
             #expect(document["apiVersion"].string != nil, "\(file) has no apiVersion")
             #expect(document["metadata"]["name"].string != nil, "\(file) has no name")
@@ -289,9 +290,14 @@ import Testing
         #expect(named == secretKeys, "the Secret's keys \(secretKeys.sorted()) against the variables \(named.sorted())")
         #expect(!container["envFrom"].exists, "envFrom would put every secret in the environment")
 
+        // The ConfigMap the kustomization generates from relay.json.
         let configVolume = try #require(pod["volumes"].array.first { $0["configMap"].exists })
-        let configMap = try Manifests.only("ConfigMap", in: manifests)
-        #expect(configVolume["configMap"]["name"].string == configMap["metadata"]["name"].string)
+        let kustomization = try Manifests.load(["deploy/kubernetes/kustomization.yaml"])[0].document
+        let generated = try #require(
+            kustomization["configMapGenerator"].array.first {
+                $0["name"].string == configVolume["configMap"]["name"].string
+            })
+        #expect(generated["files"].strings == ["relay.json"])
         let configMount = try #require(
             container["volumeMounts"].array.first { $0["name"].string == configVolume["name"].string })
         #expect(configMount["mountPath"].string.map { $0 + "/relay.json" } == Self.configPath)
@@ -302,7 +308,7 @@ import Testing
         let kustomization = try Manifests.load(["deploy/kubernetes/kustomization.yaml"])
         let resources = try #require(kustomization.first?.document["resources"].strings)
         let expected = try Manifests.files().map { String($0.dropFirst("deploy/kubernetes/".count)) }
-        #expect(Set(resources) == Set(expected + ["redis/redis.yaml"]))
+        #expect(Set(resources) == Set(expected + ["redis/redis.yaml", "redis/networkpolicy.yaml"]))
         #expect(!kustomization[0].document["secretGenerator"].exists)
         for (file, document) in try Manifests.load(resources.map { "deploy/kubernetes/" + $0 }) {
             #expect(document["kind"].string != "Secret", "\(file) holds a Secret")

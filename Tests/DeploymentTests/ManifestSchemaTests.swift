@@ -14,7 +14,10 @@ import Testing
         "every manifest validates strictly against the Kubernetes schemas",
         .enabled(if: Tool.isAvailable(validator)), arguments: versions)
     func manifestsValidate(version: String) throws {
-        let files = try Manifests.files() + ["deploy/kubernetes/redis/redis.yaml"]
+        let files =
+            try Manifests.files() + [
+                "deploy/kubernetes/redis/redis.yaml", "deploy/kubernetes/redis/networkpolicy.yaml",
+            ]
         #expect(files.count >= 5)
         let result = try Tool.run(
             Self.validator, ["--strict", "-k", version] + files.map { Repository.url($0).path })

@@ -30,9 +30,10 @@ enum Manifests {
         try load(try files())
     }
 
-    /// Every document of `files` (paths relative to the repository), with the file it came from.
+    /// Every document of `files` (paths relative to the repository, or absolute), with the file it came from.
     static func load(_ files: [String]) throws -> [(file: String, document: JSONNode)] {
-        let result = try Tool.run(python, ["-c", script] + files.map { Repository.url($0).path })
+        let result = try Tool.run(
+            python, ["-c", script] + files.map { $0.hasPrefix("/") ? $0 : Repository.url($0).path })
         guard result.status == 0 else {
             throw DocumentationError(reason: "python3-yaml could not parse the manifests: " + result.errors)
         }

@@ -82,6 +82,21 @@ import Testing
         #expect(check.status == 0, "\(check.output)")
     }
 
+    /// A sentinel block that cannot work is refused by both, naming `limits_store`; a sound one passes `check`
+    /// without a sentinel to ask, and its summary names the sentinel and the master.
+    @Test func aBadSentinelBlockIsRefusedByBothAndAGoodOneIsSummarised() throws {
+        let both =
+            #""limits_store":{"kind":"redis","url":"redis://127.0.0.1:9/0","#
+            + #""sentinel":{"master":"duo-limits","nodes":["127.0.0.1:9"]}}"#
+        try expectBothRefuse(RelayProcess.config(extra: both), naming: "limits_store")
+        let badNode = #""limits_store":{"kind":"redis","sentinel":{"master":"duo-limits","nodes":["127.0.0.1"]}}"#
+        try expectBothRefuse(RelayProcess.config(extra: badNode), naming: "limits_store.sentinel.nodes")
+        let good = #""limits_store":{"kind":"redis","sentinel":{"master":"duo-limits","nodes":["127.0.0.1:9"]}}"#
+        let check = try run("check", RelayProcess.config(extra: good))
+        #expect(check.status == 0, "\(check.output)")
+        #expect(check.output.contains("limits store: redis through sentinel duo-limits (127.0.0.1:9)/0"))
+    }
+
     /// The listen host is an address, never a name (no resolver decides where the relay listens).
     @Test(arguments: ["localhost:0", "relay.example:8787", "1.2.3:0", "[::1:0", "[fe80::1%eth0]:0"])
     func aListenHostThatIsNotAnAddressIsRefusedByBoth(_ listen: String) throws {

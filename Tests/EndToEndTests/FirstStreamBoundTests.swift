@@ -3,7 +3,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// DESIGN.md, "The APNs request": a new APNs connection allows one stream until it has seen a valid token, but a
+/// docs/DESIGN.md, "The APNs request": a new APNs connection allows one stream until it has seen a valid token, but a
 /// first push that APNs does not answer within about a second does not hold the pushes queued behind it for the rest
 /// of its deadline.
 @Suite struct FirstStreamBoundTests {

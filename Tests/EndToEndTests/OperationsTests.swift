@@ -196,7 +196,7 @@ import Testing
         for _ in 0..<5 { #expect(try fixture.push(grant: grant).status == 200) }
     }
 
-    /// Readiness is the instance's (DESIGN.md, "Also"): APNs failing stays in the body, never in the status, and its
+    /// Readiness is the instance's (docs/DESIGN.md, "Readiness"): APNs failing stays in the body, never in the status, and its
     /// state recovers without traffic.
     @Test func readinessStaysWhileAPNsFailsAndItsStateRecoversWithoutTraffic() throws {
         let fixture = try PushFixture(apnsConfig: #""timeout_ms":1000"#)
@@ -344,7 +344,7 @@ import Testing
         #expect(reloaded.first?.hasSuffix("environments sandbox (key id NEWKEY0002)") == true, "\(reloaded)")
     }
 
-    /// An APNs key and its id change together or the reload is refused (DESIGN.md, "Lifecycle"): a new key under
+    /// An APNs key and its id change together or the reload is refused (docs/DESIGN.md, "Lifecycle"): a new key under
     /// the running id, or the running key under a new id, would make APNs refuse every push. The refusal names the
     /// environment, and the running key keeps delivering; a whole change afterwards is taken.
     @Test(arguments: ["new key under the old id", "new id with the old key"])

@@ -133,7 +133,7 @@ import Testing
                 + #"{"error":"rate_limited","limit":"phone"}"#)
         let later = try CommandRun(["push", "--relay", "http://127.0.0.1:\(limited.port)", "--grant", grant])
         limited.join()
-        #expect(later.standardOutput.hasPrefix("push: refused for now ("), "\(later.output)")
+        #expect(later.standardOutput.hasPrefix("push: refused for now (limit: phone); "), "\(later.output)")
         #expect(later.standardOutput.contains("retry after 7 s (HTTP 429, "), "\(later.output)")
     }
 }
@@ -187,8 +187,13 @@ final class NginxFront: Sendable {
     }
 
     func stop() {
+        // nginx sets its own signal mask, so SIGTERM reaches it (a child may inherit a mask that blocks it); bounded
+        // all the same.
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
+            if !Poll.until(within: .seconds(10), every: .milliseconds(20), { !process.isRunning }) {
+                kill(process.processIdentifier, SIGKILL)
+            }
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)

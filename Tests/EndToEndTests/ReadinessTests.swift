@@ -4,7 +4,7 @@ import RelayCrypto
 import RelayTestSupport
 import Testing
 
-/// Readiness is the instance's (DESIGN.md, "Also"): one APNs environment failing, with no connection or with its
+/// Readiness is the instance's (docs/DESIGN.md, "Readiness"): one APNs environment failing, with no connection or with its
 /// key refused (403), leaves `/readyz` 200 with that environment `failing` in its body, while grants for both
 /// environments and the other environment's pushes are served.
 @Suite struct ReadinessTests {

@@ -105,7 +105,7 @@ import Testing
         #expect(throws: (any Error).self) { _ = try fixture.relay.connect().request("GET", "/healthz") }
     }
 
-    /// At the end of the grace (DESIGN.md, "Lifecycle"): a push already sent to APNs answers 502 `apns` (APNs may
+    /// At the end of the grace (docs/DESIGN.md, "Lifecycle"): a push already sent to APNs answers 502 `apns` (APNs may
     /// have it); one never sent answers 503 `overloaded` (nothing was sent: send it again).
     @Test func graceEndAnswers502ForAPushSentAnd503ForOneNeverSent() throws {
         // One worker, one APNs connection, one stream at a time: the second push waits on the relay.

@@ -1,4 +1,5 @@
 import HTTP1
+import MonotonicTime
 import Testing
 
 /// The connection machine driven alone with a test clock: each deadline of docs/DESIGN.md, "The HTTP front",
@@ -11,7 +12,7 @@ struct HTTP1ConnectionTests {
     /// A connection and its test clock; every input goes through here and its action is kept.
     struct Harness {
         var connection: HTTP1Connection
-        var now: UInt64 = 5 * second
+        var now = Instant(nanoseconds: 5 * second)
         var written: [UInt8] = []
 
         init(_ configure: (inout HTTP1Connection.Configuration) -> Void = { _ in }) {
@@ -54,7 +55,7 @@ struct HTTP1ConnectionTests {
 
         /// Moves the clock to `instant` and tells the machine, as the shell's timer would.
         @discardableResult
-        mutating func fire(at instant: UInt64) -> HTTP1Connection.Action {
+        mutating func fire(at instant: Instant) -> HTTP1Connection.Action {
             now = instant
             return record(connection.deadlineReached(now: now))
         }
@@ -419,12 +420,13 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
         let action = harness.readBody(limit: 64)
-        guard case .refused(let head, let error)? = action.handUp else {
+        guard case .refused(let head, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.status == 413)
         #expect(head.path == "/v1/push")
+        #expect(followsHead)
         harness.respond(.json(413, #"{"error":"too_large"}"#))
         let text = harness.takeWritten()
         #expect(text.hasPrefix("HTTP/1.1 413 Content Too Large\r\n"))
@@ -447,7 +449,7 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
         let action = harness.readBody(limit: 64)
-        guard case .refused(_, let error)? = action.handUp else {
+        guard case .refused(_, let error, _)? = action.handUp else {
             Issue.record("not refused")
             return
         }
@@ -466,7 +468,7 @@ struct HTTP1ConnectionTests {
         let lines = (0..<1000).map { "X-\($0): a\r\n" }.joined()
         let action = harness.receive(
             "GET /v1/grant HTTP/1.1\r\nHost: x\r\n" + lines + "\r\nGET /v1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        guard case .refused(let head, let error)? = action.handUp else {
+        guard case .refused(let head, let error, _)? = action.handUp else {
             Issue.record("not refused")
             return
         }
@@ -494,11 +496,12 @@ struct HTTP1ConnectionTests {
         harness.readBody(limit: 64)
         let chunk = String(repeating: "z", count: 40)
         let action = harness.receive("28\r\n\(chunk)\r\n28\r\n")
-        guard case .refused(_, let error)? = action.handUp else {
+        guard case .refused(_, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.code == .bodyTooLarge)
+        #expect(followsHead)
     }
 
     @Test(arguments: [
@@ -510,11 +513,12 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         // A request pipelined after the bad one is never served.
         let action = harness.receive(request + "GET /v1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        guard case .refused(_, let error)? = action.handUp else {
+        guard case .refused(_, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.status == 400)
+        #expect(!followsHead)
         harness.respond(.refusal(error))
         #expect(harness.takeWritten().hasSuffix("connection: close\r\n\r\n{\"error\":\"bad_request\"}"))
         let after = harness.writeFinished()
@@ -525,12 +529,13 @@ struct HTTP1ConnectionTests {
     @Test func aTargetOverItsLimitIsRefusedBeforeTheLineEnds() {
         var harness = Harness { $0.limits = HTTP1RequestParser.Limits(maxTargetBytes: 16) }
         let action = harness.receive("GET /v1/" + String(repeating: "a", count: 40))
-        guard case .refused(let head, let error)? = action.handUp else {
+        guard case .refused(let head, let error, let followsHead)? = action.handUp else {
             Issue.record("not refused")
             return
         }
         #expect(error.status == 414)
         #expect(head.path.hasPrefix("/v1/"))
+        #expect(!followsHead)
     }
 
     // MARK: Answers from the head

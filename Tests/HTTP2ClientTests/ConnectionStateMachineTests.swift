@@ -1,19 +1,25 @@
+import MonotonicTime
 import Testing
 
 @testable import HTTP2Client
 
 /// The connection's decisions without sockets: connecting, proving, each stream outcome in each
 /// connection state, deadlines and PING, and what the pool is told, with time passed in as
-/// monotonic nanoseconds (the test clock).
+/// instants of a test clock.
 @Suite("ConnectionStateMachine")
 struct ConnectionStateMachineTests {
     typealias Machine = ConnectionStateMachine
     static let second: UInt64 = 1_000_000_000
-    static let t0: UInt64 = 1_000 * second
+    static let t0 = Instant(nanoseconds: 1_000 * second)
     static let deadline = t0 + 10 * second
 
-    static func request(deadline: UInt64 = deadline, body: [UInt8] = []) -> PendingRequest {
+    static func request(deadline: Instant = deadline, body: [UInt8] = []) -> PendingRequest {
         PendingRequest(request: HTTP2Request(path: "/", body: body), deadline: deadline) { _ in }
+    }
+
+    /// GOAWAY debug data as APNs sends it.
+    static func apnsReason(_ reason: String) -> [UInt8] {
+        Array(#"{"reason":"\#(reason)"}"#.utf8)
     }
 
     /// A connection that is up (TLS and HTTP/2 agreed) at t0.
@@ -42,7 +48,7 @@ struct ConnectionStateMachineTests {
     }
 
     /// Feeds a complete answer on `id`.
-    static func answer(_ machine: inout Machine, stream id: Int32, status: Int, now: UInt64 = t0 + second) {
+    static func answer(_ machine: inout Machine, stream id: Int32, status: Int, now: Instant = t0 + second) {
         let name = Array(":status".utf8)
         let value = Array(String(status).utf8)
         name.withUnsafeBufferPointer { name in
@@ -83,21 +89,22 @@ struct ConnectionStateMachineTests {
             outcome: .notSent, retried: true, takesStreamsAfter: true),
         Case(
             testDescription: "after GOAWAY(3), stream above it",
-            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) },
+            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, debugData: []) },
             stream: 5, status: nil, resetCode: 7, outcome: .refusedByGoaway(alone: false, stream: 5), retried: true,
             takesStreamsAfter: false),
         Case(
             testDescription: "after GOAWAY(3), written stream at it answered",
-            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) }, stream: 3, status: 200,
+            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, debugData: []) }, stream: 3, status: 200,
             resetCode: 0, outcome: .answered(status: 200), retried: false, takesStreamsAfter: false),
         Case(
             testDescription: "after GOAWAY(1), written stream above it",
-            state: { $0.goawayReceived(lastStreamID: 1, errorCode: 0, reason: "Shutdown") }, stream: 3,
+            state: { $0.goawayReceived(lastStreamID: 1, errorCode: 0, debugData: Self.apnsReason("Shutdown")) },
+            stream: 3,
             status: nil, resetCode: 0, outcome: .refusedByGoaway(alone: false, stream: 3), retried: true,
             takesStreamsAfter: false),
         Case(
             testDescription: "after GOAWAY(3), written stream below reset",
-            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, reason: nil) }, stream: 1, status: nil,
+            state: { $0.goawayReceived(lastStreamID: 3, errorCode: 0, debugData: []) }, stream: 1, status: nil,
             resetCode: 2, outcome: .reset(code: 2), retried: false, takesStreamsAfter: false),
         Case(
             testDescription: "retired by a refused stream, another reset", state: { $0.retire(.refusedStream) },
@@ -211,7 +218,7 @@ struct ConnectionStateMachineTests {
         machine.submitted(machine.nextToSubmit(limit: 100)!, as: 1)
         machine.headersWritten(1)
         _ = machine.takeReport()
-        machine.goawayReceived(lastStreamID: 0, errorCode: 0, reason: "BadCertificateEnvironment")
+        machine.goawayReceived(lastStreamID: 0, errorCode: 0, debugData: Self.apnsReason("BadCertificateEnvironment"))
         #expect(machine.goaway?.reason == "BadCertificateEnvironment")
         machine.streamClosed(1, errorCode: 7, now: Self.t0)
         let report = machine.takeReport()
@@ -221,12 +228,81 @@ struct ConnectionStateMachineTests {
         #expect(report.events.first?.detail == "BadCertificateEnvironment")
     }
 
+    @Test(arguments: [
+        (#"{"reason":"Shutdown"}"#, "Shutdown"),
+        (
+            " {\n \"reason\" : \"Shutdown\", \"other\": [1, -2.5e3, {\"a\": null}, true, false, \"x\\\"y\"] }\n",
+            "Shutdown"
+        ),
+        (#"{"other":{"reason":"Nested"},"reason":"Top"}"#, "Top"),
+        (#"{"reason":"Shut\u0064own"}"#, "Shutdown"),
+        (#"{"reason":"BadCertificateEnvironment","timestamp":1700000000000}"#, "BadCertificateEnvironment"),
+        // Not a plain word, not a string, not one object, not JSON, too long: the error code's name instead.
+        (#"{"reason":"Shut down"}"#, "NO_ERROR"),
+        (#"{"reason":"line\nbreak"}"#, "NO_ERROR"),
+        (#"{"reason":""}"#, "NO_ERROR"),
+        (#"{"reason":"\#(String(repeating: "a", count: 65))"}"#, "NO_ERROR"),
+        (#"{"reason":12}"#, "NO_ERROR"),
+        (#"{"reason":"Shutdown"} {}"#, "NO_ERROR"),
+        (#"{"reason":"Shutdown""#, "NO_ERROR"),
+        (#"{"reason":"Shutdown",}"#, "NO_ERROR"),
+        (#"{"reason":"Shutdown","n":01}"#, "NO_ERROR"),
+        (#"["Shutdown"]"#, "NO_ERROR"),
+        ("Shutdown", "NO_ERROR"),
+        ("", "NO_ERROR"),
+        (#"{"reason":"Shutdown","pad":"\#(String(repeating: "x", count: 1024))"}"#, "NO_ERROR"),
+    ])
+    func aGoawaysReasonIsItsDebugDatasPlainWordOrElseItsErrorCode(_ debugData: String, _ detail: String) {
+        var machine = Self.open()
+        machine.goawayReceived(lastStreamID: 3, errorCode: 0, debugData: Array(debugData.utf8))
+        #expect(machine.goaway?.reason == (detail == "NO_ERROR" ? nil : detail))
+        #expect(machine.takeReport().events == [HTTP2ClientEvent(.goaway, detail)])
+    }
+
+    @Test func aSecondGoawayWithoutAReasonKeepsTheFirstOnesReason() {
+        var machine = Self.open()
+        machine.goawayReceived(lastStreamID: 5, errorCode: 0, debugData: Self.apnsReason("Shutdown"))
+        machine.goawayReceived(lastStreamID: 3, errorCode: 0, debugData: Array("not json".utf8))
+        #expect(machine.goaway?.reason == "Shutdown")
+        #expect(machine.goaway?.lastStreamID == 3)
+    }
+
+    @Test(arguments: [
+        ("connect failed: connection refused", "Connection refused"),
+        ("connection refused", "Connection refused"),
+        ("Network is unreachable", "Network is unreachable"),
+        ("", ""),
+    ])
+    func aFailedConnectIsSaidInTheSystemsWords(_ loopWords: String, _ systemWords: String) {
+        var machine = Machine()
+        _ = machine.start(now: Self.t0)
+        _ = machine.accept(Self.request())
+        machine.failed(.connect(loopWords))
+        let report = machine.takeReport()
+        #expect(report.events == [HTTP2ClientEvent(.cannotConnect, systemWords)])
+        #expect(report.results.first?.outcome.error?.reason == "cannot connect: \(systemWords)")
+    }
+
+    @Test func aTunnelsSetUpEndsJustBeforeTheConnectDeadline() {
+        var machine = Machine(timing: Machine.Timing(connectTimeout: 2 * Self.second))
+        #expect(machine.tunnelDeadline == nil)
+        #expect(machine.start(now: Self.t0) == .connect)
+        #expect(machine.tunnelDeadline == Self.t0 + 2 * Self.second - 5_000_000)
+        #expect(machine.nextWakeUp() == Self.t0 + 2 * Self.second)
+        // A connect bound shorter than 10 ms leaves the tunnel half of it.
+        var short = Machine(timing: Machine.Timing(connectTimeout: 6_000_000))
+        _ = short.start(now: Self.t0)
+        #expect(short.tunnelDeadline == Self.t0 + 3_000_000)
+        #expect(short.connected(http2Agreed: true, now: Self.t0 + 1_000_000) == .openSession)
+        #expect(short.tunnelDeadline == nil)
+    }
+
     @Test func aGoawaySendsTheRequestsNotYetSubmittedElsewhere() {
         var machine = Self.connected()
         _ = machine.accept(Self.request())
         _ = machine.accept(Self.request())
         machine.submitted(machine.nextToSubmit(limit: 1)!, as: 1)
-        machine.goawayReceived(lastStreamID: 1, errorCode: 0, reason: nil)
+        machine.goawayReceived(lastStreamID: 1, errorCode: 0, debugData: [])
         #expect(machine.takeReport().results.map(\.outcome) == [.notSent])
         #expect(machine.accept(Self.request()) == .ended)
     }
@@ -243,7 +319,7 @@ struct ConnectionStateMachineTests {
         #expect(machine.unsentOutcome == .notSent)
         // After GOAWAY(1), the broken connection's streams above it were not processed.
         var afterGoaway = Self.open()
-        afterGoaway.goawayReceived(lastStreamID: 1, errorCode: 0, reason: nil)
+        afterGoaway.goawayReceived(lastStreamID: 1, errorCode: 0, debugData: [])
         afterGoaway.failed(.broken("closed", closedByPeer: true))
         #expect(afterGoaway.takeReport().results.map(\.outcome.certainlyNotProcessed) == [false, true, true])
     }

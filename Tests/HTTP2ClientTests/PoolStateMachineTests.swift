@@ -1,15 +1,16 @@
+import MonotonicTime
 import Testing
 
 @testable import HTTP2Client
 
 /// The pool's decisions without sockets or a loop: placement, proving, retries, suspects after
-/// GOAWAY, pacing and replacement, with time passed in as monotonic nanoseconds (the test clock).
+/// GOAWAY, pacing and replacement, with time passed in as instants of a test clock.
 @Suite("PoolStateMachine")
 struct PoolStateMachineTests {
     typealias Pool = PoolStateMachine
     static let millisecond: UInt64 = 1_000_000
     static let second: UInt64 = 1_000_000_000
-    static let t0: UInt64 = 1_000 * second
+    static let t0 = Instant(nanoseconds: 1_000 * second)
 
     static func request(deadline: UInt64 = 10 * second, path: String = "/") -> PendingRequest {
         PendingRequest(request: HTTP2Request(path: path), deadline: t0 + deadline) { _ in }
@@ -20,7 +21,7 @@ struct PoolStateMachineTests {
     }
 
     /// Submits `request` and returns the connection it went to (starting it if new).
-    static func place(_ request: PendingRequest, in pool: inout Pool, now: UInt64 = t0) -> Int? {
+    static func place(_ request: PendingRequest, in pool: inout Pool, now: Instant = t0) -> Int? {
         switch pool.submit(request, now: now) {
         case .connection(let id), .newConnection(let id, _): id
         case .queued, .rejected: nil
@@ -275,6 +276,51 @@ struct PoolStateMachineTests {
         #expect(pool.removeExpired(now: Self.t0 + Self.second - 1).isEmpty)
         #expect(pool.removeExpired(now: Self.t0 + Self.second).count == 1)
         #expect(pool.earliestQueuedDeadline == Self.t0 + 5 * Self.second)
+    }
+
+    /// The queue timer's decisions: when it is due, which requests fail on it and which go to a connection.
+    @Test func theQueueTimerFailsExpiredRequestsAndEndsAnOutlastedProbesHold() throws {
+        var pool = Pool(maxConnections: 1, maxStreams: 100)
+        #expect(pool.nextWakeUp == nil)
+        let (first, soon, later) = (Self.request(), Self.request(deadline: 500 * Self.millisecond), Self.request())
+        #expect(pool.submit(first, now: Self.t0) == .newConnection(id: 1, notBefore: nil))
+        #expect(pool.submit(soon, now: Self.t0) == .queued)
+        #expect(pool.submit(later, now: Self.t0) == .queued)
+        #expect(pool.nextWakeUp == Self.t0 + 500 * Self.millisecond)
+        _ = pool.finish(connection: 1, report: Pool.Report(established: true), now: Self.t0 + 100 * Self.millisecond)
+        // Fired early (a timer armed for an earlier wake-up): nothing is due.
+        let early = pool.timerFired(now: Self.t0 + 499 * Self.millisecond)
+        #expect(early.deliveries.isEmpty && early.assignments.isEmpty)
+        let expired = pool.timerFired(now: Self.t0 + 500 * Self.millisecond)
+        #expect(expired.deliveries.map { $0.request === soon } == [true])
+        let error = try #require(Self.error(of: expired.deliveries.first))
+        #expect(error.code == .timeout && error.reason == "no connection in time" && !error.mayHaveBeenProcessed)
+        #expect(expired.assignments.isEmpty)
+        // The probe has waited its bound since the connection came up: `later` goes to it.
+        #expect(pool.nextWakeUp == Self.t0 + 100 * Self.millisecond + Pool.probeBound)
+        let outlasted = pool.timerFired(now: Self.t0 + 100 * Self.millisecond + Pool.probeBound)
+        #expect(outlasted.deliveries.isEmpty)
+        #expect(outlasted.assignments.map { $0.request === later && $0.connection == 1 } == [true])
+        #expect(pool.nextWakeUp == nil)
+        _ = pool.submit(Self.request(deadline: Self.second), now: Self.t0)
+        _ = pool.shutDown()
+        #expect(pool.nextWakeUp == nil)
+    }
+
+    @Test func aRequestEndedOnAConnectionThePoolNoLongerCountsGetsItsAnswerOrItsError() throws {
+        let request = Self.request()
+        let answered = Pool.delivery(of: Self.answered(request, 200))
+        #expect((try? answered.result.get())?.status == 200)
+        let lost = try #require(
+            Self.error(of: Pool.delivery(of: Pool.Ended(request: request, outcome: .lost("gone"), response: nil))))
+        #expect(lost.code == .connectionLost && lost.reason == "gone" && lost.mayHaveBeenProcessed)
+        let shutDown = try #require(Self.error(of: Pool.shutDownDelivery(of: request)))
+        #expect(shutDown.code == .shutdown && !shutDown.mayHaveBeenProcessed)
+    }
+
+    static func error(of delivery: Pool.Delivery?) -> HTTP2ClientError? {
+        guard case .failure(let error) = delivery?.result else { return nil }
+        return error
     }
 
     @Test func shutDownReturnsTheQueuedAndRejectsNewRequests() {

@@ -34,7 +34,7 @@ import Testing
         #expect(machine.phase == .resolving)
         #expect(machine.writing == .keep)
         #expect(machine.resolved(addressCount: 2) == [.connect(address: 0)])
-        #expect(machine.connected() == [.startTLS(leftover: [])])
+        #expect(machine.connected() == [.startReading, .startTLS(leftover: [])])
         #expect(machine.phase == .handshaking)
         #expect(machine.handshake(.inProgress) == [])
         #expect(machine.handshake(.done) == [.cancelTimer, .open])
@@ -69,7 +69,7 @@ import Testing
         var machine = Machine(host: "127.0.0.1", port: 6379, usesTLS: false)
         _ = machine.start(now: 0)
         _ = machine.resolved(addressCount: 1)
-        #expect(machine.connected() == [.cancelTimer, .open])
+        #expect(machine.connected() == [.startReading, .cancelTimer, .open])
     }
 
     @Test func aResolveFailureIsReportedOnceThenTheStreamEnds() {
@@ -166,7 +166,7 @@ import Testing
         let request =
             "CONNECT api.push.apple.com:443 HTTP/1.1\r\nHost: api.push.apple.com:443\r\n"
             + "Proxy-Authorization: Basic dTpw\r\n\r\n"
-        #expect(machine.connected() == [.writePlain(Array(request.utf8))])
+        #expect(machine.connected() == [.startReading, .writePlain(Array(request.utf8))])
         #expect(machine.phase == .tunnelling)
         #expect(machine.writing == .keep)
         #expect(machine.tunnelRead(Array("HTTP/1.1 200 Connection est".utf8)) == [])
@@ -181,7 +181,9 @@ import Testing
         _ = machine.start(now: 0)
         _ = machine.resolved(addressCount: 1)
         #expect(
-            machine.connected() == [.writePlain(Array("CONNECT [::1]:2197 HTTP/1.1\r\nHost: [::1]:2197\r\n\r\n".utf8))])
+            machine.connected() == [
+                .startReading, .writePlain(Array("CONNECT [::1]:2197 HTTP/1.1\r\nHost: [::1]:2197\r\n\r\n".utf8)),
+            ])
     }
 
     @Test func theServersFirstBytesAfterTheAnswerGoToTLS() {
@@ -298,5 +300,71 @@ extension ClientStreamMachineTests {
         var direct = Machine(host: "api.push.apple.com", port: 443, usesTLS: true)
         _ = direct.start(now: 0)
         #expect(direct.giveUp() == [.cancelTimer, .end])
+    }
+}
+
+extension ClientStreamMachineTests {
+    /// A small seeded generator, so that a failing sequence can be replayed from its seed.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Whatever happens in whatever order, the owner hears at most one failure, at most one close and nothing after
+    /// it, and the stream opens at most once, never after it has failed.
+    @Test(arguments: 0..<200)
+    func anySequenceOfInputsEndsOnceAndSaysSoOnce(seed: UInt64) {
+        var random = Seeded(state: seed)
+        var machine = Machine(
+            host: "api.push.apple.com", port: 443, usesTLS: Bool.random(using: &random),
+            proxy: Bool.random(using: &random) ? Self.proxy : nil,
+            deadline: Bool.random(using: &random) ? 5 * Self.second : nil)
+        var actions = machine.start(now: 0)
+        var now: UInt64 = 0
+        let answers = [
+            "HTTP/1.1 200 OK\r\n\r\n", "HTTP/1.1 407 Proxy Authentication Required\r\n\r\n", "garbage", "HTTP/1.1 2",
+            "00 OK\r\n\r\n",
+        ]
+        for _ in 0..<30 {
+            now += UInt64.random(in: 0...Self.second, using: &random)
+            switch Int.random(in: 0..<14, using: &random) {
+            case 0: actions += machine.resolved(addressCount: Int.random(in: 0...3, using: &random))
+            case 1: actions += machine.resolveFailed("no such name")
+            case 2: actions += machine.connectFailed("refused")
+            case 3: actions += machine.connected()
+            case 4: actions += machine.tunnelRead(Array(answers.randomElement(using: &random)!.utf8))
+            case 5: actions += machine.handshake(.done)
+            case 6: actions += machine.handshake(.failed("bad"))
+            case 7: actions += machine.reachedEnd()
+            case 8:
+                actions += machine.connectionFailed("reset", brokenPipeWhileReading: Bool.random(using: &random))
+            case 9: actions += machine.timerFired(now: now)
+            case 10: actions += machine.close()
+            case 11: actions += machine.reset()
+            case 12: actions += machine.giveUp()
+            default: actions += machine.connectionClosed()
+            }
+        }
+        let failures = actions.filter { if case .fail = $0 { true } else { false } }
+        let finishes = actions.indices.filter { actions[$0] == .finish }
+        #expect(failures.count <= 1, "seed \(seed): \(actions)")
+        #expect(finishes.count <= 1, "seed \(seed): \(actions)")
+        if let finish = finishes.first {
+            #expect(finish == actions.count - 1, "seed \(seed): actions after the close: \(actions)")
+            #expect(machine.phase == .closed)
+        }
+        let opens = actions.indices.filter { actions[$0] == .open }
+        #expect(opens.count <= 1, "seed \(seed): \(actions)")
+        if let open = opens.first,
+            let failure = actions.firstIndex(where: { if case .fail = $0 { true } else { false } })
+        {
+            #expect(open < failure, "seed \(seed): opened after failing: \(actions)")
+        }
     }
 }

@@ -319,3 +319,120 @@ struct SimulatorFixture {
         #expect(events.all == [.failed(.resolve), .closed])
     }
 }
+
+/// Values recorded on the loop thread and read by the test.
+final class Recorded<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+    var all: [Value] { values.withLock { $0 } }
+}
+
+/// A one-connection HTTP proxy on the test's loop: reads the request head, records it, answers `answer` in one write
+/// (with whatever the "server" sends right after the answer), then echoes what comes next.
+final class ScriptedProxyDelegate: TCPConnectionDelegate {
+    let answer: [UInt8]
+    let heads: Recorded<String>
+    private var head: [UInt8] = []
+    private var answered = false
+
+    init(answer: [UInt8], heads: Recorded<String>) {
+        self.answer = answer
+        self.heads = heads
+    }
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        guard !answered else {
+            _ = connection.write(bytes)
+            return
+        }
+        head += bytes
+        guard let end = head.indices.dropLast(3).first(where: { head[$0..<$0 + 4].elementsEqual([13, 10, 13, 10]) })
+        else { return }
+        answered = true
+        let text = String(decoding: head[..<(end + 4)], as: UTF8.self)
+        heads.append(text)
+        _ = connection.write(answer)
+        if head.count > end + 4 { _ = connection.write(Array(head[(end + 4)...])) }
+    }
+    func connectionDidReachEnd(_ connection: TCPConnection) { connection.close() }
+    func connection(_ connection: TCPConnection, didFail error: LoopError) { connection.close() }
+}
+
+extension ClientStreamTests {
+    private func startScriptedProxy(on loop: EventLoop, answer: String, heads: Recorded<String>) throws -> (
+        LoopBound<TCPListener>, UInt16
+    ) {
+        try loop.performAndWait {
+            let listener = try TCPListener(on: loop, host: "127.0.0.1", port: 0) { connection in
+                connection.delegate = ScriptedProxyDelegate(answer: Array(answer.utf8), heads: heads)
+                connection.startReading()
+            }
+            return (LoopBound(listener, on: loop), listener.port)
+        }
+    }
+
+    @Test func throughAProxyTheStreamAsksForATunnelByNameAndReadsWhatFollowsTheAnswer() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let heads = Recorded<String>()
+        // The "server" behind the proxy speaks first, in the proxy's answer's write: its bytes go to the owner.
+        let (_, port) = try startScriptedProxy(
+            on: loop, answer: "HTTP/1.1 200 Connection established\r\nVia: test\r\n\r\n+OK ready\r\n", heads: heads)
+        let events = StreamEvents()
+        let proxy = ClientStream.Proxy(host: "127.0.0.1", port: port, authorization: "Basic cmVsYXk6cGFzcw==")
+        let stream = try loop.performAndWait {
+            LoopBound(
+                ClientStream.connect(
+                    on: loop, host: "redis.internal", port: 6379, tls: nil, proxy: proxy,
+                    deadline: EventLoop.monotonicNanoseconds() + 5_000_000_000,
+                    delegate: RecordingStreamDelegate(events: events, greeting: Array("PING\r\n".utf8))),
+                on: loop)
+        }
+        #expect(events.wait { StreamEvents.bytes(in: $0).count >= 16 })
+        #expect(events.all.first == .connected(alpn: nil))
+        #expect(events.bytesRead == Array("+OK ready\r\nPING\r\n".utf8))
+        #expect(
+            heads.all == [
+                "CONNECT redis.internal:6379 HTTP/1.1\r\nHost: redis.internal:6379\r\n"
+                    + "Proxy-Authorization: Basic cmVsYXk6cGFzcw==\r\n\r\n"
+            ])
+        try loop.performAndWait { stream.value.close() }
+        #expect(events.wait { $0.contains(.closed) })
+    }
+
+    @Test func aProxyThatRefusesTheTunnelFailsTheStreamOnce() throws {
+        let loop = try EventLoop(name: "test-stream")
+        defer { loop.stop() }
+        let heads = Recorded<String>()
+        let (_, port) = try startScriptedProxy(
+            on: loop, answer: "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", heads: heads)
+        let failures = Recorded<ClientStreamFailure>()
+        final class Delegate: ClientStreamDelegate {
+            let events: StreamEvents
+            let failures: Recorded<ClientStreamFailure>
+            init(events: StreamEvents, failures: Recorded<ClientStreamFailure>) {
+                self.events = events
+                self.failures = failures
+            }
+            func streamDidConnect(_ stream: ClientStream) { events.record(.connected(alpn: nil)) }
+            func stream(_ stream: ClientStream, didRead bytes: UnsafeRawBufferPointer) {}
+            func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
+                failures.append(failure)
+                events.record(.failed(failure.kind))
+            }
+            func streamDidClose(_ stream: ClientStream) { events.record(.closed) }
+        }
+        let events = StreamEvents()
+        try loop.performAndWait {
+            _ = ClientStream.connect(
+                on: loop, host: "api.push.apple.com", port: 443, tls: nil,
+                proxy: ClientStream.Proxy(host: "127.0.0.1", port: port), deadline: nil,
+                delegate: Delegate(events: events, failures: failures))
+        }
+        #expect(events.wait { $0.contains(.closed) })
+        #expect(events.all == [.failed(.connect), .closed])
+        let failure = try #require(failures.all.first)
+        #expect(failure.tunnel == .refused)
+        #expect(failure.reason == "proxy 127.0.0.1:\(port) refused the tunnel: 403 Forbidden")
+    }
+}

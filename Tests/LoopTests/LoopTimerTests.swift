@@ -1,3 +1,4 @@
+import MonotonicTime
 import Testing
 
 @testable import Loop
@@ -63,6 +64,43 @@ extension LoopTests {
             #expect(fired.all == ["sentinel"])
             #expect(released.all == [true])
             #expect(try loop.performAndWait { loop.openHandles } == 1)
+        }
+
+        @Test func anInstantIsNeverReachedBeforeTheTimerFires() throws {
+            let loop = try EventLoop(name: "test-timer4")
+            defer { loop.stop() }
+            let fired = Recorder<(due: Instant, at: Instant)>()
+            try loop.performAndWait {
+                // Not on a millisecond's boundary: the timer rounds up, so the clock has passed it when it fires.
+                for delay: UInt64 in [0, 1_500_000, 7_250_000] {
+                    let due = EventLoop.monotonicNow() + delay
+                    let timer = LoopTimer(on: loop) { fired.record((due, EventLoop.monotonicNow())) }
+                    timer.schedule(at: due)
+                }
+            }
+            #expect(fired.wait { $0.count == 3 })
+            for (due, at) in fired.all { #expect(at >= due) }
+        }
+
+        @Test func noLaterThanKeepsAnEarlierScheduleAndMovesALaterOne() throws {
+            let loop = try EventLoop(name: "test-timer5")
+            defer { loop.stop() }
+            let fired = Recorder<String>()
+            let scheduled = try loop.performAndWait { () -> [UInt64?] in
+                let start = EventLoop.monotonicNow()
+                let early = LoopTimer(on: loop) { fired.record("early") }
+                early.schedule(at: start + 5_000_000)
+                let kept = early.deadline
+                early.schedule(noLaterThan: start + 10_000_000_000)  // later: the earlier schedule stays
+                let late = LoopTimer(on: loop) { fired.record("late") }
+                late.schedule(at: start + 10_000_000_000)
+                late.schedule(noLaterThan: start + 20_000_000)  // earlier: moved
+                return [kept, early.deadline, late.deadline, (start + 20_000_000).millisecondsRoundedUp]
+            }
+            #expect(scheduled[0] == scheduled[1])
+            #expect(scheduled[2] == scheduled[3])
+            #expect(fired.wait { $0.count == 2 })
+            #expect(fired.all == ["early", "late"])
         }
     }
 }

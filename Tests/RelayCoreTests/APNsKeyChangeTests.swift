@@ -2,7 +2,7 @@ import RelayCore
 import RelayCrypto
 import Testing
 
-/// An APNs key and its id change together or not at all (DESIGN.md, "Lifecycle").
+/// An APNs key and its id change together or not at all (docs/DESIGN.md, "Lifecycle").
 @Suite struct APNsKeyChangeTests {
     let key = P256.Signing.PrivateKey()
     let otherKey = P256.Signing.PrivateKey()

@@ -3,7 +3,7 @@ import Testing
 
 @testable import RelayServer
 
-/// What the metrics say of readiness (DESIGN.md, "Also"): `duo_relay_ready` is the instance's, and each APNs
+/// What the metrics say of readiness (docs/DESIGN.md, "Readiness"): `duo_relay_ready` is the instance's, and each APNs
 /// environment's state is a gauge of its own, one series per state, so an alert can select `state="failing"`.
 @Suite struct ReadinessMetricsTests {
     @Test func aFailingEnvironmentIsItsOwnGaugeAndLeavesTheInstanceReady() {

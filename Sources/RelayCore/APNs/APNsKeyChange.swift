@@ -1,6 +1,6 @@
 import RelayCrypto
 
-/// A reload's rule for an APNs environment's key and its key id (DESIGN.md, "Lifecycle"): they change together or
+/// A reload's rule for an APNs environment's key and its key id (docs/DESIGN.md, "Lifecycle"): they change together or
 /// not at all. Apple gives every key its own id, so a new key under the running id (or the running key under a new
 /// id) can only be a mistake, which APNs would answer with 403 for every push.
 public enum APNsKeyChange {

@@ -121,7 +121,7 @@ public struct RelaySetup: Sendable {
     }
 
     /// One line when `HTTPS_PROXY` or `https_proxy` is set in `environment` but `apns.proxy` is not: the relay uses
-    /// no proxy it is not configured with (DESIGN.md, "Egress proxy"), and an operator who set one expects it used.
+    /// no proxy it is not configured with (docs/DESIGN.md, "Egress proxy"), and an operator who set one expects it used.
     public static func unusedProxyVariableNote(
         _ configuration: RelayConfiguration, environment: [String: String]
     ) -> String? {

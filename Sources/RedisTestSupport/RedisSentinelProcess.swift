@@ -1,0 +1,119 @@
+import Foundation
+
+/// A throwaway `redis-sentinel` for tests (Debian's package; `scripts/install-deps --test` installs it): one
+/// sentinel on a loopback port, monitoring one primary under a name, with a short `down-after-milliseconds` so that
+/// a killed primary is replaced within seconds. It rewrites its configuration file, so it gets a copy of its own in
+/// a directory of its own; stopped by its PID.
+public final class RedisSentinelProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only replaced by start/stop, which a test calls from one task.
+    public let port: UInt16
+    public let master: String
+    /// The sentinel's own AUTH password (`requirepass`); nil: none.
+    public let password: String?
+    private let directory: URL
+    private let configuration: String
+    private var process: Process?
+
+    public static let executable = "/usr/bin/redis-sentinel"
+
+    /// Whether `redis-sentinel` is installed (a test that needs it says why it cannot run otherwise).
+    public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    /// A sentinel monitoring `primary` (its `requirepass` as `auth-pass`) under `master`; with `start` false it is
+    /// made but not started (``start()`` later, on the same port: sentinels unreachable at first).
+    public init(
+        monitoring primary: RedisServerProcess, master: String = "duo-limits", password: String? = nil,
+        start: Bool = true
+    ) throws {
+        guard Self.isInstalled else {
+            throw RedisServerProcess.Unavailable(
+                description: "redis-sentinel is not installed: run scripts/install-deps --test")
+        }
+        self.master = master
+        self.password = password
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("duo-sentinel-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var chosen: UInt16?
+        for _ in 0..<50 {
+            let candidate = UInt16.random(in: 20_000...60_000)
+            if RedisServerProcess.portIsFree(candidate) {
+                chosen = candidate
+                break
+            }
+        }
+        guard let chosen else { throw RedisServerProcess.Unavailable(description: "no free port for a sentinel") }
+        port = chosen
+        var lines = [
+            "port \(chosen)", "bind 127.0.0.1", "dir \(directory.path)", "daemonize no",
+            "logfile \(directory.appendingPathComponent("sentinel.log").path)",
+            "sentinel monitor \(master) 127.0.0.1 \(primary.port) 1",
+            "sentinel auth-pass \(master) \(primary.password)",
+            "sentinel down-after-milliseconds \(master) 1000",
+            "sentinel failover-timeout \(master) 5000",
+        ]
+        if let password { lines.append("requirepass \(password)") }
+        configuration = lines.joined(separator: "\n") + "\n"
+        if start { try self.start() }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Starts the sentinel (with its configuration as written at first) and waits until it listens.
+    public func start() throws {
+        let file = directory.appendingPathComponent("sentinel.conf")
+        try configuration.write(to: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = [file.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        guard RedisServerProcess.waitUntilListening(process, port: port) else {
+            self.process = nil
+            guard process.isRunning else {
+                throw RedisServerProcess.Unavailable(
+                    description: "redis-sentinel exited with \(process.terminationStatus): \(log)")
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw RedisServerProcess.Unavailable(description: "redis-sentinel did not listen on \(port)")
+        }
+    }
+
+    /// Stops the sentinel (SIGKILL to its PID) and waits for it to exit.
+    public func stop() {
+        guard let process else { return }
+        self.process = nil
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Runs `redis-cli` against this sentinel (`SENTINEL FAILOVER duo-limits`, ...) and returns its standard output.
+    @discardableResult
+    public func command(_ arguments: String...) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: RedisServerProcess.cli)
+        var all = ["-h", "127.0.0.1", "-p", String(port), "--no-auth-warning"]
+        if let password { all += ["-a", password] }
+        process.arguments = all + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The sentinel's log so far (`+slave`, `+switch-master`, `+convert-to-slave`, ...).
+    public var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("sentinel.log"), encoding: .utf8)) ?? ""
+    }
+
+}
