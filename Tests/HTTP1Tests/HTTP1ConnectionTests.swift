@@ -210,8 +210,8 @@ struct HTTP1ConnectionTests {
         #expect(harness.respond().write != nil)
     }
 
-    /// Found by FuzzHTTP1Parser: the interim answer depended on whether the body came in the head's read. It is
-    /// now written either way, with the request handed up in the same action when its body is already in.
+    /// The interim answer does not depend on whether the body came in the head's read: it is written either way,
+    /// with the request handed up in the same action when its body is already in.
     @Test func expectContinueIsAnsweredAlikeWhateverTheReadsHold() {
         var harness = Harness()
         harness.receive("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok")
