@@ -73,7 +73,8 @@ let package = Package(
         // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
         .target(
-            name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
+            name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS", "MonotonicTime"],
+            swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
@@ -85,7 +86,8 @@ let package = Package(
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
         // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS", "ErrorCodes"],
+            name: "RedisClient",
+            dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS", "ErrorCodes", "MonotonicTime"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
@@ -148,7 +150,9 @@ let package = Package(
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
-            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop"],
+            dependencies: [
+                "RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop", "MonotonicTime",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests",
@@ -164,7 +168,8 @@ let package = Package(
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
         .testTarget(
-            name: "LoopTLSTests", dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto"],
+            name: "LoopTLSTests",
+            dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto", "MonotonicTime"],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
