@@ -55,7 +55,8 @@ let package = Package(
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
             name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
-        .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         .target(
             name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
@@ -125,7 +126,7 @@ let package = Package(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
+            name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport", "MonotonicTime"],
             swiftSettings: strict),
         .testTarget(
             name: "HTTP1Tests", dependencies: ["HTTP1", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
