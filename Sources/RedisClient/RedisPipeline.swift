@@ -391,8 +391,8 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     /// Writes at the start of the loop's next turn, once for every request submitted in this one: a turn that
-    /// reads many clients' requests sends all their calls in one write (the first request's own write used to go
-    /// at once, alone).
+    /// reads many clients' requests sends all their calls in one write, rather than the first request's alone and
+    /// the rest after it.
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
