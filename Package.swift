@@ -55,7 +55,8 @@ let package = Package(
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
             name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
-        .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         .target(
             name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
@@ -73,7 +74,8 @@ let package = Package(
         // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
         .target(
-            name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS"], swiftSettings: strict),
+            name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS", "MonotonicTime"],
+            swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
@@ -85,7 +87,8 @@ let package = Package(
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
         // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
-            name: "RedisClient", dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS", "ErrorCodes"],
+            name: "RedisClient",
+            dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS", "ErrorCodes", "MonotonicTime"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
@@ -123,7 +126,7 @@ let package = Package(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport"],
+            name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport", "MonotonicTime"],
             swiftSettings: strict),
         .testTarget(
             name: "HTTP1Tests", dependencies: ["HTTP1", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
@@ -148,7 +151,9 @@ let package = Package(
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
-            dependencies: ["RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop"],
+            dependencies: [
+                "RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop", "MonotonicTime",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests",
@@ -164,7 +169,8 @@ let package = Package(
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
         .testTarget(
-            name: "LoopTLSTests", dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto"],
+            name: "LoopTLSTests",
+            dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto", "MonotonicTime"],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.

@@ -214,7 +214,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             return
         }
         stream = ClientStream.connect(
-            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline.nanoseconds,
+            on: loop, host: settings.host, port: settings.port, tls: tls, proxy: proxy, deadline: deadline,
             delegate: self)
     }
 

@@ -2,6 +2,7 @@ import COpenSSL
 import ClientTLS
 import Glibc
 import Loop
+import MonotonicTime
 import OpenSSLSupport
 
 /// What a ``ClientStream`` tells its owner, always on the stream's loop thread.
@@ -85,7 +86,7 @@ public final class ClientStream: TCPConnectionDelegate {
     public var phase: ClientStreamMachine.Phase { inPlace { $0.phase } }
 
     private init(
-        loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: UInt64?,
+        loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: Instant?,
         delegate: any ClientStreamDelegate
     ) {
         self.loop = loop
@@ -112,17 +113,17 @@ public final class ClientStream: TCPConnectionDelegate {
 
     /// Connects as ``connect(on:host:port:tls:delegate:)``, through `proxy` when given: the proxy's name is resolved
     /// and connected to, it is asked for a tunnel to `host:port` by name (it resolves `host`), and TLS runs end to end
-    /// inside the tunnel. A set-up not done by `deadline` (``Loop/EventLoop/monotonicNanoseconds()``) fails with
+    /// inside the tunnel. A set-up not done by `deadline` (on ``Loop/EventLoop/monotonicNow()``) fails with
     /// words that say which step was late.
     public static func connect(
-        on loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: UInt64?,
+        on loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: Instant?,
         delegate: any ClientStreamDelegate
     ) -> ClientStream {
         loop.preconditionCurrent()
         _ = brokenPipesIgnored
         let stream = ClientStream(
             loop: loop, host: host, port: port, tls: tls, proxy: proxy, deadline: deadline, delegate: delegate)
-        stream.run(stream.machine.start(now: EventLoop.monotonicNanoseconds()))
+        stream.run(stream.machine.start(now: EventLoop.monotonicNow()))
         return stream
     }
 
@@ -166,8 +167,7 @@ public final class ClientStream: TCPConnectionDelegate {
         case .armTimer(let deadline):
             let timer = self.timer ?? LoopTimer(on: loop) { [weak self] in self?.timerFired() }
             self.timer = timer
-            let now = EventLoop.monotonicNanoseconds()
-            timer.schedule(afterMilliseconds: deadline > now ? (deadline - now + 999_999) / 1_000_000 : 0)
+            timer.schedule(at: deadline)
         case .cancelTimer:
             timer?.cancel()
         case .connect(let index):
@@ -220,7 +220,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     private func timerFired() {
-        run(machine.timerFired(now: EventLoop.monotonicNanoseconds()))
+        run(machine.timerFired(now: EventLoop.monotonicNow()))
     }
 
     // MARK: Writing

@@ -1,3 +1,5 @@
+import MonotonicTime
+
 /// What a ``ClientStream`` decides, without I/O: `connecting → tunnelling → handshaking → open`, then `ending →
 /// closed`. It resolves the host (or the proxy's), tries each address in turn, asks a proxy for a tunnel and reads its
 /// answer, runs the TLS handshake's steps, bounds the whole set-up by a deadline, and ends once.
@@ -56,7 +58,7 @@ public struct ClientStreamMachine: Sendable {
         /// ``resolveFailed(_:)``.
         case resolve(host: String, port: UInt16)
         /// Fires ``timerFired(now:)`` at this instant.
-        case armTimer(at: UInt64)
+        case armTimer(at: Instant)
         case cancelTimer
         /// Opens a TCP connection to the resolved address at this index.
         case connect(address: Int)
@@ -113,14 +115,14 @@ public struct ClientStreamMachine: Sendable {
     private let usesTLS: Bool
     private let proxy: Proxy?
     /// The set-up (everything before open) fails at this instant.
-    private let deadline: UInt64?
+    private let deadline: Instant?
     private var state = State.idle
 
     /// - Parameters:
     ///   - host: the server's name or address (through a proxy: sent to the proxy, which resolves it).
     ///   - usesTLS: whether TLS runs once connected (through a proxy: inside the tunnel).
     ///   - deadline: the instant the set-up must be done by, or nil for none.
-    public init(host: String, port: UInt16, usesTLS: Bool, proxy: Proxy? = nil, deadline: UInt64? = nil) {
+    public init(host: String, port: UInt16, usesTLS: Bool, proxy: Proxy? = nil, deadline: Instant? = nil) {
         self.host = host
         self.port = port
         self.usesTLS = usesTLS
@@ -156,7 +158,7 @@ public struct ClientStreamMachine: Sendable {
     // MARK: Connecting
 
     /// Begins: resolves the server's host, or the proxy's.
-    public mutating func start(now: UInt64) -> [Action] {
+    public mutating func start(now: Instant) -> [Action] {
         guard case .idle = state else { return [] }
         state = .resolving
         var actions: [Action] = [.resolve(host: proxy?.host ?? host, port: proxy?.port ?? port)]
@@ -260,7 +262,7 @@ public struct ClientStreamMachine: Sendable {
     }
 
     /// The set-up's deadline (or an early wake-up).
-    public mutating func timerFired(now: UInt64) -> [Action] {
+    public mutating func timerFired(now: Instant) -> [Action] {
         guard let deadline else { return [] }
         switch state {
         case .idle, .open, .ending, .closed:

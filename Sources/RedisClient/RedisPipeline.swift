@@ -27,7 +27,7 @@ import Synchronization
 ///
 /// Threading: made and used on its loop's thread, requests cost no lock and no thread crossing, and completions
 /// and events run on that thread. Called from another thread, a request hops to the loop (`loop.execute`).
-// @unchecked Sendable: `machine`, `stream`, `reader`, `timer`, `armedDeadline`, `statistics` and `started` are used
+// @unchecked Sendable: `machine`, `stream`, `reader`, `timer`, `statistics` and `started` are used
 // only on `loop`'s thread (every path to them runs there: checked, or reached through `loop.execute` or
 // `performAndWait`); the rest is immutable or atomic.
 public final class RedisPipeline: @unchecked Sendable {
@@ -55,7 +55,6 @@ public final class RedisPipeline: @unchecked Sendable {
     /// The TLS context for the server (and the sentinels); nil: plain TCP.
     private let tlsContext: TLSClientContext?
     private let onEvent: @Sendable (Event, _ server: String) -> Void
-    private let now: @Sendable () -> UInt64
     /// The loop was made for this pipeline alone (stopped with it).
     private let ownsLoop: Bool
     private let connected = Atomic<Bool>(false)
@@ -68,8 +67,6 @@ public final class RedisPipeline: @unchecked Sendable {
     private var stream: ClientStream?
     private var reader = RedisReplyReader()
     private var timer: LoopTimer?
-    /// The deadline `timer` is scheduled for (the machine's nanoseconds).
-    private var armedDeadline: UInt64?
     private var statistics = RedisPipelineStatistics()
     private var started = false
     /// With a sentinel configuration: who says where the primary is.
@@ -80,26 +77,20 @@ public final class RedisPipeline: @unchecked Sendable {
     private var flushScheduled = false
 
     /// A pipeline on `loop` (a worker's): nothing happens until ``start()``.
-    ///
-    /// - Parameter now: monotonic nanoseconds (the relay's clock); the timer waits on the loop's own clock.
     public convenience init(
-        configuration: RedisClientConfiguration, loop: EventLoop,
-        now: @escaping @Sendable () -> UInt64 = { EventLoop.monotonicNanoseconds() },
-        onEvent: @escaping @Sendable (Event) -> Void
+        configuration: RedisClientConfiguration, loop: EventLoop, onEvent: @escaping @Sendable (Event) -> Void
     ) throws(RedisClientError) {
         try self.init(
-            configuration: configuration, loop: loop, ownsLoop: false, now: now, onEvent: { event, _ in onEvent(event) }
-        )
+            configuration: configuration, loop: loop, ownsLoop: false, onEvent: { event, _ in onEvent(event) })
     }
 
     /// A pipeline on `loop` whose events carry the address of the server they concern (`host:port`: the one
     /// connected to, left or lost; empty when none was reached).
     public convenience init(
         configuration: RedisClientConfiguration, loop: EventLoop,
-        now: @escaping @Sendable () -> UInt64 = { EventLoop.monotonicNanoseconds() },
         onServerEvent: @escaping @Sendable (Event, _ server: String) -> Void
     ) throws(RedisClientError) {
-        try self.init(configuration: configuration, loop: loop, ownsLoop: false, now: now, onEvent: onServerEvent)
+        try self.init(configuration: configuration, loop: loop, ownsLoop: false, onEvent: onServerEvent)
     }
 
     /// A pipeline on an event loop of its own (a thread named `redis-limits`), for tools and tests; stopped by
@@ -115,8 +106,7 @@ public final class RedisPipeline: @unchecked Sendable {
         }
         do {
             try self.init(
-                configuration: configuration, loop: loop, ownsLoop: true, now: { EventLoop.monotonicNanoseconds() },
-                onEvent: { event, _ in onEvent(event) })
+                configuration: configuration, loop: loop, ownsLoop: true, onEvent: { event, _ in onEvent(event) })
         } catch {
             loop.stop()
             throw error
@@ -125,12 +115,11 @@ public final class RedisPipeline: @unchecked Sendable {
 
     private init(
         configuration: RedisClientConfiguration, loop: EventLoop, ownsLoop: Bool,
-        now: @escaping @Sendable () -> UInt64, onEvent: @escaping @Sendable (Event, String) -> Void
+        onEvent: @escaping @Sendable (Event, String) -> Void
     ) throws(RedisClientError) {
         self.configuration = configuration
         self.loop = loop
         self.ownsLoop = ownsLoop
-        self.now = now
         self.onEvent = onEvent
         if configuration.useTLS {
             do {
@@ -213,7 +202,6 @@ public final class RedisPipeline: @unchecked Sendable {
         firstAttemptEnded()
         timer?.close()
         timer = nil
-        armedDeadline = nil
         locator?.close()
         locator = nil
         if let stream {
@@ -235,7 +223,7 @@ public final class RedisPipeline: @unchecked Sendable {
     /// may have had no call since, must not stay on it.
     public func leaveServer(_ error: RedisClientError) {
         loop.execute { [self] in
-            guard machine.isReady, let loss = machine.failed(error, now: now()) else { return }
+            guard machine.isReady, let loss = machine.failed(error, now: EventLoop.monotonicNow()) else { return }
             lost(loss)
         }
     }
@@ -301,7 +289,7 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     private func submitOnLoop(_ request: Request) -> Bool {
-        switch machine.submit(request, now: now()) {
+        switch machine.submit(request, now: EventLoop.monotonicNow()) {
         case .refused: return false
         case .flush: scheduleFlush()
         case .deferred: break
@@ -319,7 +307,7 @@ public final class RedisPipeline: @unchecked Sendable {
         if let sentinel = configuration.sentinel {
             locator = makeLocator(sentinel)
         }
-        if machine.start(now: now()) { connect() }
+        if machine.start(now: EventLoop.monotonicNow()) { connect() }
         armTimer()
     }
 
@@ -356,7 +344,7 @@ public final class RedisPipeline: @unchecked Sendable {
                 subscribe: formatted(RedisCommand.bytes("SUBSCRIBE", "+switch-master")),
                 // A round of every node fits in the connect timeout, with time left to connect to the primary.
                 nodeTimeout: connectTimeout / UInt64(sentinel.nodes.count + 1)),
-            loop: loop, tls: tlsContext, now: now)
+            loop: loop, tls: tlsContext)
         locator.handler = SentinelLocator.Handler(
             primary: { [weak self] node in
                 guard let self, machine.isConnecting, stream == nil else { return }
@@ -364,7 +352,7 @@ public final class RedisPipeline: @unchecked Sendable {
             },
             exhausted: { [weak self] error in
                 guard let self else { return }
-                if let loss = machine.failed(error, now: now()) { lost(loss) }
+                if let loss = machine.failed(error, now: EventLoop.monotonicNow()) { lost(loss) }
                 armTimer()
             },
             moved: { [weak self] node in
@@ -372,15 +360,14 @@ public final class RedisPipeline: @unchecked Sendable {
                 self.stream = nil
                 stream.reset()
                 let error = RedisClientError(.notPrimary, "the sentinels moved the primary to \(node.description)")
-                if let loss = machine.failed(error, now: now()) { lost(loss) }
+                if let loss = machine.failed(error, now: EventLoop.monotonicNow()) { lost(loss) }
                 armTimer()
             })
         return locator
     }
 
     private func timerFired() {
-        armedDeadline = nil
-        switch machine.timerFired(now: now()) {
+        switch machine.timerFired(now: EventLoop.monotonicNow()) {
         case .none: break
         case .connect: connect()
         case .lost(let loss): lost(loss)
@@ -392,11 +379,7 @@ public final class RedisPipeline: @unchecked Sendable {
     /// machine finds nothing due and the timer is armed again.
     private func armTimer() {
         guard let deadline = machine.nextDeadline, let timer else { return }
-        if let armed = armedDeadline, armed <= deadline { return }
-        armedDeadline = deadline
-        let current = now()
-        // Rounded up: the loop's clock counts whole milliseconds.
-        timer.schedule(afterMilliseconds: deadline > current ? (deadline - current + 999_999) / 1_000_000 : 0)
+        timer.schedule(noLaterThan: deadline)
     }
 
     private func flush() {
@@ -408,8 +391,8 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     /// Writes at the start of the loop's next turn, once for every request submitted in this one: a turn that
-    /// reads many clients' requests sends all their calls in one write, where writing each at once would send the
-    /// first alone.
+    /// reads many clients' requests sends all their calls in one write, rather than the first request's alone and
+    /// the rest after it.
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
@@ -444,10 +427,10 @@ public final class RedisPipeline: @unchecked Sendable {
         do throws(RedisClientError) {
             try reader.feed(bytes)
         } catch {
-            if let loss = machine.failed(error, now: now()) { lost(loss) }
+            if let loss = machine.failed(error, now: EventLoop.monotonicNow()) { lost(loss) }
             return
         }
-        let time = now()
+        let time = EventLoop.monotonicNow()
         while stream != nil {
             let reply: RedisPipelineReply
             do throws(RedisClientError) {
@@ -521,7 +504,7 @@ extension RedisPipeline: ClientStreamDelegate {
     public func streamDidConnect(_ stream: ClientStream) {
         guard stream === self.stream else { return }
         statistics.connectionsOpened += 1
-        machine.connected(now: now())
+        machine.connected(now: EventLoop.monotonicNow())
         flush()
     }
 
@@ -533,7 +516,7 @@ extension RedisPipeline: ClientStreamDelegate {
     public func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
         guard stream === self.stream else { return }
         self.stream = nil
-        if let loss = machine.failed(Self.error(failure), now: now()) { lost(loss) }
+        if let loss = machine.failed(Self.error(failure), now: EventLoop.monotonicNow()) { lost(loss) }
     }
 
     /// The stream's failure in the pipeline's terms.

@@ -1,3 +1,5 @@
+import MonotonicTime
+
 /// The logic of one pipelined Redis connection that runs one Lua script, without I/O, C or a clock of its own:
 /// the shell (``RedisPipeline``) feeds it what happened (connected, bytes parsed into replies, a timer fired, the
 /// stream failed) with the time, and carries out what each input returns (write the pending output, connect,
@@ -63,7 +65,7 @@ struct RedisPipelineMachine<Request> {
         /// `.lost` when this loss is the first since the pipeline was last connected.
         var event: RedisPipelineEvent?
         /// When the next attempt is made (``timerFired(now:)`` returns `.connect` then).
-        var retryAt: UInt64
+        var retryAt: Instant
     }
 
     enum SubmitResult: Equatable {
@@ -106,9 +108,9 @@ struct RedisPipelineMachine<Request> {
 
     private enum State {
         case idle
-        case waiting(until: UInt64)
-        case connecting(deadline: UInt64)
-        case settingUp(deadline: UInt64, step: Int)
+        case waiting(until: Instant)
+        case connecting(deadline: Instant)
+        case settingUp(deadline: Instant, step: Int)
         case ready
         case stopped
     }
@@ -116,7 +118,7 @@ struct RedisPipelineMachine<Request> {
     /// A request not yet written, or one of a call's.
     private struct Member {
         var request: Request
-        var submitted: UInt64
+        var submitted: Instant
     }
 
     /// A call written and not yet answered.
@@ -126,7 +128,7 @@ struct RedisPipelineMachine<Request> {
         var tag: UInt64
         var command: [UInt8]
         /// The oldest member's.
-        var deadline: UInt64
+        var deadline: Instant
         var retried: Bool
     }
 
@@ -185,7 +187,7 @@ struct RedisPipelineMachine<Request> {
 
     /// The earliest time at which ``timerFired(now:)`` has something to do: the oldest request's deadline, the
     /// connect timeout, or the next attempt. The shell keeps one timer at (or before) it.
-    var nextDeadline: UInt64? {
+    var nextDeadline: Instant? {
         switch state {
         case .idle, .stopped: return nil
         case .waiting(let until): return until
@@ -193,12 +195,16 @@ struct RedisPipelineMachine<Request> {
         case .ready:
             // Deadlines grow with submission: the oldest call's is the first, unless one was sent again; queued
             // requests are younger than every call.
-            var earliest: UInt64?
+            var earliest: Instant?
             for index in inFlightHead..<inFlight.count where !inFlight[index].members.isEmpty {
-                earliest = min(earliest ?? .max, inFlight[index].deadline)
+                let deadline = inFlight[index].deadline
+                earliest = earliest.map { min($0, deadline) } ?? deadline
                 if retriedInFlight == 0 { break }
             }
-            if let first = queued.first { earliest = min(earliest ?? .max, first.submitted &+ configuration.timeout) }
+            if let first = queued.first {
+                let deadline = first.submitted + configuration.timeout
+                earliest = earliest.map { min($0, deadline) } ?? deadline
+            }
             return earliest
         }
     }
@@ -206,14 +212,14 @@ struct RedisPipelineMachine<Request> {
     // MARK: Inputs
 
     /// The first attempt: true when the shell should connect now.
-    mutating func start(now: UInt64) -> Bool {
+    mutating func start(now: Instant) -> Bool {
         guard case .idle = state else { return false }
-        state = .connecting(deadline: now &+ configuration.connectTimeout)
+        state = .connecting(deadline: now + configuration.connectTimeout)
         return true
     }
 
     /// The stream is connected (TLS handshaken): the set-up commands are in the output, to be written.
-    mutating func connected(now: UInt64) {
+    mutating func connected(now: Instant) {
         guard case .connecting(let deadline) = state else { return }
         state = .settingUp(deadline: deadline, step: 0)
         output.removeAll(keepingCapacity: true)
@@ -221,7 +227,7 @@ struct RedisPipelineMachine<Request> {
     }
 
     /// The stream failed or closed, or could not be made.
-    mutating func failed(_ error: RedisClientError, now: UInt64) -> Loss? {
+    mutating func failed(_ error: RedisClientError, now: Instant) -> Loss? {
         switch state {
         case .idle, .stopped, .waiting: return nil
         case .connecting, .settingUp, .ready: return lose(error, now: now)
@@ -229,7 +235,7 @@ struct RedisPipelineMachine<Request> {
     }
 
     /// One request, queued for the next write (``flush(format:write:)``).
-    mutating func submit(_ request: Request, now: UInt64) -> SubmitResult {
+    mutating func submit(_ request: Request, now: Instant) -> SubmitResult {
         guard case .ready = state else { return .refused }
         // Near server and replies due soon: wait for them and leave together with whatever queues meanwhile.
         let waits = inFlightRequests > 0 && (roundTrip ?? .max) <= configuration.batchingRoundTrip
@@ -238,7 +244,7 @@ struct RedisPipelineMachine<Request> {
     }
 
     /// One whole reply, as the reader parsed it.
-    mutating func received(_ reply: RedisPipelineReply, now: UInt64) -> ReplyResult {
+    mutating func received(_ reply: RedisPipelineReply, now: Instant) -> ReplyResult {
         switch state {
         case .idle, .waiting, .connecting, .stopped:
             return .none
@@ -275,7 +281,7 @@ struct RedisPipelineMachine<Request> {
             var results: [Answer] = []
             results.reserveCapacity(answers.count)
             for (member, answer) in zip(entry.members, answers) {
-                let latency = now &- member.submitted
+                let latency = now - member.submitted
                 shortestInRead = min(shortestInRead ?? .max, latency)
                 results.append(Answer(request: member.request, result: .success(answer), latency: latency))
             }
@@ -307,7 +313,7 @@ struct RedisPipelineMachine<Request> {
             }
             return .answers(
                 entry.members.map {
-                    Answer(request: $0.request, result: .failure(error), latency: now &- $0.submitted)
+                    Answer(request: $0.request, result: .failure(error), latency: now - $0.submitted)
                 }, event: event)
         case .other(.array(let parts?)) where parts.first == .bulk(RedisTag.bytes(entry.tag)):
             // Its own tag, but not answers of integers with it.
@@ -328,13 +334,13 @@ struct RedisPipelineMachine<Request> {
         roundTrip = roundTrip.map { ($0 * 7 + shortest) / 8 } ?? shortest
     }
 
-    mutating func timerFired(now: UInt64) -> TimerResult {
+    mutating func timerFired(now: Instant) -> TimerResult {
         switch state {
         case .idle, .stopped:
             return .none
         case .waiting(let until):
             guard now >= until else { return .none }
-            state = .connecting(deadline: now &+ configuration.connectTimeout)
+            state = .connecting(deadline: now + configuration.connectTimeout)
             return .connect
         case .connecting(let deadline), .settingUp(let deadline, _):
             guard now >= deadline else { return .none }
@@ -375,7 +381,7 @@ struct RedisPipelineMachine<Request> {
                 inFlight.append(
                     InFlight(
                         members: members, tag: tag, command: command,
-                        deadline: members[0].submitted &+ configuration.timeout, retried: false))
+                        deadline: members[0].submitted + configuration.timeout, retried: false))
                 inFlightRequests += count
                 output.append(contentsOf: command)
                 start += count
@@ -390,7 +396,7 @@ struct RedisPipelineMachine<Request> {
     // MARK: Helpers
 
     private mutating func setUpReply(
-        _ reply: RedisPipelineReply, step: Int, deadline: UInt64, now: UInt64
+        _ reply: RedisPipelineReply, step: Int, deadline: Instant, now: Instant
     ) -> ReplyResult {
         let command = configuration.setUp[step]
         if case .other(.error(let message)) = reply {
@@ -454,20 +460,20 @@ struct RedisPipelineMachine<Request> {
         return .ready(.connected)
     }
 
-    private mutating func lose(_ error: RedisClientError, now: UInt64) -> Loss {
+    private mutating func lose(_ error: RedisClientError, now: Instant) -> Loss {
         output.removeAll(keepingCapacity: true)
         let failed = drain()
         failures += 1
         if error.code == .notPrimary { unproven = true }
         let base = UInt64(min(5_000, 50 << min(failures - 1, 7)))
         let delay = (base + random.next() % (base / 5 + 1)) * 1_000_000
-        state = .waiting(until: now &+ delay)
+        state = .waiting(until: now + delay)
         var event: RedisPipelineEvent?
         if reported != .down {
             reported = .down
             event = .lost(error)
         }
-        return Loss(error: error, failed: failed, event: event, retryAt: now &+ delay)
+        return Loss(error: error, failed: failed, event: event, retryAt: now + delay)
     }
 
     private mutating func drain() -> [Request] {

@@ -16,7 +16,6 @@ final class SentinelLocator {
 
     private let loop: EventLoop
     private let context: TLSClientContext?
-    private let now: () -> UInt64
     private var machine: SentinelMachine
     private var stream: ClientStream?
     private var reader = RedisReplyReader()
@@ -25,18 +24,16 @@ final class SentinelLocator {
     var handler: Handler?
 
     init(
-        configuration: SentinelMachine.Configuration, loop: EventLoop, tls: TLSClientContext?,
-        now: @escaping () -> UInt64
+        configuration: SentinelMachine.Configuration, loop: EventLoop, tls: TLSClientContext?
     ) {
         self.loop = loop
         context = tls
-        self.now = now
         machine = SentinelMachine(configuration: configuration)
     }
 
     /// The pipeline needs the primary's address.
     func locate() {
-        run(machine.locate(now: now()))
+        run(machine.locate(now: EventLoop.monotonicNow()))
     }
 
     /// The pipeline stopped waiting for an address (its connect timeout passed).
@@ -92,20 +89,18 @@ final class SentinelLocator {
             return
         }
         if timer == nil { timer = LoopTimer(on: loop) { [weak self] in self?.timerFired() } }
-        let current = now()
-        // Rounded up: the loop's clock counts whole milliseconds.
-        timer?.schedule(afterMilliseconds: deadline > current ? (deadline - current + 999_999) / 1_000_000 : 0)
+        timer?.schedule(at: deadline)
     }
 
     private func timerFired() {
-        run(machine.timerFired(now: now()))
+        run(machine.timerFired(now: EventLoop.monotonicNow()))
     }
 }
 
 extension SentinelLocator: ClientStreamDelegate {
     func streamDidConnect(_ stream: ClientStream) {
         guard stream === self.stream else { return }
-        run(machine.connected(now: now()))
+        run(machine.connected(now: EventLoop.monotonicNow()))
     }
 
     func stream(_ stream: ClientStream, didRead bytes: UnsafeRawBufferPointer) {
@@ -113,18 +108,18 @@ extension SentinelLocator: ClientStreamDelegate {
         do throws(RedisClientError) {
             try reader.feed(bytes)
             while self.stream === stream, let reply = try reader.next() {
-                run(machine.received(reply, now: now()))
+                run(machine.received(reply, now: EventLoop.monotonicNow()))
             }
         } catch {
             self.stream = nil
             stream.reset()
-            run(machine.failed(error.reason, now: now()))
+            run(machine.failed(error.reason, now: EventLoop.monotonicNow()))
         }
     }
 
     func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
         guard stream === self.stream else { return }
         self.stream = nil
-        run(machine.failed(RedisPipeline.error(failure).reason, now: now()))
+        run(machine.failed(RedisPipeline.error(failure).reason, now: EventLoop.monotonicNow()))
     }
 }

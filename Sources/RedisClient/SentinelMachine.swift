@@ -1,3 +1,5 @@
+import MonotonicTime
+
 /// Where the primary is, asked of Redis Sentinel, without I/O, C or a clock of its own: the shell
 /// (``SentinelLocator``) connects where it is told, writes ``output`` when told, feeds the replies and the timer, and
 /// carries out the actions.
@@ -53,11 +55,11 @@ struct SentinelMachine {
     private enum State: Equatable {
         case idle
         /// Asking `node` (its index); `tried` nodes of this round so far; `authed`: AUTH has been answered.
-        case asking(node: Int, tried: Int, deadline: UInt64, authenticated: Bool)
+        case asking(node: Int, tried: Int, deadline: Instant, authenticated: Bool)
         /// Subscribed on `node`.
         case watching(node: Int)
         /// The watch ended; asked again at `until`.
-        case resting(until: UInt64)
+        case resting(until: Instant)
     }
 
     let configuration: Configuration
@@ -79,7 +81,7 @@ struct SentinelMachine {
     }
 
     /// The earliest time at which ``timerFired(now:)`` has something to do.
-    var nextDeadline: UInt64? {
+    var nextDeadline: Instant? {
         switch state {
         case .idle, .watching: nil
         case .asking(_, _, let deadline, _): deadline
@@ -88,7 +90,7 @@ struct SentinelMachine {
     }
 
     /// The pipeline needs the primary: a round of asking starts (or the one under way goes on, now for it).
-    mutating func locate(now: UInt64) -> Action {
+    mutating func locate(now: Instant) -> Action {
         pipelineWaits = true
         if case .asking = state { return .none }
         return ask(node: preferred, tried: 1, now: now)
@@ -103,7 +105,7 @@ struct SentinelMachine {
     }
 
     /// The connection to the node being asked is up: what to write is in ``output``.
-    mutating func connected(now: UInt64) -> Action {
+    mutating func connected(now: Instant) -> Action {
         guard case .asking(let node, let tried, let deadline, _) = state else { return .none }
         output.removeAll(keepingCapacity: true)
         if let auth = configuration.auth { output.append(contentsOf: auth) }
@@ -113,18 +115,18 @@ struct SentinelMachine {
     }
 
     /// The connection to the sentinel failed or closed (`reason` without a secret).
-    mutating func failed(_ reason: String, now: UInt64) -> Action {
+    mutating func failed(_ reason: String, now: Instant) -> Action {
         switch state {
         case .idle, .resting: return .none
         case .asking(let node, let tried, _, _):
             return next(after: node, tried: tried, problem: reason, now: now)
         case .watching:
-            state = .resting(until: now &+ configuration.watchRetry)
+            state = .resting(until: now + configuration.watchRetry)
             return .none
         }
     }
 
-    mutating func timerFired(now: UInt64) -> Action {
+    mutating func timerFired(now: Instant) -> Action {
         switch state {
         case .idle, .watching: return .none
         case .asking(let node, let tried, let deadline, _):
@@ -137,7 +139,7 @@ struct SentinelMachine {
     }
 
     /// One whole reply from the sentinel.
-    mutating func received(_ reply: RedisReply, now: UInt64) -> Action {
+    mutating func received(_ reply: RedisReply, now: Instant) -> Action {
         switch state {
         case .idle, .resting: return .none
         case .asking(let node, let tried, let deadline, let authenticated):
@@ -196,19 +198,19 @@ struct SentinelMachine {
 
     // MARK: Helpers
 
-    private mutating func ask(node: Int, tried: Int, now: UInt64) -> Action {
-        state = .asking(node: node, tried: tried, deadline: now &+ configuration.nodeTimeout, authenticated: false)
+    private mutating func ask(node: Int, tried: Int, now: Instant) -> Action {
+        state = .asking(node: node, tried: tried, deadline: now + configuration.nodeTimeout, authenticated: false)
         output.removeAll(keepingCapacity: true)
         return .connect(configuration.nodes[node])
     }
 
-    private mutating func next(after node: Int, tried: Int, problem: String, now: UInt64) -> Action {
+    private mutating func next(after node: Int, tried: Int, problem: String, now: Instant) -> Action {
         lastProblem = "\(configuration.nodes[node].description): \(problem)"
         guard tried < configuration.nodes.count else {
             output.removeAll(keepingCapacity: true)
             guard pipelineWaits else {
                 // Asked again for the watch: try again later, quietly (the pipeline still has its primary).
-                state = .resting(until: now &+ configuration.watchRetry)
+                state = .resting(until: now + configuration.watchRetry)
                 return .close
             }
             pipelineWaits = false

@@ -73,7 +73,7 @@ final class APNsGateway: Sendable {
     /// What the operator is told about this environment's connections.
     let problems: APNsProblemReporter
     private let currentHealth = Mutex(Health.idle)
-    private let lastProbe = Mutex<UInt64>(0)
+    private let lastProbe = Mutex<Instant>(0)
     private let topic: String
     /// What the relay asks a channel to wait after APNs' 429 (APNs gives no Retry-After).
     static let apnsRetryAfter = 30
@@ -143,17 +143,17 @@ final class APNsGateway: Sendable {
         _ notification: Notification, worker: Int, metrics: Metrics,
         completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
-        let deadline = clock.uptimeNanoseconds + timeoutNanoseconds.load(ordering: .relaxed)
+        let deadline = clock.monotonicNow + timeoutNanoseconds.load(ordering: .relaxed)
         send(
             notification, client: client(forWorker: worker), worker: worker, deadline: deadline, mayRetry: true,
             metrics: metrics, completion: completion)
     }
 
     private func send(
-        _ notification: Notification, client: HTTP2Client, worker: Int, deadline: UInt64, mayRetry: Bool,
+        _ notification: Notification, client: HTTP2Client, worker: Int, deadline: Instant, mayRetry: Bool,
         metrics: Metrics, completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
-        let now = clock.uptimeNanoseconds
+        let now = clock.monotonicNow
         guard now < deadline, let (bearer, authorization) = try? token.authorization() else {
             completion(.failure(.apns))
             return
@@ -217,9 +217,9 @@ final class APNsGateway: Sendable {
     /// token that cannot exist: APNs answers 400 BadDeviceToken once connection and key are good,
     /// 403 if the key is refused, and nothing is ever delivered.
     func probeIfFailing() {
-        let now = clock.uptimeNanoseconds
+        let now = clock.monotonicNow
         let due = lastProbe.withLock { last -> Bool in
-            guard now &- last >= 4_000_000_000 else { return false }
+            guard now - last >= 4_000_000_000 else { return false }
             last = now
             return true
         }

@@ -22,7 +22,7 @@ final class APNsProblemReporter: Sendable {
         if HTTP2ClientEvent.Kind.proxyKinds.contains(event.kind) {
             tunnelFailures.withLock { $0[event.kind, default: 0] += 1 }
         }
-        apply { $0.record(event, now: Instant(nanoseconds: clock.uptimeNanoseconds)) }
+        apply { $0.record(event, now: clock.monotonicNow) }
     }
 
     /// Tunnels the proxy did not give, by kind (`unreachable`, `refused`, `malformed`, `timeout`, `closed`), every
@@ -42,13 +42,13 @@ final class APNsProblemReporter: Sendable {
     }
 
     func providerTokenRejected(_ detail: String) {
-        apply { $0.providerTokenRejected(detail, now: Instant(nanoseconds: clock.uptimeNanoseconds)) }
+        apply { $0.providerTokenRejected(detail, now: clock.monotonicNow) }
     }
 
     /// Called on every answer that proves the token: costs one atomic load unless a problem is ongoing.
     func answered() {
         guard ongoing.load(ordering: .relaxed) else { return }
-        apply { $0.answered(now: Instant(nanoseconds: clock.uptimeNanoseconds)) }
+        apply { $0.answered(now: clock.monotonicNow) }
     }
 
     /// Applies `change` and prints its lines after unlocking.

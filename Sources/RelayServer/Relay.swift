@@ -62,7 +62,7 @@ public final class Relay: Sendable {
         do {
             limitsStore = try Self.limitsStore(
                 config, password: setup.secrets.redisPassword,
-                sentinelPassword: setup.secrets.redisSentinelPassword, clock: clock, loops: loops)
+                sentinelPassword: setup.secrets.redisSentinelPassword, loops: loops)
         } catch {
             for gateway in gateways.values { gateway.shutdown() }
             for loop in loops { loop.stop() }
@@ -175,7 +175,7 @@ public final class Relay: Sendable {
         do throws(ConfigurationError) {
             // Set up (its TLS roots with `limits_store.ca_file` loaded) and dropped unstarted: `check` never connects.
             _ = try limitsStore(
-                configuration, password: redisPassword, sentinelPassword: nil, clock: SystemClock(), loops: [])
+                configuration, password: redisPassword, sentinelPassword: nil, loops: [])
         } catch {
             problems.append(error)
         }
@@ -196,8 +196,7 @@ public final class Relay: Sendable {
 
     /// The Redis limits store, not yet started, when `limits_store.kind` is redis. A problem names the key at fault.
     private static func limitsStore(
-        _ configuration: RelayConfiguration, password: String?, sentinelPassword: String?, clock: any RelayClock,
-        loops: [EventLoop]
+        _ configuration: RelayConfiguration, password: String?, sentinelPassword: String?, loops: [EventLoop]
     ) throws(ConfigurationError) -> SharedLimitsStore? {
         let settings = configuration.limitsStore
         guard settings.kind == .redis, settings.url != nil || settings.sentinel != nil else { return nil }
@@ -206,7 +205,7 @@ public final class Relay: Sendable {
         }
         do {
             return try SharedLimitsStore(
-                settings: settings, password: password, sentinelPassword: sentinelPassword, clock: clock, loops: loops)
+                settings: settings, password: password, sentinelPassword: sentinelPassword, loops: loops)
         } catch {
             throw settings.caFile == nil
                 ? ConfigurationError(.invalid, "limits_store", "the Redis client cannot be set up: " + error.reason)

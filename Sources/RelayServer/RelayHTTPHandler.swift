@@ -53,7 +53,7 @@ final class RelayHTTPHandler: HTTPHandler {
     /// Periodic upkeep: forgets passed limiter windows, and lets failing APNs environments
     /// check whether they have recovered.
     func maintain() {
-        let now = clock.uptimeNanoseconds
+        let now = clock.monotonicNow
         limits.sweep(now: now)
         for gateway in current.gateways.values { gateway.probeIfFailing() }
     }

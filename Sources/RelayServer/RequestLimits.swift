@@ -1,4 +1,5 @@
 import HTTPServer
+import MonotonicTime
 import RelayCore
 import RelayCrypto
 
@@ -32,7 +33,7 @@ protocol RequestLimits: AnyObject, Sendable {
     func decide(_ request: ReadRequest, _ head: HTTPRequestHead, _ handler: RelayHTTPHandler)
 
     /// Forgets passed windows.
-    func sweep(now: UInt64)
+    func sweep(now: Instant)
 }
 
 /// A request whose body is read, waiting for its limits' decisions: what it asks, the state it was read under (its
@@ -80,21 +81,21 @@ final class InMemoryRequestLimits: RequestLimits {
 
     func head(_ head: HTTPRequestHead, _ route: Route, _ handler: RelayHTTPHandler) -> HeadDecision {
         handler.afterAddressLimit(
-            address.admit(handler.addressKey(head, handler.current), now: clock.uptimeNanoseconds), route, head.method,
+            address.admit(handler.addressKey(head, handler.current), now: clock.monotonicNow), route, head.method,
             head.worker)
     }
 
     func refusedBeforeBody(_ head: HTTPRequestHead, headCounted: Bool, _ handler: RelayHTTPHandler) -> LimitDecision {
-        headCounted ? .allowed : address.admit(handler.addressKey(head, handler.current), now: clock.uptimeNanoseconds)
+        headCounted ? .allowed : address.admit(handler.addressKey(head, handler.current), now: clock.monotonicNow)
     }
 
     func decide(_ request: ReadRequest, _ head: HTTPRequestHead, _ handler: RelayHTTPHandler) {
         // The address was admitted with the head.
-        let phoneDecision = request.phoneKey.map { phone.admit($0, now: clock.uptimeNanoseconds) }
+        let phoneDecision = request.phoneKey.map { phone.admit($0, now: clock.monotonicNow) }
         handler.decided(request, worker: head.worker, address: .allowed, phone: phoneDecision)
     }
 
-    func sweep(now: UInt64) {
+    func sweep(now: Instant) {
         address.sweep(now: now)
         phone.sweep(now: now)
     }
@@ -140,7 +141,7 @@ final class SharedRequestLimits: RequestLimits {
         }
     }
 
-    func sweep(now: UInt64) {
+    func sweep(now: Instant) {
         limits.sweep(now: now)
     }
 }

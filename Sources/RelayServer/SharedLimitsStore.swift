@@ -106,8 +106,7 @@ final class SharedLimitsStore: Sendable {
     /// A pipeline for each of `loops` (the workers'; none for a check of the settings, such as a `rediss://` CA
     /// file that must load); connects nothing until ``start()``. `settings` has a url or a sentinel block.
     init(
-        settings: LimitsStore, password: String?, sentinelPassword: String?, clock: any RelayClock,
-        loops: [EventLoop]
+        settings: LimitsStore, password: String?, sentinelPassword: String?, loops: [EventLoop]
     ) throws(RedisClientError) {
         self.settings = settings
         var client: RedisClientConfiguration
@@ -141,7 +140,7 @@ final class SharedLimitsStore: Sendable {
             // The events are reported to the link, not the store: a pipeline never holds the store.
             pipelines.append(
                 try RedisPipeline(
-                    configuration: client, loop: loop, now: { clock.uptimeNanoseconds },
+                    configuration: client, loop: loop,
                     onServerEvent: { event, server in
                         link.report(event, server: server, from: index)
                         // The primary has moved for every worker: those without a call since must not stay behind.

@@ -1,3 +1,4 @@
+import MonotonicTime
 import RedisClient
 import RelayCore
 
@@ -97,7 +98,7 @@ final class SharedLimits: Sendable {
     /// 503 with `refuse`.
     private func fallback(_ addressKey: LimiterKey, _ phoneKey: LimiterKey?, _ completion: Completion) {
         store.countFallback(limit: address.name)
-        let now = clock.uptimeNanoseconds
+        let now = clock.monotonicNow
         let addressDecision: LimitDecision
         switch store.settings.onFailure {
         case .local: addressDecision = address.local.admit(addressKey, now: now)
@@ -113,7 +114,7 @@ final class SharedLimits: Sendable {
         completion(addressDecision, phone.local.admit(phoneKey, now: now))
     }
 
-    func sweep(now: UInt64) {
+    func sweep(now: Instant) {
         address.local.sweep(now: now)
         phone.local.sweep(now: now)
     }

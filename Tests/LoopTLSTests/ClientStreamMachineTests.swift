@@ -1,3 +1,4 @@
+import MonotonicTime
 import Testing
 
 @testable import LoopTLS
@@ -7,6 +8,8 @@ import Testing
     typealias Machine = ClientStreamMachine
     static let proxy = Machine.Proxy(host: "127.0.0.1", port: 3128, authorization: "Basic dTpw")
     static let second: UInt64 = 1_000_000_000
+    /// The test clock's origin.
+    static let t0: Instant = 0
 
     /// The failure a list of actions reports, if any.
     private func failure(in actions: [Machine.Action]) -> ClientStreamFailure? {
@@ -17,7 +20,7 @@ import Testing
     private func reason(in actions: [Machine.Action]) -> String { failure(in: actions)?.reason ?? "" }
 
     /// A machine through the proxy, its TCP connection to the proxy up and `CONNECT` sent.
-    private func tunnelling(tls: Bool = true, deadline: UInt64? = 5 * second) -> Machine {
+    private func tunnelling(tls: Bool = true, deadline: Instant? = t0 + 5 * second) -> Machine {
         var machine = Machine(
             host: "api.push.apple.com", port: 443, usesTLS: tls, proxy: Self.proxy, deadline: deadline)
         _ = machine.start(now: 0)
@@ -160,8 +163,12 @@ import Testing
 
     @Test func throughAProxyItResolvesTheProxyAndAsksForATunnelByName() {
         var machine = Machine(
-            host: "api.push.apple.com", port: 443, usesTLS: true, proxy: Self.proxy, deadline: 5 * Self.second)
-        #expect(machine.start(now: 0) == [.resolve(host: "127.0.0.1", port: 3128), .armTimer(at: 5 * Self.second)])
+            host: "api.push.apple.com", port: 443, usesTLS: true, proxy: Self.proxy, deadline: Self.t0 + 5 * Self.second
+        )
+        #expect(
+            machine.start(now: 0) == [
+                .resolve(host: "127.0.0.1", port: 3128), .armTimer(at: Self.t0 + 5 * Self.second),
+            ])
         #expect(machine.resolved(addressCount: 1) == [.connect(address: 0)])
         let request =
             "CONNECT api.push.apple.com:443 HTTP/1.1\r\nHost: api.push.apple.com:443\r\n"
@@ -251,35 +258,35 @@ import Testing
     // MARK: The set-up's deadline (a test clock)
 
     @Test func aProxyThatDoesNotAnswerInTimeIsATimeout() {
-        var machine = tunnelling(deadline: 5 * Self.second)
+        var machine = tunnelling(deadline: Self.t0 + 5 * Self.second)
         #expect(machine.tunnelRead(Array("HTTP/1.1 2".utf8)) == [])
         // An early wake-up re-arms the timer.
-        #expect(machine.timerFired(now: 4 * Self.second) == [.armTimer(at: 5 * Self.second)])
-        let late = machine.timerFired(now: 5 * Self.second)
+        #expect(machine.timerFired(now: Self.t0 + 4 * Self.second) == [.armTimer(at: Self.t0 + 5 * Self.second)])
+        let late = machine.timerFired(now: Self.t0 + 5 * Self.second)
         #expect(failure(in: late) == ClientStreamFailure(.connect, "", tunnel: .timeout))
         #expect(reason(in: late) == "proxy 127.0.0.1:3128 did not answer CONNECT in time")
     }
 
     @Test func theDeadlineCoversEveryStepOfTheSetUpAndNothingOnceOpen() {
         var connecting = Machine(
-            host: "api.push.apple.com", port: 443, usesTLS: true, proxy: Self.proxy, deadline: Self.second)
+            host: "api.push.apple.com", port: 443, usesTLS: true, proxy: Self.proxy, deadline: Self.t0 + Self.second)
         _ = connecting.start(now: 0)
         _ = connecting.resolved(addressCount: 1)
-        #expect(failure(in: connecting.timerFired(now: Self.second))?.tunnel == .unreachable)
+        #expect(failure(in: connecting.timerFired(now: Self.t0 + Self.second))?.tunnel == .unreachable)
 
-        var handshaking = tunnelling(deadline: Self.second)
+        var handshaking = tunnelling(deadline: Self.t0 + Self.second)
         _ = handshaking.tunnelRead(Array("HTTP/1.1 200 OK\r\n\r\n".utf8))
-        let late = handshaking.timerFired(now: 2 * Self.second)
+        let late = handshaking.timerFired(now: Self.t0 + 2 * Self.second)
         #expect(failure(in: late) == ClientStreamFailure(.handshake, ""))
 
-        var direct = Machine(host: "api.push.apple.com", port: 443, usesTLS: true, deadline: Self.second)
+        var direct = Machine(host: "api.push.apple.com", port: 443, usesTLS: true, deadline: Self.t0 + Self.second)
         _ = direct.start(now: 0)
-        #expect(failure(in: direct.timerFired(now: Self.second)) == ClientStreamFailure(.connect, ""))
+        #expect(failure(in: direct.timerFired(now: Self.t0 + Self.second)) == ClientStreamFailure(.connect, ""))
 
-        var opened = tunnelling(deadline: Self.second)
+        var opened = tunnelling(deadline: Self.t0 + Self.second)
         _ = opened.tunnelRead(Array("HTTP/1.1 200 OK\r\n\r\n".utf8))
         _ = opened.handshake(.done)
-        #expect(opened.timerFired(now: 10 * Self.second) == [])
+        #expect(opened.timerFired(now: Self.t0 + 10 * Self.second) == [])
         #expect(opened.isOpen)
     }
 }
@@ -324,9 +331,9 @@ extension ClientStreamMachineTests {
         var machine = Machine(
             host: "api.push.apple.com", port: 443, usesTLS: Bool.random(using: &random),
             proxy: Bool.random(using: &random) ? Self.proxy : nil,
-            deadline: Bool.random(using: &random) ? 5 * Self.second : nil)
+            deadline: Bool.random(using: &random) ? Self.t0 + 5 * Self.second : nil)
         var actions = machine.start(now: 0)
-        var now: UInt64 = 0
+        var now: Instant = 0
         let answers = [
             "HTTP/1.1 200 OK\r\n\r\n", "HTTP/1.1 407 Proxy Authentication Required\r\n\r\n", "garbage", "HTTP/1.1 2",
             "00 OK\r\n\r\n",

@@ -2,6 +2,7 @@ import APNsSimulator
 import ClientTLS
 import Dispatch
 import Foundation
+import MonotonicTime
 import Synchronization
 import Testing
 
@@ -384,7 +385,7 @@ extension ClientStreamTests {
             LoopBound(
                 ClientStream.connect(
                     on: loop, host: "redis.internal", port: 6379, tls: nil, proxy: proxy,
-                    deadline: EventLoop.monotonicNanoseconds() + 5_000_000_000,
+                    deadline: EventLoop.monotonicNow() + 5_000_000_000,
                     delegate: RecordingStreamDelegate(events: events, greeting: Array("PING\r\n".utf8))),
                 on: loop)
         }

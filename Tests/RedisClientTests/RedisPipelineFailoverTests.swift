@@ -1,3 +1,4 @@
+import MonotonicTime
 import Testing
 
 @testable import RedisClient
@@ -10,6 +11,7 @@ import Testing
     typealias Base = RedisPipelineMachineTests
 
     static let ms = Base.ms
+    static let t0 = Base.t0
     static let role = Array("ROLE-BYTES;".utf8)
     static let primary = RedisPipelineReply.other(.array([.bulk(Array("master".utf8)), .integer(0), .array([])]))
 
@@ -27,7 +29,7 @@ import Testing
     }
 
     /// Connected at `now`, with the set-up's replies (`role` for ROLE) given as far as they go.
-    static func settingUp(_ machine: inout Machine, role: RedisPipelineReply, at now: UInt64) -> Machine.ReplyResult {
+    static func settingUp(_ machine: inout Machine, role: RedisPipelineReply, at now: Instant) -> Machine.ReplyResult {
         if !machine.isConnecting { _ = machine.start(now: now) }
         machine.connected(now: now)
         _ = Base.written(&machine)
@@ -39,7 +41,7 @@ import Testing
         return last
     }
 
-    static func ready(at now: UInt64 = 0) -> Machine {
+    static func ready(at now: Instant = 0) -> Machine {
         var machine = machine()
         _ = settingUp(&machine, role: primary, at: now)
         return machine
@@ -52,10 +54,10 @@ import Testing
     ])
     func aServerThatCannotCountIsLeftAndEveryRequestInFlightFails(message: String, why: String) throws {
         var machine = Self.ready()
-        Base.send(&machine, 1, at: 1 * Self.ms)
-        Base.send(&machine, 2, at: 2 * Self.ms)
-        Base.submit(&machine, 3, at: 3 * Self.ms)
-        let loss = try #require(Base.loss(machine.received(.other(.error(message)), now: 4 * Self.ms)))
+        Base.send(&machine, 1, at: Self.t0 + 1 * Self.ms)
+        Base.send(&machine, 2, at: Self.t0 + 2 * Self.ms)
+        Base.submit(&machine, 3, at: Self.t0 + 3 * Self.ms)
+        let loss = try #require(Base.loss(machine.received(.other(.error(message)), now: Self.t0 + 4 * Self.ms)))
         // Every request in flight or queued is answered at once (the caller decides without the store).
         #expect(loss.failed == [1, 2, 3])
         #expect(loss.error.code == .notPrimary)
@@ -64,9 +66,9 @@ import Testing
         #expect(!loss.error.reason.contains("replica-serve-stale-data"))
         #expect(loss.event == .lost(RedisClientError(.notPrimary, "")))
         #expect(!machine.isReady)
-        #expect(Base.submit(&machine, 4, at: 5 * Self.ms) == .refused)
+        #expect(Base.submit(&machine, 4, at: Self.t0 + 5 * Self.ms) == .refused)
         // A new connection after the reconnection delay (50 ms and up to a fifth more), as for any loss.
-        #expect(loss.retryAt >= 54 * Self.ms && loss.retryAt <= 64 * Self.ms)
+        #expect(loss.retryAt >= Self.t0 + 54 * Self.ms && loss.retryAt <= Self.t0 + 64 * Self.ms)
         guard case .none = machine.timerFired(now: loss.retryAt - 1) else {
             Issue.record("reconnected before the delay")
             return
@@ -85,7 +87,7 @@ import Testing
 
     @Test func aServerThatKeepsAnsweringReadOnlyIsLeftAgainAndReportedOnce() throws {
         var machine = Self.ready()
-        var now: UInt64 = 0
+        var now: Instant = 0
         var events: [RedisPipelineEvent] = []
         var waits: [UInt64] = []
         for _ in 0..<4 {
@@ -149,7 +151,7 @@ import Testing
         var machine = Self.machine()
         _ = machine.start(now: 0)
         machine.connected(now: 0)
-        let loss = try #require(Base.loss(machine.received(.other(.error(message)), now: 1 * Self.ms)))
+        let loss = try #require(Base.loss(machine.received(.other(.error(message)), now: Self.t0 + 1 * Self.ms)))
         #expect(loss.error.code == code)
         #expect(loss.error.reason.contains(why), "\(loss.error.reason)")
         #expect(!loss.error.reason.contains("username-password"))
@@ -158,7 +160,7 @@ import Testing
     @Test func callsAnsweredWithErrorsReportFailingOnceAndAnAnswerReportsTheReturn() throws {
         var machine = Self.ready()
         var events: [RedisPipelineEvent] = []
-        func call(_ id: Int, _ reply: RedisPipelineReply, at now: UInt64) {
+        func call(_ id: Int, _ reply: RedisPipelineReply, at now: Instant) {
             let tag = Base.send(&machine, id, at: now)
             let result = machine.received(
                 reply == .other(.status("ok")) ? .tagged(tag: tag, answers: [RedisScriptAnswer(0)]) : reply, now: now)
@@ -170,17 +172,17 @@ import Testing
             if let event { events.append(event) }
         }
         let error = RedisPipelineReply.other(.error("OOM command not allowed when used memory > 'maxmemory'."))
-        call(1, .other(.status("ok")), at: 1 * Self.ms)
-        call(2, error, at: 2 * Self.ms)
-        call(3, error, at: 3 * Self.ms)
+        call(1, .other(.status("ok")), at: Self.t0 + 1 * Self.ms)
+        call(2, error, at: Self.t0 + 2 * Self.ms)
+        call(3, error, at: Self.t0 + 3 * Self.ms)
         #expect(events == [.failing(RedisClientError(.script, ""))])
         #expect(machine.isReady, "the connection is kept")
-        call(4, .other(.status("ok")), at: 4 * Self.ms)
-        call(5, .other(.status("ok")), at: 5 * Self.ms)
+        call(4, .other(.status("ok")), at: Self.t0 + 4 * Self.ms)
+        call(5, .other(.status("ok")), at: Self.t0 + 5 * Self.ms)
         #expect(events == [.failing(RedisClientError(.script, "")), .connected])
         // A loss after failing is reported.
-        call(6, error, at: 6 * Self.ms)
-        let loss = machine.failed(RedisClientError(.closed, ""), now: 7 * Self.ms)
+        call(6, error, at: Self.t0 + 6 * Self.ms)
+        let loss = machine.failed(RedisClientError(.closed, ""), now: Self.t0 + 7 * Self.ms)
         #expect(loss?.event == .lost(RedisClientError(.closed, "")))
         #expect(
             events == [.failing(RedisClientError(.script, "")), .connected, .failing(RedisClientError(.script, ""))])

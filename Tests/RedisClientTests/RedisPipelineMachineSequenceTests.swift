@@ -1,3 +1,4 @@
+import MonotonicTime
 import RelayTestSupport
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
 
     struct Model {
         var machine: Machine
-        var now: UInt64 = 0
+        var now: Instant = 0
         var nextRequest = 0
         /// Requests taken and not yet answered.
         var waiting: Set<Int> = []

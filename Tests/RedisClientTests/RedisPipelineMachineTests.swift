@@ -1,3 +1,4 @@
+import MonotonicTime
 import Testing
 
 @testable import RedisClient
@@ -8,6 +9,8 @@ import Testing
     typealias Machine = RedisPipelineMachine<Int>
 
     static let ms: UInt64 = 1_000_000
+    /// The test clock's origin.
+    static let t0: Instant = 0
     static let digest = Array("0123456789abcdef0123456789abcdef01234567".utf8)
     static let auth = Array("AUTH-BYTES;".utf8)
     static let select = Array("SELECT-BYTES;".utf8)
@@ -32,7 +35,7 @@ import Testing
     ]
 
     /// A machine connected and set up at `now`.
-    static func ready(at now: UInt64 = 0, timeout: UInt64 = 100 * ms, maximumBatch: Int = 32) -> Machine {
+    static func ready(at now: Instant = 0, timeout: UInt64 = 100 * ms, maximumBatch: Int = 32) -> Machine {
         var machine = machine(timeout: timeout, maximumBatch: maximumBatch)
         _ = machine.start(now: now)
         machine.connected(now: now)
@@ -43,13 +46,13 @@ import Testing
 
     /// Queues request `id`.
     @discardableResult
-    static func submit(_ machine: inout Machine, _ id: Int, at now: UInt64) -> Machine.SubmitResult {
+    static func submit(_ machine: inout Machine, _ id: Int, at now: Instant) -> Machine.SubmitResult {
         machine.submit(id, now: now)
     }
 
     /// Queues request `id` and writes it, a call alone; returns the call's tag.
     @discardableResult
-    static func send(_ machine: inout Machine, _ id: Int, at now: UInt64) -> UInt64 {
+    static func send(_ machine: inout Machine, _ id: Int, at now: Instant) -> UInt64 {
         submit(&machine, id, at: now)
         var tags: [UInt64] = []
         _ = written(&machine, tags: &tags)
@@ -110,18 +113,18 @@ import Testing
         let again = machine.start(now: 0)
         #expect(started)
         #expect(!again, "one attempt at a time")
-        #expect(machine.nextDeadline == 2_000 * Self.ms, "the connect timeout runs")
-        machine.connected(now: 1 * Self.ms)
+        #expect(machine.nextDeadline == Self.t0 + 2_000 * Self.ms, "the connect timeout runs")
+        machine.connected(now: Self.t0 + 1 * Self.ms)
         #expect(Self.written(&machine) == "AUTH-BYTES;SELECT-BYTES;SCRIPT-LOAD-BYTES;")
         #expect(Self.submit(&machine, 1, at: 0) == .refused)
-        guard case .none = machine.received(Self.setUpReplies[0], now: 2 * Self.ms),
-            case .none = machine.received(Self.setUpReplies[1], now: 2 * Self.ms)
+        guard case .none = machine.received(Self.setUpReplies[0], now: Self.t0 + 2 * Self.ms),
+            case .none = machine.received(Self.setUpReplies[1], now: Self.t0 + 2 * Self.ms)
         else {
             Issue.record("AUTH and SELECT are steps")
             return
         }
         #expect(!machine.isReady)
-        guard case .ready(let event) = machine.received(Self.setUpReplies[2], now: 2 * Self.ms) else {
+        guard case .ready(let event) = machine.received(Self.setUpReplies[2], now: Self.t0 + 2 * Self.ms) else {
             Issue.record("the script's digest ends the set-up")
             return
         }
@@ -152,7 +155,7 @@ import Testing
         _ = machine.start(now: 0)
         machine.connected(now: 0)
         for index in 0..<step { _ = machine.received(Self.setUpReplies[index], now: 0) }
-        let loss = Self.loss(machine.received(.other(reply), now: 10 * Self.ms))
+        let loss = Self.loss(machine.received(.other(reply), now: Self.t0 + 10 * Self.ms))
         #expect(loss?.error.code == code)
         #expect(loss?.event == .lost(RedisClientError(code, "")))
         // The reason names the error's code word only, never the rest of the server's text.
@@ -163,12 +166,12 @@ import Testing
     @Test func theSetUpMustEndWithinTheConnectTimeout() {
         var machine = Self.machine()
         _ = machine.start(now: 0)
-        machine.connected(now: 5 * Self.ms)
-        guard case .none = machine.timerFired(now: 1_999 * Self.ms) else {
+        machine.connected(now: Self.t0 + 5 * Self.ms)
+        guard case .none = machine.timerFired(now: Self.t0 + 1_999 * Self.ms) else {
             Issue.record("fired before the connect timeout")
             return
         }
-        let loss = Self.loss(machine.timerFired(now: 2_000 * Self.ms))
+        let loss = Self.loss(machine.timerFired(now: Self.t0 + 2_000 * Self.ms))
         #expect(loss?.error.code == .timeout)
         #expect(loss?.event == .lost(RedisClientError(.timeout, "")))
     }
@@ -177,15 +180,16 @@ import Testing
 
     @Test func repliesAreMatchedByOrderAndTag() throws {
         var machine = Self.ready()
-        let first = Self.send(&machine, 1, at: 1 * Self.ms)
-        let second = Self.send(&machine, 2, at: 2 * Self.ms)
+        let first = Self.send(&machine, 1, at: Self.t0 + 1 * Self.ms)
+        let second = Self.send(&machine, 2, at: Self.t0 + 2 * Self.ms)
         #expect(machine.inFlightCount == 2)
-        let one = Self.answered(machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: 3 * Self.ms))
+        let one = Self.answered(
+            machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: Self.t0 + 3 * Self.ms))
         #expect(one?.0 == 1)
         #expect(try one?.1.get() == RedisScriptAnswer(0))
         guard
             case .answers(let answers, _) = machine.received(
-                .tagged(tag: second, answers: Self.one(.init(0, 5_000_000))), now: 5 * Self.ms),
+                .tagged(tag: second, answers: Self.one(.init(0, 5_000_000))), now: Self.t0 + 5 * Self.ms),
             let answer = answers.first, answers.count == 1
         else {
             Issue.record("the second reply answers the second request")
@@ -203,12 +207,12 @@ import Testing
         Self.send(&machine, 2, at: 0)
         Self.submit(&machine, 3, at: 0)
         let loss = Self.loss(
-            machine.received(.tagged(tag: first + 1, answers: Self.one(.init(0))), now: 1 * Self.ms))
+            machine.received(.tagged(tag: first + 1, answers: Self.one(.init(0))), now: Self.t0 + 1 * Self.ms))
         #expect(loss?.error.code == .protocolError)
         #expect(loss?.failed == [1, 2, 3], "the calls in flight, then the requests queued")
         #expect(loss?.event == .lost(RedisClientError(.protocolError, "")))
         #expect(!machine.isReady)
-        #expect(Self.submit(&machine, 4, at: 2 * Self.ms) == .refused)
+        #expect(Self.submit(&machine, 4, at: Self.t0 + 2 * Self.ms) == .refused)
     }
 
     @Test(arguments: [
@@ -252,24 +256,28 @@ import Testing
     @Test func noScriptLoadsTheScriptAgainAndSendsTheRequestOnceMore() {
         var machine = Self.ready()
         let tag = Self.send(&machine, 1, at: 0)
-        guard case .reloading = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 1 * Self.ms)
+        guard
+            case .reloading = machine.received(
+                .other(.error("NOSCRIPT No matching script.")), now: Self.t0 + 1 * Self.ms)
         else {
             Issue.record("NOSCRIPT reloads")
             return
         }
         #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-\(tag):1;")
-        guard case .none = machine.received(.other(.bulk(Self.digest)), now: 2 * Self.ms) else {
+        guard case .none = machine.received(.other(.bulk(Self.digest)), now: Self.t0 + 2 * Self.ms) else {
             Issue.record("the reload's reply answers nobody")
             return
         }
         #expect(
-            Self.answered(machine.received(.tagged(tag: tag, answers: Self.one(.init(0))), now: 3 * Self.ms))?.0 == 1)
+            Self.answered(machine.received(.tagged(tag: tag, answers: Self.one(.init(0))), now: Self.t0 + 3 * Self.ms))?
+                .0 == 1)
 
         // Once only: a second NOSCRIPT for the same request is the script's failure.
-        let again = Self.send(&machine, 2, at: 4 * Self.ms)
-        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 5 * Self.ms)
-        _ = machine.received(.other(.bulk(Self.digest)), now: 5 * Self.ms)
-        let failed = Self.answered(machine.received(.other(.error("NOSCRIPT No matching script.")), now: 6 * Self.ms))
+        let again = Self.send(&machine, 2, at: Self.t0 + 4 * Self.ms)
+        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: Self.t0 + 5 * Self.ms)
+        _ = machine.received(.other(.bulk(Self.digest)), now: Self.t0 + 5 * Self.ms)
+        let failed = Self.answered(
+            machine.received(.other(.error("NOSCRIPT No matching script.")), now: Self.t0 + 6 * Self.ms))
         #expect(failed?.0 == 2)
         #expect(throws: RedisClientError(.script, "")) { try failed?.1.get() }
         #expect(again > tag)
@@ -289,14 +297,14 @@ import Testing
 
     @Test func requestsWrittenTogetherJoinOneCallAndItsReplyAnswersEachInOrder() throws {
         var machine = Self.ready()
-        for id in 1...3 { Self.submit(&machine, id, at: UInt64(id) * Self.ms) }
+        for id in 1...3 { Self.submit(&machine, id, at: Self.t0 + UInt64(id) * Self.ms) }
         #expect(machine.inFlightCount == 3)
         var tags: [UInt64] = []
         #expect(Self.written(&machine, joins: { _, _ in true }, tags: &tags) == "EVALSHA-1:1,2,3;")
         #expect(tags == [1])
         guard
             case .answers(let answers, _) = machine.received(
-                .tagged(tag: 1, answers: [.init(0), .init(7), .init(0, 9)]), now: 10 * Self.ms)
+                .tagged(tag: 1, answers: [.init(0), .init(7), .init(0, 9)]), now: Self.t0 + 10 * Self.ms)
         else {
             Issue.record("one reply answers the call's three requests")
             return
@@ -332,25 +340,28 @@ import Testing
         var machine = Self.ready()
         for id in 1...2 { Self.submit(&machine, id, at: 0) }
         _ = Self.written(&machine, joins: { _, _ in true })
-        guard case .answers(let failed, _) = machine.received(.other(.error("ERR boom")), now: 1 * Self.ms) else {
+        guard case .answers(let failed, _) = machine.received(.other(.error("ERR boom")), now: Self.t0 + 1 * Self.ms)
+        else {
             Issue.record("a script error answers the call")
             return
         }
         #expect(failed.map(\.request) == [1, 2])
         for answer in failed { #expect(throws: RedisClientError(.script, "")) { try answer.result.get() } }
 
-        for id in 3...4 { Self.submit(&machine, id, at: 2 * Self.ms) }
+        for id in 3...4 { Self.submit(&machine, id, at: Self.t0 + 2 * Self.ms) }
         _ = Self.written(&machine, joins: { _, _ in true })
-        guard case .reloading = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 3 * Self.ms)
+        guard
+            case .reloading = machine.received(
+                .other(.error("NOSCRIPT No matching script.")), now: Self.t0 + 3 * Self.ms)
         else {
             Issue.record("NOSCRIPT reloads")
             return
         }
         #expect(Self.written(&machine) == "SCRIPT-LOAD-BYTES;EVALSHA-2:3,4;", "the same call, its tag kept")
-        _ = machine.received(.other(.bulk(Self.digest)), now: 4 * Self.ms)
+        _ = machine.received(.other(.bulk(Self.digest)), now: Self.t0 + 4 * Self.ms)
         guard
             case .answers(let answers, _) = machine.received(
-                .tagged(tag: 2, answers: [.init(0), .init(1)]), now: 5 * Self.ms)
+                .tagged(tag: 2, answers: [.init(0), .init(1)]), now: Self.t0 + 5 * Self.ms)
         else {
             Issue.record("the call sent again is answered")
             return
@@ -385,23 +396,23 @@ import Testing
         var far = Self.ready()
         let tag = Self.send(&far, 1, at: 0)
         Self.send(&far, 2, at: 0)
-        _ = far.received(.tagged(tag: tag, answers: Self.one(.init(0))), now: 1 * Self.ms)
+        _ = far.received(.tagged(tag: tag, answers: Self.one(.init(0))), now: Self.t0 + 1 * Self.ms)
         far.endOfRead()
-        #expect(Self.submit(&far, 3, at: 1 * Self.ms) == .flush)
+        #expect(Self.submit(&far, 3, at: Self.t0 + 1 * Self.ms) == .flush)
     }
 
     // MARK: Deadlines
 
     @Test func noRequestWaitsPastTheTimeout() {
         var machine = Self.ready(timeout: 100 * Self.ms)
-        Self.send(&machine, 1, at: 10 * Self.ms)
-        Self.send(&machine, 2, at: 30 * Self.ms)
-        #expect(machine.nextDeadline == 110 * Self.ms)
-        guard case .none = machine.timerFired(now: 109 * Self.ms) else {
+        Self.send(&machine, 1, at: Self.t0 + 10 * Self.ms)
+        Self.send(&machine, 2, at: Self.t0 + 30 * Self.ms)
+        #expect(machine.nextDeadline == Self.t0 + 110 * Self.ms)
+        guard case .none = machine.timerFired(now: Self.t0 + 109 * Self.ms) else {
             Issue.record("fired before the deadline")
             return
         }
-        let loss = Self.loss(machine.timerFired(now: 110 * Self.ms))
+        let loss = Self.loss(machine.timerFired(now: Self.t0 + 110 * Self.ms))
         #expect(loss?.error.code == .timeout)
         #expect(loss?.failed == [1, 2])
         #expect(loss?.event == .lost(RedisClientError(.timeout, "")))
@@ -410,40 +421,40 @@ import Testing
 
     @Test func aQueuedRequestHasItsDeadlineToo() {
         var machine = Self.ready(timeout: 100 * Self.ms)
-        Self.submit(&machine, 1, at: 10 * Self.ms)
-        #expect(machine.nextDeadline == 110 * Self.ms, "not yet written, already waiting")
-        #expect(Self.loss(machine.timerFired(now: 110 * Self.ms))?.failed == [1])
+        Self.submit(&machine, 1, at: Self.t0 + 10 * Self.ms)
+        #expect(machine.nextDeadline == Self.t0 + 110 * Self.ms, "not yet written, already waiting")
+        #expect(Self.loss(machine.timerFired(now: Self.t0 + 110 * Self.ms))?.failed == [1])
         // A call's deadline is its oldest request's.
         var joined = Self.ready(timeout: 100 * Self.ms)
-        Self.submit(&joined, 1, at: 10 * Self.ms)
-        Self.submit(&joined, 2, at: 20 * Self.ms)
+        Self.submit(&joined, 1, at: Self.t0 + 10 * Self.ms)
+        Self.submit(&joined, 2, at: Self.t0 + 20 * Self.ms)
         _ = Self.written(&joined, joins: { _, _ in true })
-        #expect(joined.nextDeadline == 110 * Self.ms)
+        #expect(joined.nextDeadline == Self.t0 + 110 * Self.ms)
     }
 
     @Test func theDeadlineFollowsTheOldestRequestStillWaiting() {
         var machine = Self.ready(timeout: 100 * Self.ms)
         let first = Self.send(&machine, 1, at: 0)
-        Self.send(&machine, 2, at: 40 * Self.ms)
-        _ = machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: 50 * Self.ms)
-        #expect(machine.nextDeadline == 140 * Self.ms)
+        Self.send(&machine, 2, at: Self.t0 + 40 * Self.ms)
+        _ = machine.received(.tagged(tag: first, answers: Self.one(.init(0))), now: Self.t0 + 50 * Self.ms)
+        #expect(machine.nextDeadline == Self.t0 + 140 * Self.ms)
     }
 
     @Test func aRequestSentAgainAfterNoScriptKeepsItsDeadline() {
         var machine = Self.ready(timeout: 100 * Self.ms)
         Self.send(&machine, 1, at: 0)
-        Self.send(&machine, 2, at: 50 * Self.ms)
-        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: 60 * Self.ms)
+        Self.send(&machine, 2, at: Self.t0 + 50 * Self.ms)
+        _ = machine.received(.other(.error("NOSCRIPT No matching script.")), now: Self.t0 + 60 * Self.ms)
         // Request 1 now waits behind request 2, and its deadline is still the earliest.
-        #expect(machine.nextDeadline == 100 * Self.ms)
-        #expect(Self.loss(machine.timerFired(now: 100 * Self.ms))?.failed == [2, 1])
+        #expect(machine.nextDeadline == Self.t0 + 100 * Self.ms)
+        #expect(Self.loss(machine.timerFired(now: Self.t0 + 100 * Self.ms))?.failed == [2, 1])
     }
 
     // MARK: Reconnection and events
 
     @Test func reconnectionWaitsFiftyMillisecondsDoublingToFiveSecondsWithJitter() {
         var machine = Self.machine()
-        var now: UInt64 = 0
+        var now: Instant = 0
         _ = machine.start(now: now)
         var waits: [UInt64] = []
         var events: [RedisPipelineEvent] = []
@@ -478,7 +489,7 @@ import Testing
     @Test func theSameSeedPacesAlikeAndAnotherDoesNot() {
         func waits(seed: UInt64) -> [UInt64] {
             var machine = Self.machine(seed: seed)
-            var now: UInt64 = 0
+            var now: Instant = 0
             _ = machine.start(now: 0)
             var waits: [UInt64] = []
             for _ in 0..<6 {
@@ -496,7 +507,7 @@ import Testing
     @Test func aLossIsReportedOnceAndAReturnOnceAndThePacingStartsAgain() {
         var machine = Self.ready()
         var events: [RedisPipelineEvent] = [.connected]
-        var now: UInt64 = 0
+        var now: Instant = 0
         // Lost while connected, then two failed attempts, then back.
         let loss = machine.failed(RedisClientError(.closed, "the server closed the connection"), now: now)!
         if let event = loss.event { events.append(event) }
@@ -536,7 +547,7 @@ import Testing
         #expect(machine.nextDeadline == nil)
         #expect(Self.submit(&machine, 3, at: 0) == .refused)
         #expect(machine.failed(RedisClientError(.closed, ""), now: 0) == nil, "nothing more is reported")
-        guard case .none = machine.timerFired(now: 10_000 * Self.ms) else {
+        guard case .none = machine.timerFired(now: Self.t0 + 10_000 * Self.ms) else {
             Issue.record("a stopped machine reconnects")
             return
         }

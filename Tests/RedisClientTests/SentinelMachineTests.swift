@@ -1,3 +1,4 @@
+import MonotonicTime
 import Testing
 
 @testable import RedisClient
@@ -8,6 +9,8 @@ import Testing
     typealias Node = SentinelMachine.Node
 
     static let ms: UInt64 = 1_000_000
+    /// The test clock's origin.
+    static let t0: Instant = 0
     static let nodes = [
         Node(host: "10.0.0.1", port: 26379), Node(host: "10.0.0.2", port: 26379), Node(host: "::1", port: 26380),
     ]
@@ -31,12 +34,12 @@ import Testing
     @Test func theFirstNodeIsAskedAndItsAnswerIsThePrimaryThenItsConnectionWatches() {
         var machine = Self.machine(password: true)
         #expect(machine.locate(now: 0) == .connect(Self.nodes[0]))
-        #expect(machine.nextDeadline == 300 * Self.ms, "the node's timeout runs from the attempt")
-        #expect(machine.connected(now: 1 * Self.ms) == .write)
+        #expect(machine.nextDeadline == Self.t0 + 300 * Self.ms, "the node's timeout runs from the attempt")
+        #expect(machine.connected(now: Self.t0 + 1 * Self.ms) == .write)
         #expect(Self.written(&machine) == "AUTH;ASK;")
-        #expect(machine.received(.status("OK"), now: 2 * Self.ms) == .none)
+        #expect(machine.received(.status("OK"), now: Self.t0 + 2 * Self.ms) == .none)
         let primary = Node(host: "127.0.0.1", port: 6380)
-        #expect(machine.received(Self.address("127.0.0.1", "6380"), now: 2 * Self.ms) == .primary(primary))
+        #expect(machine.received(Self.address("127.0.0.1", "6380"), now: Self.t0 + 2 * Self.ms) == .primary(primary))
         #expect(machine.current == primary)
         #expect(Self.written(&machine) == "SUBSCRIBE;", "the connection stays, subscribed to +switch-master")
         #expect(machine.nextDeadline == nil, "watching waits for nothing")
@@ -44,21 +47,23 @@ import Testing
         let confirmation = RedisReply.array([
             .bulk(Array("subscribe".utf8)), .bulk(Array("+switch-master".utf8)), .integer(1),
         ])
-        #expect(machine.received(confirmation, now: 3 * Self.ms) == .none)
+        #expect(machine.received(confirmation, now: Self.t0 + 3 * Self.ms) == .none)
     }
 
     @Test func nodesThatFailAreSkippedInTurnAndAWholeRoundThatFailsSaysWhy() {
         var machine = Self.machine(password: true)
         #expect(machine.locate(now: 0) == .connect(Self.nodes[0]))
         // Unreachable: the next.
-        #expect(machine.failed("cannot connect: refused", now: 1 * Self.ms) == .connect(Self.nodes[1]))
+        #expect(machine.failed("cannot connect: refused", now: Self.t0 + 1 * Self.ms) == .connect(Self.nodes[1]))
         // A refused AUTH: the next.
-        _ = machine.connected(now: 2 * Self.ms)
-        #expect(machine.received(.error("WRONGPASS invalid password"), now: 3 * Self.ms) == .connect(Self.nodes[2]))
+        _ = machine.connected(now: Self.t0 + 2 * Self.ms)
+        #expect(
+            machine.received(.error("WRONGPASS invalid password"), now: Self.t0 + 3 * Self.ms)
+                == .connect(Self.nodes[2]))
         // Silent past its timeout: the round is over, and the pipeline is told why (the last problem, no secret).
-        _ = machine.connected(now: 4 * Self.ms)
-        #expect(machine.timerFired(now: 3 * Self.ms + 299 * Self.ms) == .none)
-        guard case .exhausted(let error) = machine.timerFired(now: 3 * Self.ms + 300 * Self.ms) else {
+        _ = machine.connected(now: Self.t0 + 4 * Self.ms)
+        #expect(machine.timerFired(now: Self.t0 + 3 * Self.ms + 299 * Self.ms) == .none)
+        guard case .exhausted(let error) = machine.timerFired(now: Self.t0 + 3 * Self.ms + 300 * Self.ms) else {
             Issue.record("a round of failed nodes is exhausted")
             return
         }
@@ -68,7 +73,7 @@ import Testing
         #expect(!error.reason.contains("invalid password"))
         #expect(machine.nextDeadline == nil, "the pipeline's reconnection delay decides when to ask again")
         // Asked again: from the node that answered last (none has: the first).
-        #expect(machine.locate(now: 1_000 * Self.ms) == .connect(Self.nodes[0]))
+        #expect(machine.locate(now: Self.t0 + 1_000 * Self.ms) == .connect(Self.nodes[0]))
     }
 
     @Test(arguments: [
@@ -79,7 +84,7 @@ import Testing
         var machine = Self.machine()
         _ = machine.locate(now: 0)
         _ = machine.connected(now: 0)
-        #expect(machine.received(reply, now: 1 * Self.ms) == .connect(Self.nodes[1]))
+        #expect(machine.received(reply, now: Self.t0 + 1 * Self.ms) == .connect(Self.nodes[1]))
     }
 
     @Test func theNodeThatAnsweredIsAskedFirstNextTime() {
@@ -90,7 +95,7 @@ import Testing
         #expect(
             machine.received(Self.address("10.0.1.1", "6379"), now: 0) == .primary(Node(host: "10.0.1.1", port: 6379)))
         machine.primaryLost()
-        #expect(machine.locate(now: 5 * Self.ms) == .connect(Self.nodes[1]))
+        #expect(machine.locate(now: Self.t0 + 5 * Self.ms) == .connect(Self.nodes[1]))
     }
 
     @Test func switchMasterForThisMasterMovesThePrimaryAndOthersAreIgnored() {
@@ -101,14 +106,19 @@ import Testing
         func message(_ text: String) -> RedisReply {
             .array([.bulk(Array("message".utf8)), .bulk(Array("+switch-master".utf8)), .bulk(Array(text.utf8))])
         }
-        #expect(machine.received(message("other-master 127.0.0.1 7000 127.0.0.1 7001"), now: 1 * Self.ms) == .none)
-        #expect(machine.received(message("duo-limits 127.0.0.1 6380"), now: 1 * Self.ms) == .none, "malformed")
+        #expect(
+            machine.received(message("other-master 127.0.0.1 7000 127.0.0.1 7001"), now: Self.t0 + 1 * Self.ms) == .none
+        )
+        #expect(
+            machine.received(message("duo-limits 127.0.0.1 6380"), now: Self.t0 + 1 * Self.ms) == .none, "malformed")
         let moved = Node(host: "127.0.0.1", port: 6381)
         #expect(
-            machine.received(message("duo-limits 127.0.0.1 6380 127.0.0.1 6381"), now: 2 * Self.ms) == .moved(moved))
+            machine.received(message("duo-limits 127.0.0.1 6380 127.0.0.1 6381"), now: Self.t0 + 2 * Self.ms)
+                == .moved(moved))
         #expect(machine.current == moved)
         // The same announcement again (another sentinel's echo) is no news.
-        #expect(machine.received(message("duo-limits 127.0.0.1 6380 127.0.0.1 6381"), now: 3 * Self.ms) == .none)
+        #expect(
+            machine.received(message("duo-limits 127.0.0.1 6380 127.0.0.1 6381"), now: Self.t0 + 3 * Self.ms) == .none)
     }
 
     @Test func aWatchThatEndsIsMadeAgainAndNoticesAMoveMissedMeanwhile() {
@@ -117,20 +127,20 @@ import Testing
         _ = machine.connected(now: 0)
         _ = machine.received(Self.address("127.0.0.1", "6380"), now: 0)
         // The sentinel went away: asked again after a second, quietly.
-        #expect(machine.failed("the server closed the connection", now: 10 * Self.ms) == .none)
-        #expect(machine.nextDeadline == 1_010 * Self.ms)
-        #expect(machine.timerFired(now: 1_009 * Self.ms) == .none)
-        #expect(machine.timerFired(now: 1_010 * Self.ms) == .connect(Self.nodes[0]))
+        #expect(machine.failed("the server closed the connection", now: Self.t0 + 10 * Self.ms) == .none)
+        #expect(machine.nextDeadline == Self.t0 + 1_010 * Self.ms)
+        #expect(machine.timerFired(now: Self.t0 + 1_009 * Self.ms) == .none)
+        #expect(machine.timerFired(now: Self.t0 + 1_010 * Self.ms) == .connect(Self.nodes[0]))
         // No sentinel answers: tried again later, without troubling the pipeline, which still has its primary.
-        #expect(machine.failed("refused", now: 1_011 * Self.ms) == .connect(Self.nodes[1]))
-        #expect(machine.failed("refused", now: 1_012 * Self.ms) == .connect(Self.nodes[2]))
-        #expect(machine.failed("refused", now: 1_013 * Self.ms) == .close)
-        #expect(machine.nextDeadline == 2_013 * Self.ms)
+        #expect(machine.failed("refused", now: Self.t0 + 1_011 * Self.ms) == .connect(Self.nodes[1]))
+        #expect(machine.failed("refused", now: Self.t0 + 1_012 * Self.ms) == .connect(Self.nodes[2]))
+        #expect(machine.failed("refused", now: Self.t0 + 1_013 * Self.ms) == .close)
+        #expect(machine.nextDeadline == Self.t0 + 2_013 * Self.ms)
         // Then one answers with another primary: the pipeline leaves its own.
-        #expect(machine.timerFired(now: 2_013 * Self.ms) == .connect(Self.nodes[0]))
-        _ = machine.connected(now: 2_014 * Self.ms)
+        #expect(machine.timerFired(now: Self.t0 + 2_013 * Self.ms) == .connect(Self.nodes[0]))
+        _ = machine.connected(now: Self.t0 + 2_014 * Self.ms)
         #expect(
-            machine.received(Self.address("127.0.0.1", "6390"), now: 2_015 * Self.ms)
+            machine.received(Self.address("127.0.0.1", "6390"), now: Self.t0 + 2_015 * Self.ms)
                 == .moved(Node(host: "127.0.0.1", port: 6390)))
     }
 
@@ -139,7 +149,9 @@ import Testing
         _ = machine.locate(now: 0)
         #expect(machine.cancel() == .close)
         #expect(machine.nextDeadline == nil)
-        #expect(machine.connected(now: 1 * Self.ms) == .none, "a late connection of the cancelled round is ignored")
-        #expect(machine.locate(now: 2 * Self.ms) == .connect(Self.nodes[0]))
+        #expect(
+            machine.connected(now: Self.t0 + 1 * Self.ms) == .none,
+            "a late connection of the cancelled round is ignored")
+        #expect(machine.locate(now: Self.t0 + 2 * Self.ms) == .connect(Self.nodes[0]))
     }
 }

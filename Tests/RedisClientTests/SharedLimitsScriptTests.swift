@@ -1,4 +1,5 @@
 import Foundation
+import MonotonicTime
 import RedisClient
 import RedisTestSupport
 import RelayTestSupport
@@ -55,8 +56,9 @@ struct SharedWindowScriptTests {
             let burstStep = period / UInt64(testCase.policy.requests) / 4
             now += random.next() % 64 == 0 ? random.next() % (2 * period + 1) : random.next() % (burstStep + 1)
             let key = keys[Int(random.next() % UInt64(keys.count))]
-            var window = windows[key] ?? LimitWindow(start: now * 1_000)
-            let expected = window.admit(now: now * 1_000, policy: testCase.policy)
+            let instant = Instant(nanoseconds: now * 1_000)
+            var window = windows[key] ?? LimitWindow(start: instant)
+            let expected = window.admit(now: instant, policy: testCase.policy)
             windows[key] = window
             let decision: LimitDecision?
             if testCase.asPhone {

@@ -1,3 +1,4 @@
+import MonotonicTime
 import RelayCore
 import RelayCrypto
 import RelayTestSupport
@@ -5,12 +6,14 @@ import Testing
 
 @Suite struct LimiterTests {
     let second: UInt64 = 1_000_000_000
+    /// The test clock's origin.
+    let origin: Instant = 0
 
     func key(_ n: Int) -> LimiterKey { LimiterKey(digest: SHA256.hash(Array(String(n).utf8))) }
 
     @Test func perPhoneWindow() {
         let limiter = InMemoryRateLimiter(policy: LimitPolicy(requests: 20, periodSeconds: 60))
-        let start: UInt64 = 1_000 * second
+        let start = origin + 1_000 * second
         for i in 0..<20 { #expect(limiter.admit(key(1), now: start + UInt64(i) * second) == .allowed) }
         #expect(limiter.admit(key(1), now: start + 30 * second) == .limited(retryAfter: 30))
         #expect(limiter.admit(key(2), now: start + 30 * second) == .allowed)
@@ -19,7 +22,7 @@ import Testing
 
     @Test func perAddressBlock() {
         let limiter = InMemoryRateLimiter(policy: LimitPolicy(requests: 10, periodSeconds: 10, blockSeconds: 10))
-        let t0: UInt64 = 5 * second
+        let t0 = origin + 5 * second
         for _ in 0..<10 { #expect(limiter.admit(key(1), now: t0) == .allowed) }
         #expect(limiter.admit(key(1), now: t0 + second) == .limited(retryAfter: 10))
         // Requests while blocked do not extend the block.
@@ -50,24 +53,26 @@ import Testing
 
     @Test func forgetsPassedWindows() {
         let limiter = InMemoryRateLimiter(policy: LimitPolicy(requests: 5, periodSeconds: 10))
-        for i in 0..<1_000 { _ = limiter.admit(key(i), now: second) }
+        for i in 0..<1_000 { _ = limiter.admit(key(i), now: origin + second) }
         #expect(limiter.trackedKeys == 1_000)
-        limiter.sweep(now: 10 * second)
+        limiter.sweep(now: origin + 10 * second)
         #expect(limiter.trackedKeys == 1_000)
-        limiter.sweep(now: 11 * second)
+        limiter.sweep(now: origin + 11 * second)
         #expect(limiter.trackedKeys == 0)
-        for i in 0..<50 { _ = limiter.admit(key(i), now: 20 * second) }
+        for i in 0..<50 { _ = limiter.admit(key(i), now: origin + 20 * second) }
         #expect(limiter.trackedKeys == 50)
     }
 
     @Test func boundedUnderAFloodAndActiveKeysStillLimited() {
         let limiter = InMemoryRateLimiter(policy: LimitPolicy(requests: 3, periodSeconds: 60), capacity: 1_600)
         let active = key(-7)
-        for _ in 0..<3 { #expect(limiter.admit(active, now: second) == .allowed) }
+        for _ in 0..<3 { #expect(limiter.admit(active, now: origin + second) == .allowed) }
         var refusedWhileFlooded = 0
         for i in 0..<100_000 {
-            _ = limiter.admit(key(i), now: second + UInt64(i))
-            if i % 100 == 0, limiter.admit(active, now: second + UInt64(i)) != .allowed { refusedWhileFlooded += 1 }
+            _ = limiter.admit(key(i), now: origin + second + UInt64(i))
+            if i % 100 == 0, limiter.admit(active, now: origin + second + UInt64(i)) != .allowed {
+                refusedWhileFlooded += 1
+            }
         }
         // 100,000 new keys passed through, yet memory stayed capped...
         #expect(limiter.trackedKeys <= 1_600)

@@ -1,3 +1,4 @@
+import MonotonicTime
 import RelayCrypto
 import Synchronization
 
@@ -38,9 +39,9 @@ public final class ProviderToken: Sendable {
         var token: String
         /// `bearer <token>`: the `authorization` field's value, made once per token rather than once per push.
         var header: String
-        var signedAt: UInt64
+        var signedAt: Instant
         /// When the last refresh after ExpiredProviderToken was made, if one was.
-        var forcedAt: UInt64?
+        var forcedAt: Instant?
     }
 
     private let credentials: Mutex<ProviderCredentials>
@@ -66,10 +67,10 @@ public final class ProviderToken: Sendable {
 
     /// The token to send now (as ``token()``) and its `authorization` field value, `bearer <token>`.
     public func authorization() throws(CryptoError) -> (token: String, header: String) {
-        let now = clock.uptimeNanoseconds
+        let now = clock.monotonicNow
         typealias Answer = (token: String, header: String)
         return try current.withLock { (current: inout Current?) throws(CryptoError) -> Answer in
-            if let cached = current, now &- cached.signedAt < max(Self.refreshAge, Self.minimumInterval) {
+            if let cached = current, now - cached.signedAt < max(Self.refreshAge, Self.minimumInterval) {
                 return (cached.token, cached.header)
             }
             let token = try refresh(&current, now: now, forced: false)
@@ -81,12 +82,12 @@ public final class ProviderToken: Sendable {
     /// already did. Returns the token to retry with, or nil when a refresh after ExpiredProviderToken was
     /// already made within ``minimumInterval`` (a retry with the same token would be refused again).
     public func tokenAfterExpiry(of token: String) throws(CryptoError) -> String? {
-        let now = clock.uptimeNanoseconds
+        let now = clock.monotonicNow
         return try current.withLock { (current: inout Current?) throws(CryptoError) -> String? in
             if let cached = current, cached.token != token {
                 return cached.token
             }
-            if let forcedAt = current?.forcedAt, now &- forcedAt < Self.minimumInterval {
+            if let forcedAt = current?.forcedAt, now - forcedAt < Self.minimumInterval {
                 return nil
             }
             return try refresh(&current, now: now, forced: true)
@@ -101,7 +102,7 @@ public final class ProviderToken: Sendable {
         }
     }
 
-    private func refresh(_ current: inout Current?, now: UInt64, forced: Bool) throws(CryptoError) -> String {
+    private func refresh(_ current: inout Current?, now: Instant, forced: Bool) throws(CryptoError) -> String {
         let signer = credentials.withLock { $0 }
         let token = try signer.sign(issuedAt: clock.unixSeconds)
         current = Current(

@@ -1,3 +1,4 @@
+import MonotonicTime
 import Synchronization
 
 /// The default limiter: fixed windows in memory, sharded to keep lock contention low, holding at
@@ -57,7 +58,7 @@ public final class InMemoryRateLimiter: RateLimiter {
         capacityPerShard = max(1, capacity / shardCount)
     }
 
-    public func admit(_ key: LimiterKey, now: UInt64) -> LimitDecision {
+    public func admit(_ key: LimiterKey, now: Instant) -> LimitDecision {
         let shard = shards[Int(key.words.2 % UInt64(shards.count))]
         return shard.state.withLock { shard in
             forgetPassed(&shard, now: now)
@@ -82,7 +83,7 @@ public final class InMemoryRateLimiter: RateLimiter {
     }
 
     /// Forgets every passed window now (admissions also do it, shard by shard, as they go).
-    public func sweep(now: UInt64) {
+    public func sweep(now: Instant) {
         for shard in shards { shard.state.withLock { forgetPassed(&$0, now: now) } }
     }
 
@@ -91,7 +92,7 @@ public final class InMemoryRateLimiter: RateLimiter {
     }
 
     /// Drops stale order items and passed windows from the front of the order.
-    private func forgetPassed(_ shard: inout Shard, now: UInt64) {
+    private func forgetPassed(_ shard: inout Shard, now: Instant) {
         while let item = shard.front {
             guard let entry = shard.entries[item.key], entry.lastUse == item.use else {
                 shard.dropFront()

@@ -1,25 +1,28 @@
+import MonotonicTime
+
 /// One key's fixed window: the pure state machine behind every limiter.
 struct LimitWindow: Equatable, Sendable {
-    var start: UInt64
+    var start: Instant
     var count: Int
-    var blockedUntil: UInt64 = 0
+    /// The end of the block; the origin when not blocked.
+    var blockedUntil: Instant = 0
 
-    init(start: UInt64) {
+    init(start: Instant) {
         self.start = start
         count = 0
     }
 
     /// When this window no longer matters.
-    func expiry(_ policy: LimitPolicy) -> UInt64 {
-        max(start &+ policy.period, blockedUntil)
+    func expiry(_ policy: LimitPolicy) -> Instant {
+        max(start + policy.period, blockedUntil)
     }
 
     /// Counts a request at `now` and decides it. Requests made while blocked do not extend the block.
-    mutating func admit(now: UInt64, policy: LimitPolicy) -> LimitDecision {
+    mutating func admit(now: Instant, policy: LimitPolicy) -> LimitDecision {
         if now < blockedUntil {
             return .limited(retryAfter: Self.seconds(blockedUntil - now))
         }
-        if now >= start &+ policy.period || blockedUntil != 0 {
+        if now >= start + policy.period || blockedUntil != 0 {
             self = LimitWindow(start: now)
         }
         count += 1
@@ -27,14 +30,14 @@ struct LimitWindow: Equatable, Sendable {
             return .allowed
         }
         if policy.block > 0 {
-            blockedUntil = now &+ policy.block
+            blockedUntil = now + policy.block
             return .limited(retryAfter: Self.seconds(policy.block))
         }
-        return .limited(retryAfter: Self.seconds(start &+ policy.period - now))
+        return .limited(retryAfter: Self.seconds(start + policy.period - now))
     }
 
     /// Whole seconds, rounded up, at least 1.
     static func seconds(_ nanoseconds: UInt64) -> Int {
-        max(1, Int((nanoseconds + 999_999_999) / 1_000_000_000))
+        max(1, Int(nanoseconds / 1_000_000_000 + (nanoseconds % 1_000_000_000 == 0 ? 0 : 1)))
     }
 }

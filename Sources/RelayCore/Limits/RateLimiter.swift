@@ -1,3 +1,4 @@
+import MonotonicTime
 import RelayCrypto
 
 /// What a limiter counts by: a 32-byte digest (SHA-256 of a device token, or a keyed hash of a
@@ -105,10 +106,10 @@ public enum LimitDecision: Equatable, Sendable {
 /// shared store, both limits of a request are decided together in one round trip instead
 /// (``SharedLimitsScript``), and this limiter is each instance's fallback.
 public protocol RateLimiter: Sendable {
-    /// Counts one request for `key` at `now` (monotonic nanoseconds) and decides it.
-    func admit(_ key: LimiterKey, now: UInt64) -> LimitDecision
+    /// Counts one request for `key` at `now` and decides it.
+    func admit(_ key: LimiterKey, now: Instant) -> LimitDecision
     /// Forgets windows that have passed (called now and then, so idle memory is returned).
-    func sweep(now: UInt64)
+    func sweep(now: Instant)
     /// How many keys are currently held.
     var trackedKeys: Int { get }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MonotonicTime
 import Synchronization
 
 /// The relay's sense of time, injected so that expiry, limits and token refresh are tested by
@@ -7,32 +8,33 @@ import Synchronization
 public protocol RelayClock: Sendable {
     /// Wall time, Unix seconds: grant issue and expiry, JWT `iat`, `apns-expiration`.
     var unixSeconds: UInt64 { get }
-    /// Monotonic nanoseconds: limiter windows and token ages, immune to wall-clock steps.
-    var uptimeNanoseconds: UInt64 { get }
+    /// The monotonic clock (CLOCK_MONOTONIC, as the event loops read it): limiter windows, token ages and push
+    /// deadlines, immune to wall-clock steps.
+    var monotonicNow: Instant { get }
 }
 
 /// The real clock.
 public struct SystemClock: RelayClock {
     public init() {}
     public var unixSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
-    public var uptimeNanoseconds: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    public var monotonicNow: Instant { Instant(nanoseconds: DispatchTime.now().uptimeNanoseconds) }
 }
 
 /// A clock that moves only when told to.
 public final class ManualClock: RelayClock {
-    private let state: Mutex<(unix: UInt64, uptime: UInt64)>
+    private let state: Mutex<(unix: UInt64, monotonic: Instant)>
 
-    public init(unixSeconds: UInt64 = 1_790_000_000, uptimeNanoseconds: UInt64 = 1_000_000_000) {
-        state = Mutex((unixSeconds, uptimeNanoseconds))
+    public init(unixSeconds: UInt64 = 1_790_000_000, monotonicNow: Instant = 1_000_000_000) {
+        state = Mutex((unixSeconds, monotonicNow))
     }
 
     public var unixSeconds: UInt64 { state.withLock { $0.unix } }
-    public var uptimeNanoseconds: UInt64 { state.withLock { $0.uptime } }
+    public var monotonicNow: Instant { state.withLock { $0.monotonic } }
 
     /// Moves both clocks forward.
     public func advance(seconds: Double) {
         state.withLock {
-            $0.uptime += UInt64(seconds * 1e9)
+            $0.monotonic += UInt64(seconds * 1e9)
             $0.unix = UInt64(Double($0.unix) + seconds)
         }
     }
