@@ -120,7 +120,7 @@ final class TinyproxyProcess: @unchecked Sendable {
         if !FileManager.default.isExecutableFile(atPath: "/usr/bin/ss") {
             process.executableURL = URL(fileURLWithPath: "/bin/ss")
         }
-        process.arguments = ["-tnpH", "state", "established", "( dport = :\(port) )"]
+        process.arguments = ["-tnpH", "state", "established", "( dst 127.0.0.1:\(port) )"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
