@@ -151,4 +151,26 @@ struct PushInstructionsTests {
                 "  3.1 k  libnghttp2.so.14  |  ",
             ])
     }
+
+    @Test("the options: the script's defaults, and a store or proxy it does not know is refused")
+    func options() throws {
+        let defaults = try PushInstructions.Options(Arguments(["--relay-bin", "/b/duo-relay"]))
+        #expect(defaults.relayBinary == "/b/duo-relay")
+        #expect(defaults.rate == "100" && defaults.seconds == "10")
+        #expect(!defaults.redis && !defaults.tinyproxy && !defaults.nginx && defaults.keep == nil)
+        let asked = try PushInstructions.Options(
+            Arguments([
+                "--relay-bin", "r", "--rate", "50", "--seconds", "4", "--store", "redis", "--proxy", "tinyproxy",
+                "--nginx", "1", "--keep", "/k",
+            ]))
+        #expect(asked.rate == "50" && asked.seconds == "4")
+        #expect(asked.redis && asked.tinyproxy && asked.nginx && asked.keep == "/k")
+        let empty = try PushInstructions.Options(
+            Arguments(["--relay-bin", "r", "--store", "", "--proxy", "", "--nginx", "", "--keep", ""]))
+        #expect(!empty.redis && !empty.tinyproxy && !empty.nginx && empty.keep == nil)
+        for wrong in [["--store", "postgres"], ["--proxy", "squid"], ["--rate", "0"], ["--seconds", "ten"]] {
+            #expect(throws: LoadError.self) { try PushInstructions.Options(Arguments(["--relay-bin", "r"] + wrong)) }
+        }
+        #expect(throws: LoadError.self) { try PushInstructions.Options(Arguments([])) }
+    }
 }
