@@ -47,6 +47,10 @@ enum LoadCommand {
                 [--perf-by-library FILE]
                                            a whole benchmark run (scripts/bench): starts the servers, runs
                                            the measurements above, then prints the report
+          push-instructions --relay-bin FILE [--rate R] [--seconds S] [--store memory|redis] [--proxy tinyproxy]
+                [--nginx 1] [--keep DIR] [--callgrind-by-library FILE]
+                                           the relay's instructions per push under callgrind
+                                           (scripts/push-instructions)
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -86,6 +90,8 @@ enum LoadCommand {
                 try idle(options)
             case "bench":
                 return try BenchRun.run(options)
+            case "push-instructions":
+                return try PushInstructions.run(options)
             default:
                 throw LoadError(.usage, "unknown command '\(command)'\n" + usage)
             }
