@@ -1,6 +1,5 @@
-import COpenSSL
 import ErrorCodes
-import OpenSSLSupport
+import TLS
 
 /// An error from starting the APNs simulator or generating its certificates.
 ///

@@ -1,8 +1,8 @@
 import APNsSimulator
-import ClientTLS
 import Dispatch
 import Foundation
 import Synchronization
+import TLS
 import Testing
 
 import enum RelayCrypto.P256
