@@ -52,7 +52,8 @@ let package = Package(
         .target(name: "MonotonicTime", swiftSettings: strict),
         // TLS over OpenSSL, client and server side: the contexts (peer verification, the server's certificate),
         // sessions (the handshake step, reads and writes, ALPN), the client stream's BIO, the error queue read into
-        // text, and the thread-exit cleanup. With RelayCrypto, the only importer of COpenSSL.
+        // text, the thread-exit cleanup and throwaway certificates (LocalPKI). With RelayCrypto, the only importer of
+        // COpenSSL.
         .target(name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes"], swiftSettings: strict),
@@ -87,7 +88,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes"],
+            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
@@ -143,7 +144,7 @@ let package = Package(
             swiftSettings: strict),
         // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
         // session.
-        .testTarget(name: "TLSTests", dependencies: ["TLS", "APNsSimulator"], swiftSettings: strict),
+        .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(

@@ -1,4 +1,3 @@
-import APNsSimulator
 import Foundation
 import TLS
 import Testing
@@ -16,7 +15,7 @@ import Testing
         private let clientContext: TLSClientContext
 
         init() throws {
-            let pki = try SimulatorPKI.generate()
+            let pki = try LocalPKI.generate()
             serverContext = try TLSServerContext(certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM)
             let caFile = NSTemporaryDirectory() + "streambio-ca-\(UUID().uuidString).pem"
             try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
