@@ -3,8 +3,8 @@ import PackageDescription
 
 // Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
 // module per C library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic
-// (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; OpenSSLSupport, ClientTLS and HTTP2Wire are the C plumbing the network
-// modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
+// (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other
+// importer of OpenSSL) and HTTP2Wire are the C plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
 // (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport (the
 // tests' helpers) and RelayVersion.
@@ -50,11 +50,12 @@ let package = Package(
         .target(name: "ErrorCodes", swiftSettings: strict),
         // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input.
         .target(name: "MonotonicTime", swiftSettings: strict),
-        // What every module that calls OpenSSL shares: the error queue read into text, the TLS
-        // handshake step and ALPN (client and server side alike).
-        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(
-            name: "RelayCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "ErrorCodes"], swiftSettings: strict),
+        // TLS over OpenSSL, client and server side: the contexts (peer verification, the server's certificate),
+        // sessions (the handshake step, reads and writes, ALPN), the client stream's BIO, the error queue read into
+        // text, the thread-exit cleanup and throwaway certificates (LocalPKI). With RelayCrypto, the only importer of
+        // COpenSSL.
+        .target(name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], swiftSettings: strict),
+        .target(name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], swiftSettings: strict),
         .target(
             name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         .target(
@@ -68,19 +69,15 @@ let package = Package(
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
         // to OpenSSL in batches (the simulator's).
-        .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        // OpenSSL client TLS (context, peer verification): what the APNs client and the Redis client share.
-        .target(name: "ClientTLS", dependencies: ["COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        // A client connection on a loop, plain TCP or TLS (OpenSSL through a BIO of its own) over libuv's TCP
+        .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "TLS"], swiftSettings: strict),
+        // A client connection on a loop, plain TCP or TLS (TLS's session through its stream BIO) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
-        .target(
-            name: "LoopTLS", dependencies: ["Loop", "COpenSSL", "OpenSSLSupport", "ClientTLS", "MonotonicTime"],
-            swiftSettings: strict),
+        .target(name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
             dependencies: [
-                "CNGHTTP2", "COpenSSL", "HTTP2Wire", "ClientTLS", "OpenSSLSupport", "Loop", "LoopTLS", "ErrorCodes",
+                "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "ErrorCodes",
                 "MonotonicTime",
             ],
             swiftSettings: strict),
@@ -88,16 +85,16 @@ let package = Package(
         // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
             name: "RedisClient",
-            dependencies: ["CHiredis", "COpenSSL", "ClientTLS", "Loop", "LoopTLS", "ErrorCodes", "MonotonicTime"],
+            dependencies: ["CHiredis", "RelayCrypto", "TLS", "Loop", "LoopTLS", "ErrorCodes", "MonotonicTime"],
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "COpenSSL", "RelayCrypto", "HTTP2Wire", "OpenSSLSupport", "Loop", "ErrorCodes"],
+            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes"],
             swiftSettings: strict),
         .target(
             name: "RelayServer",
             dependencies: [
-                "CSystem", "COpenSSL", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
+                "CSystem", "TLS", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
                 "RelayVersion", "Loop", "LoopTLS", "MonotonicTime",
             ],
             swiftSettings: strict),
@@ -107,7 +104,7 @@ let package = Package(
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
                 "ErrorCodes",
                 // `push`'s own client connection (a CA of the operator's beside the system's roots).
-                "COpenSSL", "ClientTLS", "Loop", "LoopTLS",
+                "TLS", "Loop", "LoopTLS",
             ] + allocator,
             swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench); its delaying
@@ -146,7 +143,9 @@ let package = Package(
             name: "HTTP2ClientTests",
             dependencies: ["HTTP2Client", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"], swiftSettings: strict),
+        // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
+        // session.
+        .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
         .target(name: "RedisTestSupport", swiftSettings: strict),
         .testTarget(
@@ -170,7 +169,7 @@ let package = Package(
         .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
         .testTarget(
             name: "LoopTLSTests",
-            dependencies: ["LoopTLS", "Loop", "ClientTLS", "APNsSimulator", "RelayCrypto", "MonotonicTime"],
+            dependencies: ["LoopTLS", "Loop", "TLS", "APNsSimulator", "RelayCrypto", "MonotonicTime"],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.

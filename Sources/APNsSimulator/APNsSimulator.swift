@@ -1,7 +1,7 @@
-import COpenSSL
 import Foundation
 import Loop
 import Synchronization
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -43,7 +43,7 @@ public final class APNsSimulator: Sendable {
                 // would otherwise catch it half-freed).
                 let loop: EventLoop
                 do {
-                    loop = try EventLoop(name: "apns-simulator-\(index)") { OPENSSL_thread_stop() }
+                    loop = try EventLoop(name: "apns-simulator-\(index)") { OpenSSLThread.stop() }
                 } catch {
                     close(descriptor)
                     throw error

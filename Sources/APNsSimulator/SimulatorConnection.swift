@@ -1,9 +1,8 @@
 import CNGHTTP2
-import COpenSSL
 import Foundation
 import HTTP2Wire
 import Loop
-import OpenSSLSupport
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -18,7 +17,7 @@ import OpenSSLSupport
 /// `deinit` does if `close` never ran.
 final class SimulatorConnection: TCPConnectionDelegate {
     let id: Int
-    let ssl: OpaquePointer
+    let ssl: TLSSession
     private let connection: TCPConnection
     private let loop: SimulatorLoop
     private var core: SimulatorCore { loop.core }
@@ -26,10 +25,6 @@ final class SimulatorConnection: TCPConnectionDelegate {
     private var responder: (@Sendable (SimulatorRequest) -> SimulatorResponse)? { core.configuration.responder }
     /// Whether this is a plain HTTP/2 simulator's connection: no token, no APNs checks, every header kept.
     let isPlain: Bool
-    /// OpenSSL's input and output (owned by `ssl`).
-    private let readBIO: OpaquePointer
-    private let writeBIO: OpaquePointer
-
     private var session: OpaquePointer?
     /// Requests by stream id, from their first HEADERS until nghttp2 closes the stream.
     var streams: [Int32: NotificationRequest] = [:]
@@ -48,23 +43,19 @@ final class SimulatorConnection: TCPConnectionDelegate {
     private var reportedPeak = 0
     private(set) var isClosed = false
 
-    init(id: Int, connection: TCPConnection, ssl: OpaquePointer, loop: SimulatorLoop) {
+    init(id: Int, connection: TCPConnection, ssl: TLSSession, loop: SimulatorLoop) {
         self.id = id
         self.connection = connection
         self.ssl = ssl
         self.loop = loop
         isPlain = loop.core.configuration.responder != nil
-        readBIO = BIO_new(BIO_s_mem())
-        writeBIO = BIO_new(BIO_s_mem())
-        SSL_set_bio(ssl, readBIO, writeBIO)
-        SSL_set_accept_state(ssl)
     }
 
     // MARK: events
 
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         guard !isClosed else { return }
-        _ = BIO_write(readBIO, bytes.baseAddress, Int32(bytes.count))
+        ssl.receive(bytes)
         handle()
     }
 
@@ -102,7 +93,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
     }
 
     private func handshake() {
-        let step = TLSHandshake.step(ssl)
+        let step = ssl.handshake()
         writeTLSOutput()
         switch step {
         case .done:
@@ -113,7 +104,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
             close(graceful: false)
             return
         }
-        guard ALPN.agreed(on: ALPN.http2, ssl) else {
+        guard ssl.agreed(on: ALPN.http2) else {
             close(graceful: false)
             return
         }
@@ -134,11 +125,10 @@ final class SimulatorConnection: TCPConnectionDelegate {
         guard let session else { return }
         let buffer = loop.readBuffer
         while !isClosed {
-            OpenSSLErrorQueue.clear()
-            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-            if count > 0 {
+            let result = ssl.read(into: buffer)
+            if case .read(let count) = result {
                 let consumed = nghttp2_session_mem_recv(
-                    session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(count))
+                    session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 {
                     flush()
                     close(graceful: false)
@@ -150,8 +140,8 @@ final class SimulatorConnection: TCPConnectionDelegate {
                 }
                 continue
             }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ:
+            switch result {
+            case .wantsMore:
                 // Everything read so far is decrypted; TLS may have answered something (a key update).
                 writeTLSOutput()
                 return
@@ -370,12 +360,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
 
     /// Moves what OpenSSL wrote into the write BIO onto the connection.
     private func writeTLSOutput() {
-        let buffer = loop.writeBuffer
-        while BIO_ctrl_pending(writeBIO) > 0 {
-            let count = BIO_read(writeBIO, buffer.baseAddress, Int32(buffer.count))
-            guard count > 0 else { return }
-            connection.write(UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
-        }
+        ssl.flushOutput(through: loop.writeBuffer) { connection.write($0) }
     }
 
     /// Closes the connection once nghttp2 is done, or once a GOAWAY's earlier streams are answered.
@@ -397,8 +382,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
         guard !isClosed else { return }
         isClosed = true
         if graceful {
-            OpenSSLErrorQueue.clear()
-            _ = SSL_shutdown(ssl)
+            ssl.shutdown()
             writeTLSOutput()
         }
         OpenSSLErrorQueue.clear()
@@ -407,7 +391,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
         } else {
             connection.closeAfterWriting()
         }
-        SSL_free(ssl)  // frees both BIOs
+        ssl.free()  // frees both BIOs
         reportPeakIfNeeded(tokens: [])
         if let session {
             nghttp2_session_del(session)
@@ -421,7 +405,7 @@ final class SimulatorConnection: TCPConnectionDelegate {
         // Only a connection that never closed still has these (`HTTP2Session`'s rule).
         if !isClosed {
             if let session { nghttp2_session_del(session) }
-            SSL_free(ssl)
+            ssl.free()
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -89,8 +90,12 @@ final class SimulatorCore: Sendable {
     init(configuration: SimulatorConfiguration) throws {
         self.configuration = configuration
         state.withLock { $0.retained = max(configuration.retainedDeliveries, 0) }
-        tls = try TLSServerContext(
-            certificatePEM: configuration.certificatePEM, privateKeyPEM: configuration.privateKeyPEM)
+        do {
+            tls = try TLSServerContext(
+                certificatePEM: configuration.certificatePEM, privateKeyPEM: configuration.privateKeyPEM)
+        } catch {
+            throw SimulatorError(error.code == .invalidCertificate ? .invalidCertificate : .openSSL, error.reason)
+        }
         verifier = ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
         if let path = configuration.recordFile {
             let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)

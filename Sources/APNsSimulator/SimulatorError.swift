@@ -1,8 +1,6 @@
-import COpenSSL
 import ErrorCodes
-import OpenSSLSupport
 
-/// An error from starting the APNs simulator or generating its certificates.
+/// An error from starting the APNs simulator.
 ///
 /// Equality is by ``code`` only; ``reason`` is for people.
 public typealias SimulatorError = ModuleError<SimulatorErrorDomain>
@@ -10,19 +8,10 @@ public typealias SimulatorError = ModuleError<SimulatorErrorDomain>
 /// The domain of ``SimulatorError``'s codes.
 public enum SimulatorErrorDomain {}
 
-extension ModuleError where Domain == SimulatorErrorDomain {
-    /// An OpenSSL failure, with the library's error queue drained into the reason.
-    static func openSSL(_ what: String, code: Code = .openSSL) -> SimulatorError {
-        let queue = OpenSSLErrorQueue.drain(keeping: .max)
-        let detail = queue.isEmpty ? "" : " (\(queue))"
-        return SimulatorError(code, what + detail)
-    }
-}
-
 extension ErrorCode where Domain == SimulatorErrorDomain {
     /// The certificate or private key PEM could not be loaded, or does not match.
     public static var invalidCertificate: Self { Self("invalidCertificate") }
-    /// OpenSSL failed while generating keys or certificates, or setting up TLS.
+    /// OpenSSL failed while setting up TLS.
     public static var openSSL: Self { Self("openSSL") }
     /// The listening socket could not be created, bound or put in listening state.
     public static var bindFailed: Self { Self("bindFailed") }

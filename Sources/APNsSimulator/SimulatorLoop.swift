@@ -1,7 +1,6 @@
 import CNGHTTP2
-import COpenSSL
 import Loop
-import OpenSSLSupport
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -51,8 +50,7 @@ final class SimulatorLoop {
 
     private func adopt(_ connection: TCPConnection) {
         let id = core.connectionAccepted()
-        guard let ssl = SSL_new(core.tls.context) else {
-            OpenSSLErrorQueue.clear()
+        guard let ssl = core.tls.session() else {
             connection.close()
             return
         }

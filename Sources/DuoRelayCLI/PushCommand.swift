@@ -1,9 +1,9 @@
-import ClientTLS
 import DuoRelayClient
 import Foundation
 import LoopTLS
 import RelayCrypto
 import RelayVersion
+import TLS
 
 /// `duo-relay push`: an operator's end-to-end check. Sends one push with random `sealed`, `id`
 /// and `thread` through a relay, as a channel would, and says what became of it. The app's extension cannot

@@ -1,9 +1,8 @@
-import COpenSSL
-import ClientTLS
 import Dispatch
 import Loop
 import LoopTLS
 import Synchronization
+import TLS
 
 /// The shell of ``PushExchange``: one connection to the relay on an event loop of its own (LoopTLS's
 /// ``ClientStream``, with the OpenSSL client context the relay trusts APNs and Redis with), one request
@@ -29,7 +28,7 @@ final class PushConnection: ClientStreamDelegate {
     static func exchange(
         host: String, port: UInt16, tls: ClientStream.TLS?, request: [UInt8], timeoutMilliseconds: UInt64
     ) throws(LoopError) -> PushExchange.Result {
-        let loop = try EventLoop(name: "duo-push", readBufferSize: 16 * 1024) { OPENSSL_thread_stop() }
+        let loop = try EventLoop(name: "duo-push", readBufferSize: 16 * 1024) { OpenSSLThread.stop() }
         let result = Mutex<PushExchange.Result?>(nil)
         let done = DispatchSemaphore(value: 0)
         let accepted = loop.execute {

@@ -1,5 +1,5 @@
-import ClientTLS
 import LoopTLS
+import TLS
 
 /// What every connection of one client shares: the origin, the TLS context, the limits.
 /// Built once by `HTTP2Client.init`, then only read (on the client's loop).

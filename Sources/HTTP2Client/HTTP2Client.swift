@@ -1,8 +1,8 @@
-import COpenSSL
 import Glibc
 import HTTP2Wire
 import Loop
 import MonotonicTime
+import TLS
 
 /// An HTTP/2-over-TLS client for one origin, on libnghttp2 and OpenSSL, driven by one event loop.
 ///
@@ -31,7 +31,7 @@ public final class HTTP2Client: Sendable {
         let loop: EventLoop
         do {
             // OpenSSL's per-thread state is freed as the loop's thread ends, before `shutdown()` returns.
-            loop = try EventLoop(name: "h2-client", onThreadExit: { OPENSSL_thread_stop() })
+            loop = try EventLoop(name: "h2-client", onThreadExit: { OpenSSLThread.stop() })
         } catch {
             throw HTTP2ClientError(
                 .invalidConfiguration, "cannot start the client's event loop: \(error.reason)",

@@ -1,6 +1,5 @@
 import CNGHTTP2
-import COpenSSL
-import OpenSSLSupport
+import TLS
 
 /// Writes what an nghttp2 session has serialized to an OpenSSL connection: frames are gathered
 /// into one buffer of up to `batchSize` bytes and written with one `SSL_write` (TLS cuts it into
@@ -44,7 +43,7 @@ public struct FrameWriter {
     public var hasPending: Bool { offset < buffer.count }
 
     /// Writes until nghttp2 has nothing more to send or the socket is full.
-    public mutating func flush(session: OpaquePointer, ssl: OpaquePointer) -> Progress {
+    public mutating func flush(session: OpaquePointer, ssl: TLSSession) -> Progress {
         while true {
             if offset == buffer.count {
                 buffer.removeAll(keepingCapacity: true)
@@ -59,19 +58,17 @@ public struct FrameWriter {
                 }
                 if buffer.isEmpty { return .done }
             }
-            OpenSSLErrorQueue.clear()
-            let written = buffer.withUnsafeBytes { bytes in
-                SSL_write(ssl, bytes.baseAddress! + offset, Int32(bytes.count - offset))
+            let result = buffer.withUnsafeBytes { bytes in
+                ssl.write(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             }
-            if written > 0 {
-                offset += Int(written)
-                counters.written += Int(written)
+            switch result {
+            case .wrote(let written):
+                offset += written
+                counters.written += written
                 continue
-            }
-            switch SSL_get_error(ssl, written) {
-            case SSL_ERROR_WANT_WRITE: return .wantsWritable
-            case SSL_ERROR_WANT_READ: return .wantsReadable
-            default: return .failed("the connection closed while writing")
+            case .wantsWritable: return .wantsWritable
+            case .wantsReadable: return .wantsReadable
+            case .failed: return .failed("the connection closed while writing")
             }
         }
     }

@@ -1,9 +1,7 @@
-import COpenSSL
-import ClientTLS
 import Glibc
 import Loop
 import MonotonicTime
-import OpenSSLSupport
+import TLS
 
 /// What a ``ClientStream`` tells its owner, always on the stream's loop thread.
 public protocol ClientStreamDelegate: AnyObject {
@@ -25,8 +23,8 @@ extension ClientStreamDelegate {
     public func streamDidClose(_ stream: ClientStream) {}
 }
 
-/// A client connection on one loop: plain TCP, or TLS through OpenSSL on a BIO of its own (``StreamBIO``) over a
-/// ``Loop/TCPConnection`` (OpenSSL on memory BIOs measured cheaper than on the socket: BENCHMARKS.md, "Design choices measured"), and
+/// A client connection on one loop: plain TCP, or TLS (a ``TLS/TLSSession`` on a BIO of its own, ``TLS/StreamBIO``)
+/// over a ``Loop/TCPConnection`` (docs/DESIGN.md, "C libraries and who owns what", says why over libuv), and
 /// optionally through an HTTP proxy's `CONNECT` tunnel. libuv does every read and write; OpenSSL only turns records
 /// into plaintext and back.
 ///
@@ -66,7 +64,7 @@ public final class ClientStream: TCPConnectionDelegate {
     private var addresses: [ResolvedAddress] = []
     private var connection: TCPConnection?
     private var timer: LoopTimer?
-    private var ssl: OpaquePointer?
+    private var ssl: TLSSession?
     /// The records between OpenSSL and the connection (with TLS).
     private let records = StreamBIO()
     /// Plaintext written before the stream was open, sent once it is.
@@ -97,7 +95,7 @@ public final class ClientStream: TCPConnectionDelegate {
     }
 
     deinit {
-        if let ssl { SSL_free(ssl) }  // frees its BIO with it, before `records` goes
+        if let ssl { ssl.free() }  // frees its BIO with it, before `records` goes
         buffer?.deallocate()
     }
 
@@ -197,9 +195,7 @@ public final class ClientStream: TCPConnectionDelegate {
             delegate?.stream(self, didFail: failure)
         case .closeGracefully:
             if let ssl {
-                OpenSSLErrorQueue.clear()
-                _ = SSL_shutdown(ssl)
-                OpenSSLErrorQueue.clear()
+                ssl.shutdown()
                 flushRecords()
             }
             connection?.closeAfterWriting()
@@ -252,14 +248,16 @@ public final class ClientStream: TCPConnectionDelegate {
         // SSL_write returns after each record (16 KiB of plaintext): write until all of it is taken.
         var offset = 0
         while offset < bytes.count {
-            OpenSSLErrorQueue.clear()
-            let written = SSL_write(ssl, bytes.baseAddress! + offset, Int32(clamping: bytes.count - offset))
-            if written <= 0 {
-                let reason = OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be written"
-                run(machine.tlsFailed(reason))
+            switch ssl.write(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
+            case .wrote(let written):
+                offset += written
+            case .failed(let reason):
+                run(machine.tlsFailed(reason.nonEmpty ?? "a TLS record could not be written"))
+                return
+            case .wantsWritable, .wantsReadable:  // the stream's BIO takes every record
+                run(machine.tlsFailed("a TLS record could not be written"))
                 return
             }
-            offset += Int(written)
         }
         flushRecords()
     }
@@ -308,12 +306,11 @@ public final class ClientStream: TCPConnectionDelegate {
             run(machine.handshake(.failed("cannot set up TLS for the server's name")))
             return
         }
-        guard let bio = records.makeBIO() else {
-            SSL_free(ssl)
+        guard ssl.attach(records) else {  // one BIO both ways: the SSL takes the one reference
+            ssl.free()
             run(machine.handshake(.failed("cannot set up TLS for the server's name")))
             return
         }
-        SSL_set_bio(ssl, bio, bio)  // one BIO both ways: the SSL takes the one reference
         self.ssl = ssl
         buffer = .allocate(byteCount: 32 * 1024, alignment: 16)
         handshake()
@@ -325,17 +322,11 @@ public final class ClientStream: TCPConnectionDelegate {
 
     private func handshake() {
         guard let ssl else { return }
-        let step = TLSHandshake.step(ssl)
+        let step = ssl.handshake()
         flushRecords()
         switch step {
         case .done:
-            var selected: UnsafePointer<UInt8>?
-            var length: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &selected, &length)
-            if let selected, length > 0 {
-                negotiatedProtocol = String(
-                    decoding: UnsafeBufferPointer(start: selected, count: Int(length)), as: UTF8.self)
-            }
+            negotiatedProtocol = ssl.negotiatedProtocol
             run(machine.handshake(.done))
         case .wantsReadable, .wantsWritable:
             run(machine.handshake(.inProgress))
@@ -379,22 +370,17 @@ public final class ClientStream: TCPConnectionDelegate {
                 guard isOpenNow else { return }
             }
             while isOpenNow {
-                OpenSSLErrorQueue.clear()
-                let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-                if count > 0 {
-                    delegate?.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
+                switch ssl.read(into: buffer) {
+                case .read(let count):
+                    delegate?.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
                     continue
-                }
-                switch SSL_get_error(ssl, count) {
-                case SSL_ERROR_WANT_READ:
+                case .wantsMore:
                     // Reading may have produced records to send (a key update's answer).
                     flushRecords()
-                    return
-                case SSL_ERROR_ZERO_RETURN:
+                case .closed:
                     run(machine.tlsFailed("", closeNotify: true))
-                default:
-                    let reason = OpenSSLErrorQueue.drain(keeping: 1).nonEmpty ?? "a TLS record could not be read"
-                    run(machine.tlsFailed(reason))
+                case .failed(let reason):
+                    run(machine.tlsFailed(reason.nonEmpty ?? "a TLS record could not be read"))
                 }
                 return
             }

@@ -1,10 +1,10 @@
-import COpenSSL
-import ClientTLS
 import Dispatch
 import Glibc
 import Loop
 import LoopTLS
+import RelayCrypto
 import Synchronization
+import TLS
 
 /// A pipelined connection to Redis that runs one Lua script, on one event loop: the shell around
 /// ``RedisPipelineMachine``. It owns the stream (``LoopTLS/ClientStream``: plain for `redis://`, TLS for
@@ -100,7 +100,7 @@ public final class RedisPipeline: @unchecked Sendable {
     ) throws(RedisClientError) {
         let loop: EventLoop
         do {
-            loop = try EventLoop(name: "redis-limits", readBufferSize: 16 * 1024) { OPENSSL_thread_stop() }
+            loop = try EventLoop(name: "redis-limits", readBufferSize: 16 * 1024) { OpenSSLThread.stop() }
         } catch {
             throw RedisClientError(.invalidConfiguration, "cannot start an event loop: " + error.reason)
         }
@@ -491,12 +491,9 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     static func sha1Hex(_ bytes: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        _ = EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha1(), nil)
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         return String(
-            decoding: digest.prefix(Int(length)).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] }, as: UTF8.self)
+            decoding: SHA1.hash(bytes).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] }, as: UTF8.self)
     }
 }
 

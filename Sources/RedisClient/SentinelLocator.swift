@@ -1,6 +1,6 @@
-import ClientTLS
 import Loop
 import LoopTLS
+import TLS
 
 /// The shell around ``SentinelMachine`` on a pipeline's loop: one connection to a sentinel at a time (asking, then
 /// kept as the `+switch-master` watch), its reply reader and one timer. It tells its pipeline where the primary is

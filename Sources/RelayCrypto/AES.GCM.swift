@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
 import Synchronization
+import TLS
 
 extension AES {
     /// AES-256 in Galois/Counter Mode (authenticated encryption with associated data), through

@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
+import TLS
 
 /// HKDF with SHA-256 (RFC 5869), extract then expand, through OpenSSL's `EVP_KDF` "HKDF".
 public enum HKDFSHA256 {

@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
+import TLS
 
 /// HMAC with SHA-256 (RFC 2104, RFC 4231) through OpenSSL.
 public enum HMACSHA256 {

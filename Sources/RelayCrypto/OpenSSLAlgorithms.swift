@@ -1,5 +1,5 @@
 import COpenSSL
-import OpenSSLSupport
+import TLS
 
 /// Algorithm objects fetched once from OpenSSL's default provider.
 ///

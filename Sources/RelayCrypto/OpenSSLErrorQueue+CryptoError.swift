@@ -1,4 +1,4 @@
-import OpenSSLSupport
+import TLS
 
 extension OpenSSLErrorQueue {
     /// A `CryptoError` whose reason is `context` followed by the drained queue, if any.

@@ -1,5 +1,5 @@
 import COpenSSL
-import OpenSSLSupport
+import TLS
 
 /// Helpers shared by the P-256 key types: PEM in and out, and the key-type check.
 enum OpenSSLKey {

@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
+import TLS
 
 extension P256.Signing {
     /// A P-256 private key for ES256 signatures, such as an APNs auth key (.p8).

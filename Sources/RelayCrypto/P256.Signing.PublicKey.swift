@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
+import TLS
 
 extension P256.Signing {
     /// A P-256 public key that checks ES256 signatures.

@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
+import TLS
 
 /// SHA-256 (FIPS 180-4) through OpenSSL.
 public enum SHA256 {

@@ -1,5 +1,5 @@
 import COpenSSL
-import OpenSSLSupport
+import TLS
 
 /// Cryptographically secure random bytes from OpenSSL's RNG.
 public enum SecureRandom {

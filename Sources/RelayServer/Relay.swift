@@ -1,4 +1,3 @@
-import COpenSSL
 import CSystem
 import Dispatch
 import Foundation
@@ -7,6 +6,7 @@ import HTTPServer
 import Loop
 import RelayCore
 import Synchronization
+import TLS
 
 /// A running relay: its HTTP server, its APNs gateways, and its lifecycle (docs/DESIGN.md, "Lifecycle").
 public final class Relay: Sendable {
@@ -142,7 +142,7 @@ public final class Relay: Sendable {
             do {
                 // OpenSSL's per-thread state is freed on the loop's thread as it ends (the APNs and Redis clients'
                 // TLS runs there).
-                loops.append(try EventLoop(name: "duo-http-\(index)", onThreadExit: { OPENSSL_thread_stop() }))
+                loops.append(try EventLoop(name: "duo-http-\(index)", onThreadExit: { OpenSSLThread.stop() }))
             } catch {
                 for loop in loops { loop.stop() }
                 throw ConfigurationError(.invalid, "server.threads", "cannot start a worker: " + error.reason)

@@ -33,6 +33,20 @@ struct LayoutTests {
         #expect(missing.isEmpty, "README's layout lacks these test targets")
     }
 
+    /// docs/DESIGN.md, "Modules and what each may import": OpenSSL is reached through `TLS` and `RelayCrypto` only.
+    @Test func onlyTLSAndRelayCryptoImportOpenSSL() throws {
+        let swiftFiles = Repository.allFiles(under: "Sources").filter { $0.hasSuffix(".swift") }
+        #expect(swiftFiles.count > 50, "Sources/ was not read")
+        var importers: Set<String> = []
+        for path in swiftFiles {
+            let lines = try Repository.text(path).split(separator: "\n")
+            if lines.contains(where: { $0.trimmingCharacters(in: .whitespaces).hasSuffix("import COpenSSL") }) {
+                importers.insert(path.split(separator: "/")[1].description)
+            }
+        }
+        #expect(importers == ["TLS", "RelayCrypto"], "modules importing COpenSSL: \(importers.sorted())")
+    }
+
     @Test func everyFolderItNamesExists() throws {
         let layout = try Self.layout()
         let pattern = try Regex(#"`((?:Sources|Tests)/[A-Za-z0-9]+)/`"#)

@@ -1,9 +1,9 @@
 import APNsSimulator
-import ClientTLS
 import Dispatch
 import Foundation
 import MonotonicTime
 import Synchronization
+import TLS
 import Testing
 
 import enum RelayCrypto.P256

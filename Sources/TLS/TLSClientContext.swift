@@ -1,6 +1,5 @@
 import COpenSSL
 import Foundation
-import OpenSSLSupport
 
 /// A client's OpenSSL context: TLS 1.2 or later, the peer's certificate verified against the
 /// system's roots (plus an optional extra CA file), offering the given ALPN protocols. Shared by
@@ -17,7 +16,7 @@ public final class TLSClientContext: @unchecked Sendable {
     }
 
     /// The `SSL_CTX`, valid while this object lives.
-    public let context: OpaquePointer
+    let context: OpaquePointer
 
     public init(extraCAFile: String?, alpn: [String]) throws(SetupError) {
         guard let context = SSL_CTX_new(TLS_client_method()) else {
@@ -50,22 +49,11 @@ public final class TLSClientContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
-    /// A new client `SSL` on `socket` that will verify the peer as `host` (a DNS name, with server
-    /// name indication, or an IP address literal), or nil if that check cannot be set up: without
-    /// it any certificate the roots trust would do. The caller owns the result (`SSL_free`).
-    public func session(socket: Int32, host: String, hostIsAddress: Bool) -> OpaquePointer? {
-        guard let ssl = session(host: host, hostIsAddress: hostIsAddress) else { return nil }
-        guard SSL_set_fd(ssl, socket) == 1 else {
-            ERR_clear_error()
-            SSL_free(ssl)
-            return nil
-        }
-        return ssl
-    }
-
-    /// A new client `SSL` with no socket (the caller gives it BIOs) that will verify the peer as `host`, as
-    /// ``session(socket:host:hostIsAddress:)`` does. The caller owns the result (`SSL_free`).
-    public func session(host: String, hostIsAddress: Bool) -> OpaquePointer? {
+    /// A new client session with no BIO yet (``TLSSession/attach(_:)`` gives it one) that will verify the peer as
+    /// `host` (a DNS name, with server name indication, or an IP address literal), or nil if that check cannot be
+    /// set up: without it any certificate the roots trust would do. The caller owns the result
+    /// (``TLSSession/free()``).
+    public func session(host: String, hostIsAddress: Bool) -> TLSSession? {
         guard let ssl = SSL_new(context) else { return nil }
         let checked: Bool
         if hostIsAddress {
@@ -85,6 +73,6 @@ public final class TLSClientContext: @unchecked Sendable {
             return nil
         }
         SSL_set_connect_state(ssl)
-        return ssl
+        return TLSSession(ssl)
     }
 }

@@ -1,5 +1,4 @@
 import COpenSSL
-import OpenSSLSupport
 
 /// The bytes between OpenSSL and a ``ClientStream``'s TCP connection: one BIO of the stream's own kind, read
 /// and written by OpenSSL, that reads the records libuv has just delivered where they lie and collects the
@@ -12,12 +11,14 @@ import OpenSSLSupport
 ///
 /// Loop-bound like its stream. OpenSSL calls the BIO's functions only from within `SSL_*` calls the stream makes
 /// on its loop's thread.
-final class StreamBIO {
+public final class StreamBIO {
     /// Records received and not yet read by OpenSSL: the bytes of the current `didRead` call, valid during it only.
-    private var input: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
-    private var inputOffset = 0
+    @usableFromInline var input: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
+    @usableFromInline var inputOffset = 0
     /// Records OpenSSL wrote, not yet handed to the connection.
-    private(set) var output: [UInt8] = []
+    @usableFromInline var output: [UInt8] = []
+
+    public init() {}
 
     /// A new BIO reading and writing through this object, which must outlive it (the stream frees its `SSL`,
     /// and the BIO with it, before it lets go of this object); nil when OpenSSL cannot allocate it.
@@ -30,7 +31,8 @@ final class StreamBIO {
 
     /// Lends OpenSSL `bytes` for the calls made inside `body`; what OpenSSL has not read by then is dropped (the
     /// stream reads until OpenSSL asks for more, so that happens only when the stream stops reading).
-    func reading<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
+    @inlinable
+    public func reading<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
         input = bytes
         inputOffset = 0
         defer {
@@ -41,7 +43,8 @@ final class StreamBIO {
     }
 
     /// Hands the records written so far to `send`, then forgets them (keeping the array's room).
-    func flush(_ send: (UnsafeRawBufferPointer) -> Void) {
+    @inlinable
+    public func flush(_ send: (UnsafeRawBufferPointer) -> Void) {
         guard !output.isEmpty else { return }
         output.withUnsafeBytes { send($0) }
         output.removeAll(keepingCapacity: true)

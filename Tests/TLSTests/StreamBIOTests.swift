@@ -1,64 +1,50 @@
-import COpenSSL
-import ClientTLS
 import Foundation
+import TLS
 import Testing
 
-@testable import APNsSimulator
-@testable import LoopTLS
-
-/// `StreamBIO` between a client `SSL` and a server `SSL` on memory BIOs, with no socket: what the server sends
+/// `StreamBIO` between a client session and a server session on memory BIOs, with no socket: what the server sends
 /// reaches the client in reads of many sizes, so TLS records are cut in every kind of place (a header, a body, between
 /// two records) and several sometimes arrive in one read.
 @Suite struct StreamBIOTests {
     /// A client session on a `StreamBIO` and a server session on two memory BIOs, for `localhost`.
     final class Pair {
         let records = StreamBIO()
-        let client: OpaquePointer
-        let server: OpaquePointer
-        private let serverInput: OpaquePointer
-        private let serverOutput: OpaquePointer
+        let client: TLSSession
+        let server: TLSSession
         private let serverContext: TLSServerContext
         private let clientContext: TLSClientContext
 
         init() throws {
-            let pki = try SimulatorPKI.generate()
+            let pki = try LocalPKI.generate()
             serverContext = try TLSServerContext(certificatePEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM)
             let caFile = NSTemporaryDirectory() + "streambio-ca-\(UUID().uuidString).pem"
             try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
             defer { try? FileManager.default.removeItem(atPath: caFile) }
             clientContext = try TLSClientContext(extraCAFile: caFile, alpn: ["h2"])
             client = try #require(clientContext.session(host: "localhost", hostIsAddress: false))
-            // One BIO both ways, as ClientStream gives it (SSL_set_bio takes the one reference).
-            let bio = try #require(records.makeBIO())
-            SSL_set_bio(client, bio, bio)
-            server = try #require(SSL_new(serverContext.context))
-            serverInput = try #require(BIO_new(BIO_s_mem()))
-            serverOutput = try #require(BIO_new(BIO_s_mem()))
-            SSL_set_bio(server, serverInput, serverOutput)
-            SSL_set_accept_state(server)
+            // One BIO both ways, as ClientStream gives it.
+            #expect(client.attach(records))
+            server = try #require(serverContext.session())
         }
 
         deinit {
-            SSL_free(client)
-            SSL_free(server)
+            client.free()
+            server.free()
         }
 
         /// The client's records, as the stream would flush them, into the server's input.
         func clientToServer() {
-            records.flush { bytes in _ = BIO_write(serverInput, bytes.baseAddress, Int32(bytes.count)) }
+            records.flush { server.receive($0) }
         }
 
         /// Everything the server has written, handed to the client in reads of 1, 2, 5, 13, 100, 1,000 and 5,000
         /// bytes in turn (so records are cut at every kind of place, and several arrive in one read), with `step`
-        /// run on the client's SSL during each read (as the stream runs SSL_read or the handshake in `didRead`).
+        /// run on the client's session during each read (as the stream reads or steps the handshake in `didRead`).
         func serverToClientInPieces(_ step: () -> Void) {
             var pending: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = BIO_read(serverOutput, &chunk, Int32(chunk.count))
-                guard count > 0 else { break }
-                pending += chunk[0..<Int(count)]
-            }
+            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+            defer { chunk.deallocate() }
+            server.flushOutput(through: chunk) { pending += $0 }
             let sizes = [1, 2, 5, 13, 100, 1000, 5000]
             var offset = 0
             var turn = 0
@@ -76,19 +62,18 @@ import Testing
     @Test func aHandshakeAndRecordsCutAnywhereAreReadWhole() throws {
         let pair = try Pair()
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 32 * 1024)
-        // What the stream does with each read: the handshake until it is done, then SSL_read until OpenSSL asks
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        // What the stream does with each read: the handshake until it is done, then reads until OpenSSL asks
         // for more (TLS 1.3 session tickets arrive after the handshake and are read this way too).
         var clientDone = false
         func clientStep() {
             if !clientDone {
-                clientDone = SSL_do_handshake(pair.client) == 1
+                clientDone = pair.client.handshake() == .done
                 if !clientDone { return }
             }
-            while true {
-                let count = SSL_read(pair.client, &buffer, Int32(buffer.count))
-                guard count > 0 else { return }
-                received += buffer[0..<Int(count)]
+            while case .read(let count) = pair.client.read(into: buffer) {
+                received += buffer[0..<count]
             }
         }
         // The handshake: both sides step in turn, a bounded number of flights.
@@ -96,22 +81,24 @@ import Testing
         for _ in 0..<20 where !(clientDone && serverDone) {
             pair.records.reading(UnsafeRawBufferPointer(start: nil, count: 0)) { clientStep() }
             pair.clientToServer()
-            if !serverDone { serverDone = SSL_do_handshake(pair.server) == 1 }
+            if !serverDone { serverDone = pair.server.handshake() == .done }
             pair.serverToClientInPieces { clientStep() }
         }
         #expect(clientDone && serverDone)
+        #expect(pair.client.negotiatedProtocol == "h2")
+        #expect(pair.server.agreed(on: ALPN.http2))
 
         // From the server: more than one record (16 KiB of plaintext each), read by the client in pieces.
         let fromServer = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         var sent = 0
         while sent < fromServer.count {
             // The simulator's context enables partial writes: one record (16 KiB) per call.
-            let written = fromServer.withUnsafeBytes {
-                SSL_write(pair.server, $0.baseAddress! + sent, Int32($0.count - sent))
+            let result = fromServer.withUnsafeBytes { pair.server.write(UnsafeRawBufferPointer(rebasing: $0[sent...])) }
+            guard case .wrote(let written) = result else {
+                Issue.record("the server's write: \(result)")
+                break
             }
-            #expect(written > 0)
-            guard written > 0 else { break }
-            sent += Int(written)
+            sent += written
         }
         pair.serverToClientInPieces { clientStep() }
         let serverDataArrived = received == fromServer
@@ -121,19 +108,19 @@ import Testing
         let fromClient = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         var offset = 0
         while offset < fromClient.count {
-            let written = fromClient.withUnsafeBytes {
-                SSL_write(pair.client, $0.baseAddress! + offset, Int32($0.count - offset))
+            let result = fromClient.withUnsafeBytes {
+                pair.client.write(UnsafeRawBufferPointer(rebasing: $0[offset...]))
             }
-            #expect(written > 0, "SSL_write: error \(SSL_get_error(pair.client, written))")
-            guard written > 0 else { break }
-            offset += Int(written)
+            guard case .wrote(let written) = result else {
+                Issue.record("the client's write: \(result)")
+                break
+            }
+            offset += written
         }
         pair.clientToServer()
         var atServer: [UInt8] = []
-        while true {
-            let count = SSL_read(pair.server, &buffer, Int32(buffer.count))
-            guard count > 0 else { break }
-            atServer += buffer[0..<Int(count)]
+        while case .read(let count) = pair.server.read(into: buffer) {
+            atServer += buffer[0..<count]
         }
         let clientDataArrived = atServer == fromClient
         #expect(clientDataArrived, "\(atServer.count) of \(fromClient.count) bytes, in order: \(clientDataArrived)")
@@ -141,11 +128,8 @@ import Testing
 
     @Test func withNothingToReadTheClientAsksForMore() throws {
         let pair = try Pair()
-        let result = pair.records.reading(UnsafeRawBufferPointer(start: nil, count: 0)) {
-            SSL_do_handshake(pair.client)
-        }
-        #expect(result <= 0)
-        #expect(SSL_get_error(pair.client, result) == SSL_ERROR_WANT_READ)
+        let step = pair.records.reading(UnsafeRawBufferPointer(start: nil, count: 0)) { pair.client.handshake() }
+        #expect(step == .wantsReadable)
         // The ClientHello was written, and is flushed once.
         var flushed = 0
         pair.records.flush { flushed += $0.count }

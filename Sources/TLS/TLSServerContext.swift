@@ -1,17 +1,17 @@
 import COpenSSL
-import OpenSSLSupport
+import ErrorCodes
 
-/// The simulator's OpenSSL server context: certificate, key, TLS 1.2+, ALPN "h2" only.
+/// A server's OpenSSL context (the APNs simulator's): certificate, key, TLS 1.2+, ALPN "h2" only.
 ///
 /// Owns one `SSL_CTX`, freed in `deinit`.
 // @unchecked Sendable: the SSL_CTX is fully configured in init and never mutated afterwards;
 // OpenSSL allows creating SSL objects from one context on several threads.
-final class TLSServerContext: @unchecked Sendable {
+public final class TLSServerContext: @unchecked Sendable {
     let context: OpaquePointer
 
-    init(certificatePEM: String, privateKeyPEM: String) throws {
+    public init(certificatePEM: String, privateKeyPEM: String) throws(TLSError) {
         guard let context = SSL_CTX_new(TLS_server_method()) else {
-            throw SimulatorError.openSSL("SSL_CTX_new failed")
+            throw TLSError.openSSL("SSL_CTX_new failed")
         }
         self.context = context
         // The macros SSL_CTX_set_min_proto_version and SSL_CTX_set_mode are SSL_CTX_ctrl calls.
@@ -25,10 +25,10 @@ final class TLSServerContext: @unchecked Sendable {
         let key = try Self.read(privateKeyPEM) { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
         defer { EVP_PKEY_free(key) }
         guard SSL_CTX_use_certificate(context, certificate) == 1 else {
-            throw SimulatorError.openSSL("the certificate was refused", code: .invalidCertificate)
+            throw TLSError.openSSL("the certificate was refused", code: .invalidCertificate)
         }
         guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
-            throw SimulatorError.openSSL("the private key was refused or does not match", code: .invalidCertificate)
+            throw TLSError.openSSL("the private key was refused or does not match", code: .invalidCertificate)
         }
         SSL_CTX_set_alpn_select_cb(context, selectH2, nil)
     }
@@ -37,14 +37,34 @@ final class TLSServerContext: @unchecked Sendable {
         SSL_CTX_free(context)
     }
 
-    private static func read(_ pem: String, _ parse: (OpaquePointer) -> OpaquePointer?) throws -> OpaquePointer {
+    /// A new server session on two memory BIOs (``TLSSession/receive(_:)`` feeds the input,
+    /// ``TLSSession/flushOutput(through:_:)`` empties the output), waiting for a client's hello; nil when OpenSSL
+    /// cannot allocate it. The caller owns the result (``TLSSession/free()``, which frees both BIOs).
+    public func session() -> TLSSession? {
+        guard let ssl = SSL_new(context) else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+            OpenSSLErrorQueue.clear()
+            SSL_free(ssl)
+            return nil
+        }
+        SSL_set_bio(ssl, input, output)  // the SSL takes both references
+        SSL_set_accept_state(ssl)
+        return TLSSession(ssl)
+    }
+
+    private static func read(_ pem: String, _ parse: (OpaquePointer) -> OpaquePointer?) throws(TLSError)
+        -> OpaquePointer
+    {
         let bytes = Array(pem.utf8)
         let object: OpaquePointer? = bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }
             return parse(bio)
         }
-        guard let object else { throw SimulatorError.openSSL("PEM parsing failed", code: .invalidCertificate) }
+        guard let object else { throw TLSError.openSSL("PEM parsing failed", code: .invalidCertificate) }
         return object
     }
 }

@@ -1,4 +1,4 @@
-import OpenSSLSupport
+import TLS
 import Testing
 
 @Suite("ALPN lists, as the APNs client offers them and the simulator picks from them")

@@ -23,7 +23,7 @@ public enum OpenSSLErrorQueue {
     /// failure is read with `SSL_get_error`. `ERR_clear_error` alone walks all sixteen slots of the queue every
     /// time (several times a push on the APNs connection); the queue is empty on every
     /// path that has not failed, and looking costs little.
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func clear() {
         if ERR_peek_error() != 0 { ERR_clear_error() }
     }

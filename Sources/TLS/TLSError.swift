@@ -1,0 +1,25 @@
+import ErrorCodes
+
+/// An error from setting up TLS: a server context's certificate or key, or OpenSSL itself.
+///
+/// Equality is by ``code`` only; ``reason`` is for people.
+public typealias TLSError = ModuleError<TLSErrorDomain>
+
+/// The domain of ``TLSError``'s codes.
+public enum TLSErrorDomain {}
+
+extension ModuleError where Domain == TLSErrorDomain {
+    /// An OpenSSL failure, with the thread's error queue drained into the reason.
+    static func openSSL(_ what: String, code: Code = .openSSL) -> TLSError {
+        let queue = OpenSSLErrorQueue.drain(keeping: .max)
+        let detail = queue.isEmpty ? "" : " (\(queue))"
+        return TLSError(code, what + detail)
+    }
+}
+
+extension ErrorCode where Domain == TLSErrorDomain {
+    /// The certificate or private key PEM could not be loaded, or does not match.
+    public static var invalidCertificate: Self { Self("invalidCertificate") }
+    /// OpenSSL failed (it could not allocate a context).
+    public static var openSSL: Self { Self("openSSL") }
+}
