@@ -61,7 +61,7 @@ public final class EventLoop: @unchecked Sendable {
     ///   - name: the thread's name.
     ///   - readBufferSize: the size of the buffer connections read into (the most one read delivers).
     ///   - onThreadExit: runs on the loop's thread after the loop has closed, before ``stop()`` returns (for
-    ///     example `OPENSSL_thread_stop`).
+    ///     example TLS's `OpenSSLThread.stop()`).
     public init(
         name: String, readBufferSize: Int = 64 * 1024, onThreadExit: (@Sendable () -> Void)? = nil
     ) throws(LoopError) {

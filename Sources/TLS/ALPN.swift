@@ -33,7 +33,7 @@ public enum ALPN {
     }
 
     /// Whether the finished handshake on `ssl` agreed on `name` (false when no protocol was agreed).
-    public static func agreed(on name: String, _ ssl: OpaquePointer) -> Bool {
+    static func agreed(on name: String, _ ssl: OpaquePointer) -> Bool {
         var selected: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &selected, &length)

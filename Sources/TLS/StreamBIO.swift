@@ -13,10 +13,13 @@ import COpenSSL
 /// on its loop's thread.
 public final class StreamBIO {
     /// Records received and not yet read by OpenSSL: the bytes of the current `didRead` call, valid during it only.
-    @usableFromInline var input: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
-    @usableFromInline var inputOffset = 0
+    ///
+    /// Private, with every access in this file: the optimizer then proves the accesses never overlap and drops
+    /// their run-time exclusivity checks (several per record, in OpenSSL's callbacks).
+    private var input: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
+    private var inputOffset = 0
     /// Records OpenSSL wrote, not yet handed to the connection.
-    @usableFromInline var output: [UInt8] = []
+    private var output: [UInt8] = []
 
     public init() {}
 
@@ -31,19 +34,17 @@ public final class StreamBIO {
 
     /// Lends OpenSSL `bytes` for the calls made inside `body`; what OpenSSL has not read by then is dropped (the
     /// stream reads until OpenSSL asks for more, so that happens only when the stream stops reading).
-    @inlinable
-    public func reading<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
+    public func reading(_ bytes: UnsafeRawBufferPointer, _ body: () -> Void) {
         input = bytes
         inputOffset = 0
         defer {
             input = UnsafeRawBufferPointer(start: nil, count: 0)
             inputOffset = 0
         }
-        return body()
+        body()
     }
 
     /// Hands the records written so far to `send`, then forgets them (keeping the array's room).
-    @inlinable
     public func flush(_ send: (UnsafeRawBufferPointer) -> Void) {
         guard !output.isEmpty else { return }
         output.withUnsafeBytes { send($0) }

@@ -9,18 +9,14 @@ import Foundation
 // @unchecked Sendable: the SSL_CTX is fully configured in init and never changed afterwards;
 // OpenSSL allows creating SSL objects from one context on several threads.
 public final class TLSClientContext: @unchecked Sendable {
-    /// Why a context could not be made (a human reason, naming no secret).
-    public struct SetupError: Error, Sendable, CustomStringConvertible {
-        public let reason: String
-        public var description: String { reason }
-    }
-
     /// The `SSL_CTX`, valid while this object lives.
     let context: OpaquePointer
 
-    public init(extraCAFile: String?, alpn: [String]) throws(SetupError) {
+    /// Throws ``TLSError`` (a reason naming no secret): `caFile` when the extra CA file cannot be read, `openSSL`
+    /// when OpenSSL cannot make the context.
+    public init(extraCAFile: String?, alpn: [String]) throws(TLSError) {
         guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw SetupError(reason: "SSL_CTX_new failed")
+            throw TLSError.openSSL("SSL_CTX_new failed")
         }
         self.context = context
         // The macros SSL_CTX_set_min_proto_version and SSL_CTX_set_mode are SSL_CTX_ctrl calls.
@@ -35,7 +31,7 @@ public final class TLSClientContext: @unchecked Sendable {
                 SSL_CTX_load_verify_locations(context, extraCAFile, nil) == 1
             else {
                 ERR_clear_error()
-                throw SetupError(reason: "cannot read the CA file \(extraCAFile)")
+                throw TLSError(.caFile, "cannot read the CA file \(extraCAFile)")
             }
         }
         ERR_clear_error()
@@ -43,7 +39,7 @@ public final class TLSClientContext: @unchecked Sendable {
         let wire = ALPN.wireList(alpn)
         // Returns 0 on success (unlike most of OpenSSL).
         guard SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count)) == 0 else {
-            throw SetupError(reason: "cannot set ALPN")
+            throw TLSError.openSSL("cannot set ALPN")
         }
     }
 

@@ -1,6 +1,7 @@
 import ErrorCodes
 
-/// An error from setting up TLS: a server context's certificate or key, or OpenSSL itself.
+/// An error from setting up TLS: a client context's CA file, a server context's certificate or key, or OpenSSL
+/// itself.
 ///
 /// Equality is by ``code`` only; ``reason`` is for people.
 public typealias TLSError = ModuleError<TLSErrorDomain>
@@ -20,6 +21,8 @@ extension ModuleError where Domain == TLSErrorDomain {
 extension ErrorCode where Domain == TLSErrorDomain {
     /// The certificate or private key PEM could not be loaded, or does not match.
     public static var invalidCertificate: Self { Self("invalidCertificate") }
-    /// OpenSSL failed (it could not allocate a context).
+    /// A client context's extra CA file cannot be read, or holds no certificate OpenSSL loads.
+    public static var caFile: Self { Self("caFile") }
+    /// OpenSSL failed (it could not allocate a context, or refused a setting).
     public static var openSSL: Self { Self("openSSL") }
 }

@@ -21,7 +21,7 @@ public enum TLSHandshake {
 
     /// Runs `SSL_do_handshake` once on `ssl` (set up for the connect or accept side). A failure
     /// empties the thread's error queue, so nothing stale is read by the next OpenSSL call.
-    public static func step(_ ssl: OpaquePointer) -> Step {
+    static func step(_ ssl: OpaquePointer) -> Step {
         OpenSSLErrorQueue.clear()
         let result = SSL_do_handshake(ssl)
         if result == 1 { return .done }

@@ -3,7 +3,7 @@ import RelayCrypto
 import RelayTestSupport
 import Testing
 
-@Suite("SHA-256 and HMAC-SHA256")
+@Suite("SHA-256, SHA-1 and HMAC-SHA256")
 struct DigestTests {
     @Test("FIPS 180 SHA-256 examples")
     func sha256KnownAnswers() {
@@ -23,6 +23,16 @@ struct DigestTests {
         let input = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
         #expect(
             TestHex.string(SHA256.hash(input)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    /// SHA-1 names Redis's scripts (`EVALSHA`), nothing more.
+    @Test("FIPS 180 SHA-1 examples")
+    func sha1KnownAnswers() {
+        #expect(TestHex.string(SHA1.hash(Array("abc".utf8))) == "a9993e364706816aba3e25717850c26c9cd0d89d")
+        #expect(TestHex.string(SHA1.hash([UInt8]())) == "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        #expect(
+            TestHex.string(SHA1.hash(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
+                == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
     }
 
     struct HMACVector: Sendable, CustomStringConvertible {
