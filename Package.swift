@@ -65,14 +65,14 @@ let package = Package(
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
         .target(name: "HTTP1", dependencies: ["ErrorCodes", "MonotonicTime"], swiftSettings: strict),
-        .target(name: "DuoRelayClient", swiftSettings: strict),
+        .target(name: "DuoRelayClient", dependencies: ["ErrorCodes"], swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
         // to OpenSSL in batches (the simulator's).
         .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "TLS"], swiftSettings: strict),
         // A client connection on a loop, plain TCP or TLS (TLS's session through its stream BIO) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
-        .target(name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime"], swiftSettings: strict),
+        .target(name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime", "ErrorCodes"], swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
@@ -147,7 +147,7 @@ let package = Package(
         // session.
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: strict),
         // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
-        .target(name: "RedisTestSupport", swiftSettings: strict),
+        .target(name: "RedisTestSupport", dependencies: ["ErrorCodes"], swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
             dependencies: [

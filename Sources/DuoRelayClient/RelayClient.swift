@@ -1,3 +1,4 @@
+import ErrorCodes
 import Foundation
 import Synchronization
 
@@ -88,9 +89,18 @@ public final class RelayClient: Sendable {
     }
 
     /// Why no answer came.
-    struct TransportFailure: Error {
+    struct TransportFailure: CodedError {
         /// False only when the request certainly never reached the relay (no connection was made).
         let requestMayHaveArrived: Bool
+
+        var code: ErrorCode<TransportFailure> {
+            requestMayHaveArrived ? ErrorCode("no_answer") : ErrorCode("not_connected")
+        }
+
+        var reason: String {
+            requestMayHaveArrived
+                ? "no answer: the relay may have the request" : "no connection: the request never reached the relay"
+        }
     }
 
     private func post(_ path: String, body: Data, timeout: Duration) async -> Result<RelayAnswer, TransportFailure> {

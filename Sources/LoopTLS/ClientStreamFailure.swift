@@ -1,6 +1,8 @@
-/// Why a ``ClientStream`` ended. Equal when their kinds are.
-public struct ClientStreamFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable {
+import ErrorCodes
+
+/// Why a ``ClientStream`` ended: its code is its ``Kind``. Equal when their kinds (and tunnels) are.
+public struct ClientStreamFailure: CodedError, Sendable {
+    public enum Kind: String, Sendable, Hashable, CustomStringConvertible {
         /// The host name has no address (the resolver's words in `reason`).
         case resolve
         /// No address of the host took the TCP connection (through a proxy: the proxy gave no tunnel).
@@ -15,6 +17,8 @@ public struct ClientStreamFailure: Error, Sendable, Hashable, CustomStringConver
         case reset
         /// TLS failed after the handshake (a bad record).
         case tls
+
+        public var description: String { rawValue }
     }
 
     /// How a proxy failed to open the tunnel, for a stream that goes through one.
@@ -44,6 +48,9 @@ public struct ClientStreamFailure: Error, Sendable, Hashable, CustomStringConver
         self.reason = reason
         self.tunnel = tunnel
     }
+
+    /// The kind, to decide by (``ErrorCodes/CodedError``).
+    public var code: Kind { kind }
 
     public var description: String { reason }
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.kind == rhs.kind && lhs.tunnel == rhs.tunnel }

@@ -1,3 +1,4 @@
+import ErrorCodes
 import Foundation
 
 /// A throwaway `redis-server` for tests (Debian's package; `scripts/install-deps --test` installs
@@ -16,8 +17,11 @@ public final class RedisServerProcess: @unchecked Sendable {
         }
     }
 
-    public struct Unavailable: Error, CustomStringConvertible {
+    /// The server could not be started or reached (why, in words).
+    public struct Unavailable: CodedError {
         public let description: String
+        public var code: ErrorCode<Unavailable> { ErrorCode("unavailable") }
+        public var reason: String { description }
     }
 
     public private(set) var port: UInt16 = 0
