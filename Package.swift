@@ -107,18 +107,21 @@ let package = Package(
                 "TLS", "Loop", "LoopTLS",
             ] + allocator,
             swiftSettings: strict),
-        // The benchmark's load generator and APNs simulator harness (scripts/bench); its delaying
-        // forwarder is the tests' own (RelayTestSupport).
+        // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
             dependencies: [
-                "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "RelayTestSupport", "ErrorCodes",
+                "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder", "ErrorCodes",
             ],
             swiftSettings: strict),
 
-        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, the
-        // delaying TCP forwarder (also the benchmark's), loopback listeners, ports and sockets.
-        .target(name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes"], swiftSettings: strict),
+        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
+        .target(
+            name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes", "TCPForwarder"],
+            swiftSettings: strict),
+        // A TCP forwarder on loopback that delays, resets or forgets connections: the benchmark's Redis hop and
+        // the tests' network faults (its listener is the tests' loopback listener too).
+        .target(name: "TCPForwarder", dependencies: ["ErrorCodes"], swiftSettings: strict),
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),
@@ -151,18 +154,22 @@ let package = Package(
         .testTarget(
             name: "RedisClientTests",
             dependencies: [
-                "RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "Loop", "MonotonicTime",
+                "RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "TCPForwarder", "Loop",
+                "MonotonicTime",
             ],
             swiftSettings: strict),
         .testTarget(
             name: "APNsSimulatorTests",
-            dependencies: ["APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem", "RelayCore", "RelayTestSupport"],
+            dependencies: [
+                "APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem", "RelayCore", "RelayTestSupport",
+                "TCPForwarder",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayCLI", "DuoRelayClient", "RedisTestSupport",
-                "RelayServer", "HTTP2Client", "MonotonicTime", "RelayTestSupport",
+                "RelayServer", "HTTP2Client", "MonotonicTime", "RelayTestSupport", "TCPForwarder",
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),

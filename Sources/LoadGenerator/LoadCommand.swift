@@ -4,7 +4,7 @@ import Loop
 import RelayCore
 import RelayCrypto
 import RelayServer
-import RelayTestSupport
+import TCPForwarder
 
 /// The subcommands of `duo-relay-load`, the benchmark's load generator (see scripts/bench).
 enum LoadCommand {

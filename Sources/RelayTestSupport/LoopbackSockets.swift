@@ -1,4 +1,5 @@
 import Foundation
+import TCPForwarder
 
 #if canImport(Glibc)
     import Glibc

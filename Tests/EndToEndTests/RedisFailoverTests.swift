@@ -1,6 +1,7 @@
 import Foundation
 import RedisTestSupport
 import RelayTestSupport
+import TCPForwarder
 import Testing
 
 /// Two relay processes whose Redis is replaced under them (docs/DESIGN.md, "Failover"), with real redis-server and

@@ -1,6 +1,7 @@
 import Foundation
 import RelayTestSupport
 import Synchronization
+import TCPForwarder
 
 /// A tiny TCP server on loopback that plays a broken Redis: it answers ROLE (a primary) and SCRIPT LOAD with the given
 /// digest, then answers each EVALSHA it sees as its `behaviour` says. Commands are recognised by

@@ -6,6 +6,7 @@ import RedisTestSupport
 import RelayCore
 import RelayTestSupport
 import Synchronization
+import TCPForwarder
 import Testing
 
 /// The pipeline's shell on an event loop it is given (a worker's): everything happens on that loop's thread.

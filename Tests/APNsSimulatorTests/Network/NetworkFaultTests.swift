@@ -3,6 +3,7 @@ import Foundation
 import HTTP2Client
 import RelayTestSupport
 import Synchronization
+import TCPForwarder
 import Testing
 
 /// The relay's APNs client on a real network path: the simulator in a network namespace of its

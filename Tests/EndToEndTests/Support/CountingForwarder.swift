@@ -1,6 +1,7 @@
 import Foundation
 import RelayTestSupport
 import Synchronization
+import TCPForwarder
 
 #if canImport(Glibc)
     import Glibc

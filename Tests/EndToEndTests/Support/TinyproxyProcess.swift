@@ -1,5 +1,6 @@
 import Foundation
 import RelayTestSupport
+import TCPForwarder
 
 /// A throwaway `tinyproxy` (Debian's package; `scripts/install-deps --test` installs it) in the foreground on a free
 /// loopback port, allowing `CONNECT` from 127.0.0.1 to any port, optionally with a Basic credential. Stopped by its
