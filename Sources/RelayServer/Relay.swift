@@ -298,29 +298,44 @@ public final class Relay: Sendable {
     /// `Type=exec` the reload's SIGHUP comes as soon as the process runs) would otherwise end the process silently
     /// (SIGHUP's default action) or be lost; caught here, it is carried out once the relay serves.
     public static func catchEarlyReloads() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        earlyReloadPipe.store(UInt64(UInt32(ends[0])) << 32 | UInt64(UInt32(ends[1])), ordering: .releasing)
         signal(SIGHUP, earlyReloadHandler)
-        earlyReloadsInstalled.store(true, ordering: .relaxed)
     }
 
-    /// Whether ``catchEarlyReloads()`` installed its handler.
-    private static var earlyReloadsCaught: Bool { earlyReloadsInstalled.load(ordering: .relaxed) }
-
-    /// Whether SIGHUP's handler is still `catchEarlyReloads`'s.
-    private static var earlyReloadHandlerInstalled: Bool {
-        var current = sigaction()
-        sigaction(SIGHUP, nil, &current)
-        guard let handler = current.__sigaction_handler.sa_handler else { return false }
-        return unsafeBitCast(handler, to: UnsafeRawPointer.self)
-            == unsafeBitCast(earlyReloadHandler, to: UnsafeRawPointer.self)
+    /// The read end of ``catchEarlyReloads()``'s pipe, if it made one.
+    private static var earlyReloadReadEnd: Int32? {
+        let ends = earlyReloadPipe.load(ordering: .acquiring)
+        return ends == 0 ? nil : Int32(truncatingIfNeeded: ends >> 32)
     }
 
     /// ``runUntilSignalled()`` with its signals given (a test uses signals no test runner sends).
     func runUntilSignalled(stoppingOn stopSignals: [Int32], reloadingOn reloadSignal: Int32) {
-        var sources: [any DispatchSourceSignal] = []
+        let earlyReloads = reloadSignal == SIGHUP ? Self.earlyReloadReadEnd : nil
+        var sources: [any DispatchSourceProtocol] = []
+        // A reload asked for while the relay was starting, or until the signal source below takes SIGHUP over (it
+        // installs its own handler a moment after `resume()`), is a byte in `catchEarlyReloads`'s pipe: read, it is
+        // carried out now that it can be. Both ways end in one reload; none is dropped in between.
+        if let earlyReloads {
+            let source = DispatchSource.makeReadSource(fileDescriptor: earlyReloads, queue: .global())
+            source.setEventHandler { [weak self] in
+                var bytes = [UInt8](repeating: 0, count: 64)
+                var asked = false
+                while read(earlyReloads, &bytes, bytes.count) > 0 { asked = true }
+                if asked { self?.reloadFromSource() }
+            }
+            source.resume()
+            sources.append(source)
+        }
         for number in stopSignals + [reloadSignal] {
             // Not for a SIGHUP that `catchEarlyReloads` catches: ignoring it until the source below takes it over
             // would drop one that comes in between.
-            if !(number == SIGHUP && Self.earlyReloadsCaught) { signal(number, SIG_IGN) }
+            if !(number == SIGHUP && earlyReloads != nil) { signal(number, SIG_IGN) }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             if number == reloadSignal {
                 source.setEventHandler { [weak self] in self?.reloadFromSource() }
@@ -329,13 +344,6 @@ public final class Relay: Sendable {
             }
             source.resume()
             sources.append(source)
-        }
-        // A reload asked for while the relay was starting, now that it can be done. The dispatch source installs its
-        // own handler a moment after `resume()`: until it has, a SIGHUP still lands in `catchEarlyReloads`'s, so the
-        // flag is read once that handler is gone (a bounded wait, once per process).
-        if reloadSignal == SIGHUP && Self.earlyReloadsCaught {
-            for _ in 0..<2_000 where Self.earlyReloadHandlerInstalled { usleep(1_000) }
-            if earlyReloadAsked.exchange(false, ordering: .relaxed) { reloadFromSource() }
         }
         stopRequested.wait()
         sources.forEach { $0.cancel() }
@@ -477,11 +485,16 @@ private final class Rearm {
     weak var timer: LoopTimer?
 }
 
-/// Set by the SIGHUP handler of ``Relay/catchEarlyReloads()`` (an atomic store: safe in a signal handler).
-private let earlyReloadAsked = Atomic<Bool>(false)
-/// ``Relay/catchEarlyReloads()`` was called.
-private let earlyReloadsInstalled = Atomic<Bool>(false)
-/// ``Relay/catchEarlyReloads()``'s SIGHUP handler: notes the reload for later (an atomic store: signal-safe).
+/// ``Relay/catchEarlyReloads()``'s pipe: its read end in the high 32 bits, its write end in the low ones; 0 until
+/// made. Both ends stay open for the process's life (a reload may come at any time).
+private let earlyReloadPipe = Atomic<UInt64>(0)
+/// ``Relay/catchEarlyReloads()``'s SIGHUP handler: writes a byte to the pipe for the relay to read once it serves
+/// (`write` is async-signal-safe; a full pipe already holds a reload, so a failed write loses nothing).
 private let earlyReloadHandler: @convention(c) (Int32) -> Void = { _ in
-    earlyReloadAsked.store(true, ordering: .relaxed)
+    let ends = earlyReloadPipe.load(ordering: .acquiring)
+    guard ends != 0 else { return }
+    var byte: UInt8 = 1
+    let saved = errno
+    _ = write(Int32(truncatingIfNeeded: ends & 0xFFFF_FFFF), &byte, 1)
+    errno = saved
 }
