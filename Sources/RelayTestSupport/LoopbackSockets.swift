@@ -50,6 +50,8 @@ public struct LoopbackSocket: Sendable, Equatable {
         public static let listening = State(code: "0A")
     }
 
+    /// The local address as /proc/net/tcp writes it (`0100007F` is 127.0.0.1).
+    public let localAddress: String
     public let localPort: UInt16
     public let remotePort: UInt16
     public let state: State
@@ -65,15 +67,18 @@ public struct LoopbackSocket: Sendable, Equatable {
             let fields = line.split(separator: " ")
             guard fields.count > 9, let local = port(fields[1]), let remote = port(fields[2]) else { return nil }
             let socket = LoopbackSocket(
-                localPort: local, remotePort: remote, state: State(code: String(fields[3])), inode: String(fields[9]))
+                localAddress: String(fields[1].split(separator: ":").first ?? ""), localPort: local, remotePort: remote,
+                state: State(code: String(fields[3])), inode: String(fields[9]))
             guard localPort.map({ $0 == local }) ?? true, state.map({ $0 == socket.state }) ?? true else { return nil }
             return socket
         }
     }
 
-    /// TCP connections established now whose local end is `port` (a server's count of its clients).
+    /// TCP connections established now whose local end is 127.0.0.1:`port` (a server's count of its clients). The
+    /// address matters: a client socket of another test, bound to another loopback address such as 127.0.0.50, may
+    /// have the same local port number.
     public static func establishedCount(toLocalPort port: UInt16) -> Int {
-        all(localPort: port, state: .established).count
+        all(localPort: port, state: .established).count { $0.localAddress == "0100007F" }
     }
 
     /// The inodes of the sockets this process has open.
