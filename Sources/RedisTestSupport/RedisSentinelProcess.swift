@@ -65,24 +65,8 @@ public final class RedisSentinelProcess: @unchecked Sendable {
     public func start() throws {
         let file = directory.appendingPathComponent("sentinel.conf")
         try configuration.write(to: file, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = [file.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        guard RedisServerProcess.waitUntilListening(process, port: port) else {
-            self.process = nil
-            guard process.isRunning else {
-                throw RedisServerProcess.Unavailable(
-                    description: "redis-sentinel exited with \(process.terminationStatus): \(log)")
-            }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw RedisServerProcess.Unavailable(description: "redis-sentinel did not listen on \(port)")
-        }
+        process = try RedisServerProcess.run(
+            Self.executable, [file.path], listeningOn: port, name: "redis-sentinel", log: { [self] in log })
     }
 
     /// Stops the sentinel (SIGKILL to its PID) and waits for it to exit.

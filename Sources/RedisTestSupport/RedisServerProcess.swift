@@ -76,23 +76,32 @@ public final class RedisServerProcess: @unchecked Sendable {
         } else {
             arguments += ["--port", String(port)]
         }
+        process = try Self.run(Self.executable, arguments, listeningOn: port, name: "redis-server") { "" }
+    }
+
+    /// Runs `executable` with `arguments` and waits until it listens on `port`; one that exits or never listens is
+    /// stopped and reported as ``Unavailable`` (with what `log` says then, for a process that writes one).
+    static func run(
+        _ executable: String, _ arguments: [String], listeningOn port: UInt16, name: String, log: () -> String
+    ) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        self.process = process
-        guard Self.waitUntilListening(process, port: port) else {
-            self.process = nil
+        guard waitUntilListening(process, port: port) else {
             guard process.isRunning else {
-                throw Unavailable(description: "redis-server exited with \(process.terminationStatus)")
+                let said = log()
+                throw Unavailable(
+                    description: "\(name) exited with \(process.terminationStatus)" + (said.isEmpty ? "" : ": " + said))
             }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw Unavailable(description: "redis-server did not listen on \(port)")
+            throw Unavailable(description: "\(name) did not listen on \(port)")
         }
+        return process
     }
 
     /// Waits (at most 10 s) until `process` takes connections on `port`; false when it exited or never did.
