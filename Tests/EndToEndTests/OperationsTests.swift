@@ -312,21 +312,30 @@ import Testing
         #expect(results.allSatisfy { $0 == 200 }, "\(Set(results))")
     }
 
-    @Test func sighupRotatesTheAPNsKey() throws {
-        var secrets = TestSecrets()
-        let newKey = P256.Signing.PrivateKey()
+    /// A relay whose sandbox key and key id come from files (returned, to be replaced before a SIGHUP), and a
+    /// simulator that accepts both `secrets`' key and `newKey` (as `NEWKEY0002`).
+    static func relayWithAPNsKeyFiles(
+        _ secrets: TestSecrets, accepting newKey: P256.Signing.PrivateKey
+    ) throws -> (fixture: PushFixture, keyFile: String, idFile: String) {
         let directory = try RelayProcess.temporaryDirectory()
         let keyFile = directory.appendingPathComponent("apns.p8").path
         try secrets.apnsKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         let idFile = directory.appendingPathComponent("apns.id").path
         try secrets.keyID.write(toFile: idFile, atomically: true, encoding: .utf8)
         let fixture = try PushFixture(
-            relayConfig: Self.limits, secrets: secrets,
+            relayConfig: limits, secrets: secrets,
             simulatorKeys: [secrets.keyID: secrets.apnsKey.publicKey, "NEWKEY0002": newKey.publicKey],
             relayEnvironment: [
                 "APNS_KEY_SANDBOX": "", "APNS_KEY_SANDBOX_FILE": keyFile, "APNS_KEY_ID_SANDBOX": "",
                 "APNS_KEY_ID_SANDBOX_FILE": idFile,
             ])
+        return (fixture, keyFile, idFile)
+    }
+
+    @Test func sighupRotatesTheAPNsKey() throws {
+        var secrets = TestSecrets()
+        let newKey = P256.Signing.PrivateKey()
+        let (fixture, keyFile, idFile) = try Self.relayWithAPNsKeyFiles(secrets, accepting: newKey)
         let grant = try fixture.grant(token: randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         secrets.apnsKey = newKey
@@ -351,18 +360,7 @@ import Testing
     func sighupRefusesAnAPNsKeyAndIdThatDoNotChangeTogether(_ change: String) throws {
         let secrets = TestSecrets()
         let newKey = P256.Signing.PrivateKey()
-        let directory = try RelayProcess.temporaryDirectory()
-        let keyFile = directory.appendingPathComponent("apns.p8").path
-        try secrets.apnsKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
-        let idFile = directory.appendingPathComponent("apns.id").path
-        try secrets.keyID.write(toFile: idFile, atomically: true, encoding: .utf8)
-        let fixture = try PushFixture(
-            relayConfig: Self.limits, secrets: secrets,
-            simulatorKeys: [secrets.keyID: secrets.apnsKey.publicKey, "NEWKEY0002": newKey.publicKey],
-            relayEnvironment: [
-                "APNS_KEY_SANDBOX": "", "APNS_KEY_SANDBOX_FILE": keyFile, "APNS_KEY_ID_SANDBOX": "",
-                "APNS_KEY_ID_SANDBOX_FILE": idFile,
-            ])
+        let (fixture, keyFile, idFile) = try Self.relayWithAPNsKeyFiles(secrets, accepting: newKey)
         let grant = try fixture.grant(token: randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         let variable: String
