@@ -176,7 +176,9 @@ let package = Package(
         .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
         .testTarget(
             name: "LoopTLSTests",
-            dependencies: ["LoopTLS", "Loop", "TLS", "APNsSimulator", "RelayCrypto", "MonotonicTime"],
+            dependencies: [
+                "LoopTLS", "Loop", "TLS", "APNsSimulator", "RelayCrypto", "MonotonicTime", "RelayTestSupport",
+            ],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.

@@ -81,18 +81,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
     /// Runs `redis-cli` against this sentinel (`SENTINEL FAILOVER duo-limits`, ...) and returns its standard output.
     @discardableResult
     public func command(_ arguments: String...) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: RedisServerProcess.cli)
-        var all = ["-h", "127.0.0.1", "-p", String(port), "--no-auth-warning"]
-        if let password { all += ["-a", password] }
-        process.arguments = all + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try RedisServerProcess.cli(port: port, password: password, arguments)
     }
 
     /// The sentinel's log so far (`+slave`, `+switch-master`, `+convert-to-slave`, ...).

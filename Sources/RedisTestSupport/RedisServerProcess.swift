@@ -152,9 +152,15 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 
     public func command(_ arguments: [String]) throws -> String {
+        try Self.cli(port: port, password: password, tls: tls, arguments)
+    }
+
+    /// Runs `redis-cli` against 127.0.0.1:`port` (with `password`, and TLS when given) and returns its standard output.
+    static func cli(port: UInt16, password: String?, tls: TLSFiles? = nil, _ arguments: [String]) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.cli)
-        var all = ["-h", "127.0.0.1", "-p", String(port), "--no-auth-warning", "-a", password]
+        process.executableURL = URL(fileURLWithPath: cli)
+        var all = ["-h", "127.0.0.1", "-p", String(port), "--no-auth-warning"]
+        if let password { all += ["-a", password] }
         if let tls { all += ["--tls", "--cacert", tls.ca] }
         process.arguments = all + arguments
         let out = Pipe()

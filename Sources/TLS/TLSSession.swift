@@ -92,7 +92,7 @@ public struct TLSSession {
     }
 
     /// Reads and writes through `records`, one BIO both ways: the `SSL` holds the BIO's one reference, and
-    /// `records` must outlive this session (free the session first). False when OpenSSL cannot allocate the BIO.
+    /// `records` must outlive the TLS session (free the session first). False when OpenSSL cannot allocate the BIO.
     public func attach(_ records: StreamBIO) -> Bool {
         guard let bio = records.makeBIO() else { return false }
         SSL_set_bio(ssl, bio, bio)

@@ -1,4 +1,5 @@
 import MonotonicTime
+import RelayTestSupport
 import Testing
 
 @testable import LoopTLS
@@ -311,23 +312,12 @@ extension ClientStreamMachineTests {
 }
 
 extension ClientStreamMachineTests {
-    /// A small seeded generator, so that a failing sequence can be replayed from its seed.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// Whatever happens in whatever order, the owner hears at most one failure, at most one close and nothing after
     /// it, and the stream opens at most once, never after it has failed.
     @Test(arguments: 0..<200)
     func anySequenceOfInputsEndsOnceAndSaysSoOnce(seed: UInt64) {
-        var random = Seeded(state: seed)
+        var random = SplitMix64(seed: seed)
         var machine = Machine(
             host: "api.push.apple.com", port: 443, usesTLS: Bool.random(using: &random),
             proxy: Bool.random(using: &random) ? Self.proxy : nil,
