@@ -6,8 +6,8 @@ import PackageDescription
 // (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other
 // importer of OpenSSL) and HTTP2Wire are the C plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
-// (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport (the
-// tests' helpers) and RelayVersion.
+// (for channels), LoadGenerator (the benchmark) and RelayVersion. The tests' helpers, RedisTestSupport and
+// RelayTestSupport, live under Tests/Support: no shipped product depends on them.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -118,7 +118,7 @@ let package = Package(
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
         .target(
             name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes", "TCPForwarder"],
-            swiftSettings: strict),
+            path: "Tests/Support/RelayTestSupport", swiftSettings: strict),
         // A TCP forwarder on loopback that delays, resets or forgets connections: the benchmark's Redis hop and
         // the tests' network faults (its listener is the tests' loopback listener too).
         .target(name: "TCPForwarder", dependencies: ["ErrorCodes"], swiftSettings: strict),
@@ -149,8 +149,10 @@ let package = Package(
         // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
         // session.
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: strict),
-        // A throwaway redis-server for the tests (RedisClientTests, EndToEndTests) and the benchmark.
-        .target(name: "RedisTestSupport", dependencies: ["ErrorCodes"], swiftSettings: strict),
+        // A throwaway redis-server and redis-sentinel for the tests (RedisClientTests, EndToEndTests).
+        .target(
+            name: "RedisTestSupport", dependencies: ["ErrorCodes"], path: "Tests/Support/RedisTestSupport",
+            swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
             dependencies: [

@@ -99,7 +99,14 @@ final class ForwardedLink: Sendable {
                 return
             }
             let now = ContinuousClock.now
-            if due > now { Thread.sleep(forTimeInterval: Double(now.duration(to: due).components.attoseconds) / 1e18) }
+            if due > now {
+                // The chunk's delay, waited on the direction's wake-up: a close ends the wait at once (and the
+                // loop, seeing it, returns); a new chunk behind this one ends it early, and the loop waits again.
+                let (seconds, attoseconds) = now.duration(to: due).components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                _ = chunksReady[direction].wait(timeout: .now() + .nanoseconds(max(nanoseconds, 1)))
+                continue
+            }
             var offset = 0
             while offset < bytes.count {
                 let written = bytes.withUnsafeBytes {
