@@ -1,4 +1,5 @@
 import Foundation
+import RedisTestSupport
 import RelayTestSupport
 import TCPForwarder
 
@@ -64,54 +65,20 @@ final class TinyproxyProcess: @unchecked Sendable {
             """
         if let basicAuth { text += "BasicAuth \(basicAuth.user) \(basicAuth.password)\n" }
         try text.write(to: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["-d", "-c", config.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        let accepting = Poll.until(within: .seconds(10), every: .milliseconds(10)) {
-            !process.isRunning || Self.accepts(port)
-        }
-        guard accepting, process.isRunning else {
-            stop()
-            throw TestFailure("tinyproxy did not listen on \(port)")
-        }
+        process = try ServerProcess.run(
+            Self.executable, ["-d", "-c", config.path], listeningOn: port, name: "tinyproxy")
     }
 
     /// Stops it (SIGKILL to its PID) and waits for it to exit.
     func stop() {
-        guard let process else { return }
-        self.process = nil
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        ServerProcess.stop(process)
+        process = nil
     }
 
     /// Starts it again on the same port.
     func restart() throws {
         stop()
-        try Poll.wait(for: "tinyproxy back on port \(port)", within: .seconds(10), every: .milliseconds(50)) {
-            (try? launch()) != nil
-        }
-    }
-
-    /// Whether something accepts a TCP connection on 127.0.0.1:`port`.
-    static func accepts(_ port: UInt16) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
+        try ServerProcess.relaunch(launch)
     }
 
     /// The PIDs of the processes holding established TCP connections to 127.0.0.1:`port`, as `ss -tnpH` names them.
@@ -135,6 +102,7 @@ final class TinyproxyProcess: @unchecked Sendable {
             return Int32(line[range.upperBound...].prefix { $0.isNumber }) ?? -1
         }
     }
+
 }
 
 /// A fake HTTP proxy on a loopback port: reads a request head, then answers it with `answer` (nil: never answers,

@@ -26,22 +26,16 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         start: Bool = true
     ) throws {
         guard Self.isInstalled else {
-            throw RedisServerProcess.Unavailable(
+            throw ServerProcess.Unavailable(
                 description: "redis-sentinel is not installed: run scripts/install-deps --test")
         }
         self.master = master
         self.password = password
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("duo-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var chosen: UInt16?
-        for _ in 0..<50 {
-            let candidate = UInt16.random(in: 20_000...60_000)
-            if RedisServerProcess.portIsFree(candidate) {
-                chosen = candidate
-                break
-            }
+        guard let chosen = ServerProcess.freePort() else {
+            throw ServerProcess.Unavailable(description: "no free port for a sentinel")
         }
-        guard let chosen else { throw RedisServerProcess.Unavailable(description: "no free port for a sentinel") }
         port = chosen
         var lines = [
             "port \(chosen)", "bind 127.0.0.1", "dir \(directory.path)", "daemonize no",
@@ -65,17 +59,14 @@ public final class RedisSentinelProcess: @unchecked Sendable {
     public func start() throws {
         let file = directory.appendingPathComponent("sentinel.conf")
         try configuration.write(to: file, atomically: true, encoding: .utf8)
-        process = try RedisServerProcess.run(
+        process = try ServerProcess.run(
             Self.executable, [file.path], listeningOn: port, name: "redis-sentinel", log: { [self] in log })
     }
 
     /// Stops the sentinel (SIGKILL to its PID) and waits for it to exit.
     public func stop() {
-        guard let process else { return }
-        self.process = nil
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        ServerProcess.stop(process)
+        process = nil
     }
 
     /// Runs `redis-cli` against this sentinel (`SENTINEL FAILOVER duo-limits`, ...) and returns its standard output.

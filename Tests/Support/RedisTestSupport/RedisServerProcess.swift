@@ -18,11 +18,7 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 
     /// The server could not be started or reached (why, in words).
-    public struct Unavailable: CodedError {
-        public let description: String
-        public var code: ErrorCode<Unavailable> { ErrorCode("unavailable") }
-        public var reason: String { description }
-    }
+    public typealias Unavailable = ServerProcess.Unavailable
 
     public private(set) var port: UInt16 = 0
     public let password: String
@@ -44,8 +40,7 @@ public final class RedisServerProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var lastProblem = "no port"
         for _ in 0..<20 {
-            let candidate = UInt16.random(in: 20_000...60_000)
-            guard Self.portIsFree(candidate) else { continue }
+            guard let candidate = ServerProcess.freePort(attempts: 1) else { continue }
             port = candidate
             do {
                 try launch()
@@ -76,71 +71,19 @@ public final class RedisServerProcess: @unchecked Sendable {
         } else {
             arguments += ["--port", String(port)]
         }
-        process = try Self.run(Self.executable, arguments, listeningOn: port, name: "redis-server") { "" }
-    }
-
-    /// Runs `executable` with `arguments` and waits until it listens on `port`; one that exits or never listens is
-    /// stopped and reported as ``Unavailable`` (with what `log` says then, for a process that writes one).
-    static func run(
-        _ executable: String, _ arguments: [String], listeningOn port: UInt16, name: String, log: () -> String
-    ) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        guard waitUntilListening(process, port: port) else {
-            guard process.isRunning else {
-                let said = log()
-                throw Unavailable(
-                    description: "\(name) exited with \(process.terminationStatus)" + (said.isEmpty ? "" : ": " + said))
-            }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw Unavailable(description: "\(name) did not listen on \(port)")
-        }
-        return process
-    }
-
-    /// Waits (at most 10 s) until `process` takes connections on `port`; false when it exited or never did.
-    static func waitUntilListening(_ process: Process, port: UInt16) -> Bool {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            guard process.isRunning else { return false }
-            if accepts(port) { return true }
-            // A pace: a server starts within milliseconds; checking ten times as often would only spin.
-            usleep(10_000)
-        }
-        return false
+        process = try ServerProcess.run(Self.executable, arguments, listeningOn: port, name: "redis-server")
     }
 
     /// Stops the server (SIGKILL to its PID) and waits for it to exit.
     public func stop() {
-        guard let process else { return }
-        self.process = nil
-        guard process.isRunning else { return }
-        // SIGKILL: the child inherits the test thread's signal mask, in which SIGTERM may be blocked, and a
-        // throwaway server has nothing to save (an abrupt end is also what a crash looks like to the relay).
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        ServerProcess.stop(process)
+        process = nil
     }
 
     /// Starts it again on the same port (with nothing of the previous state).
     public func restart() throws {
         stop()
-        let deadline = Date().addingTimeInterval(10)
-        while true {
-            do {
-                try launch()
-                return
-            } catch {
-                // The port may linger for a moment after the old process is gone.
-                if Date() > deadline { throw error }
-                usleep(50_000)
-            }
-        }
+        try ServerProcess.relaunch(launch)
     }
 
     public var isRunning: Bool { process?.isRunning ?? false }
@@ -177,31 +120,6 @@ public final class RedisServerProcess: @unchecked Sendable {
         let keys = try command("--scan").split(separator: "\n").map(String.init)
         return try keys.map { key in
             (key, Int(try command("PTTL", key).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -3)
-        }
-    }
-
-    static func portIsFree(_ port: UInt16) -> Bool {
-        withLoopbackSocket(port) { descriptor, address, length in bind(descriptor, address, length) == 0 }
-    }
-
-    static func accepts(_ port: UInt16) -> Bool {
-        withLoopbackSocket(port) { descriptor, address, length in connect(descriptor, address, length) == 0 }
-    }
-
-    /// A fresh TCP socket and 127.0.0.1:`port` for `body`; the socket is closed afterwards.
-    private static func withLoopbackSocket(
-        _ port: UInt16, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
-    ) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                body(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
         }
     }
 }
