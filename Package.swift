@@ -1,13 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
-// module per C library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic
-// (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other
-// importer of OpenSSL) and HTTP2Wire are the C plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
-// libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
-// (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport (the
-// tests' helpers) and RelayVersion.
+// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library module per C
+// library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic (no I/O, no C import) and HTTP1
+// the pure HTTP/1.1 parser and connection machine; TLS (the only other importer of OpenSSL) and HTTP2Wire are the C
+// plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
+// libraries; RelayServer wires them; PushClient is `duo-relay push`'s client; DuoRelayCLI only parses arguments.
+// Beside them: DuoRelayClient (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport
+// (the tests' helpers) and RelayVersion.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -102,11 +102,14 @@ let package = Package(
             name: "DuoRelayCLI",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
-                "ErrorCodes",
-                // `push`'s own client connection (a CA of the operator's beside the system's roots).
-                "TLS", "Loop", "LoopTLS",
+                "ErrorCodes", "PushClient",
             ] + allocator,
             swiftSettings: strict),
+        // `duo-relay push`'s client: one request to a relay and its HTTP/1.1 answer, over a connection of its own on a
+        // loop (plain or TLS, a CA of the operator's beside the system's roots); the answer reader and the exchange's
+        // machine are pure.
+        .target(
+            name: "PushClient", dependencies: ["DuoRelayClient", "Loop", "LoopTLS", "TLS"], swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
@@ -181,6 +184,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
+        // The push client's answer reader and exchange machine, without sockets.
+        .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
     ]
