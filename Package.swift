@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library module per C
-// library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic (no I/O, no C import) and HTTP1
-// the pure HTTP/1.1 parser and connection machine; TLS (the only other importer of OpenSSL) and HTTP2Wire are the C
+// library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic (no I/O, no C import), JSON the
+// one strict JSON reader and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other importer of OpenSSL) and HTTP2Wire are the C
 // plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; PushClient is `duo-relay push`'s client; DuoRelayCLI only parses arguments.
 // Beside them: DuoRelayClient (for channels), LoadGenerator (the benchmark), RedisTestSupport and RelayTestSupport
@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
         .library(name: "HTTP1", targets: ["HTTP1"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
         // For channels: posts pushes and mints grants, with typed outcomes (Foundation only).
         .library(name: "DuoRelayClient", targets: ["DuoRelayClient"]),
@@ -56,8 +57,11 @@ let package = Package(
         // COpenSSL.
         .target(name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], swiftSettings: strict),
+        // The one JSON reader, strict and pure: the configuration, RELAY_KEYS and APNs' GOAWAY debug data.
+        .target(name: "JSON", dependencies: ["ErrorCodes"], swiftSettings: strict),
         .target(
-            name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
+            name: "RelayCore", dependencies: ["RelayCrypto", "JSON", "ErrorCodes", "MonotonicTime"],
+            swiftSettings: strict),
         .target(
             name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
@@ -77,8 +81,7 @@ let package = Package(
         .target(
             name: "HTTP2Client",
             dependencies: [
-                "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "ErrorCodes",
-                "MonotonicTime",
+                "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "JSON", "ErrorCodes", "MonotonicTime",
             ],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
@@ -128,6 +131,7 @@ let package = Package(
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "ErrorCodes"], swiftSettings: strict),
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport", "MonotonicTime"],
             swiftSettings: strict),

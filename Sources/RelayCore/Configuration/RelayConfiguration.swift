@@ -1,3 +1,5 @@
+import JSON
+
 /// The relay's configuration file (docs/DESIGN.md, "Configuration"). Secrets never live here.
 public struct RelayConfiguration: Equatable, Sendable {
     public var listen = ListenAddress(host: "127.0.0.1", port: 8787)
