@@ -1,13 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library
-// module per C library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic
-// (no I/O, no C import) and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other
-// importer of OpenSSL) and HTTP2Wire are the C plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
-// libraries; RelayServer wires them; DuoRelayCLI only parses arguments. Beside them: DuoRelayClient
-// (for channels), LoadGenerator (the benchmark) and RelayVersion. The tests' helpers, RedisTestSupport and
-// RelayTestSupport, live under Tests/Support: no shipped product depends on them.
+// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library module per C
+// library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic (no I/O, no C import), JSON the
+// one strict JSON reader and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other importer of OpenSSL) and HTTP2Wire are the C
+// plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
+// libraries; RelayServer wires them; PushClient is `duo-relay push`'s client; DuoRelayCLI only parses arguments.
+// Beside them: DuoRelayClient (for channels), LoadGenerator (the benchmark) and RelayVersion. The tests' helpers,
+// RedisTestSupport and RelayTestSupport, live under Tests/Support: no shipped product depends on them.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
         .library(name: "HTTP1", targets: ["HTTP1"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
         // For channels: posts pushes and mints grants, with typed outcomes (Foundation only).
         .library(name: "DuoRelayClient", targets: ["DuoRelayClient"]),
@@ -56,8 +57,11 @@ let package = Package(
         // COpenSSL.
         .target(name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], swiftSettings: strict),
         .target(name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], swiftSettings: strict),
+        // The one JSON reader, strict and pure: the configuration, RELAY_KEYS and APNs' GOAWAY debug data.
+        .target(name: "JSON", dependencies: ["ErrorCodes"], swiftSettings: strict),
         .target(
-            name: "RelayCore", dependencies: ["RelayCrypto", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
+            name: "RelayCore", dependencies: ["RelayCrypto", "JSON", "ErrorCodes", "MonotonicTime"],
+            swiftSettings: strict),
         .target(
             name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
@@ -77,8 +81,7 @@ let package = Package(
         .target(
             name: "HTTP2Client",
             dependencies: [
-                "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "ErrorCodes",
-                "MonotonicTime",
+                "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "JSON", "ErrorCodes", "MonotonicTime",
             ],
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
@@ -102,11 +105,14 @@ let package = Package(
             name: "DuoRelayCLI",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
-                "ErrorCodes",
-                // `push`'s own client connection (a CA of the operator's beside the system's roots).
-                "TLS", "Loop", "LoopTLS",
+                "ErrorCodes", "PushClient",
             ] + allocator,
             swiftSettings: strict),
+        // `duo-relay push`'s client: one request to a relay and its HTTP/1.1 answer, over a connection of its own on a
+        // loop (plain or TLS, a CA of the operator's beside the system's roots); the answer reader and the exchange's
+        // machine are pure.
+        .target(
+            name: "PushClient", dependencies: ["DuoRelayClient", "Loop", "LoopTLS", "TLS"], swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
@@ -125,6 +131,7 @@ let package = Package(
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "ErrorCodes"], swiftSettings: strict),
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport", "MonotonicTime"],
             swiftSettings: strict),
@@ -183,6 +190,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
+        // The push client's answer reader and exchange machine, without sockets.
+        .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
     ]

@@ -19,7 +19,7 @@ let package = Package(
             name: "FuzzSupport",
             dependencies: [
                 "CLibFuzzer", .product(name: "RelayCore", package: "duo-relay"),
-                .product(name: "RelayCrypto", package: "duo-relay"),
+                .product(name: "RelayCrypto", package: "duo-relay"), .product(name: "JSON", package: "duo-relay"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
@@ -29,7 +29,7 @@ let package = Package(
                 dependencies: [
                     "FuzzSupport", .product(name: "RelayCore", package: "duo-relay"),
                     .product(name: "RelayCrypto", package: "duo-relay"),
-                    .product(name: "HTTP1", package: "duo-relay"),
+                    .product(name: "HTTP1", package: "duo-relay"), .product(name: "JSON", package: "duo-relay"),
                 ],
                 swiftSettings: settings)
         }

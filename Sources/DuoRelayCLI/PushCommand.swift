@@ -1,15 +1,14 @@
 import DuoRelayClient
 import Foundation
-import LoopTLS
+import PushClient
 import RelayCrypto
 import RelayVersion
-import TLS
 
 /// `duo-relay push`: an operator's end-to-end check. Sends one push with random `sealed`, `id`
 /// and `thread` through a relay, as a channel would, and says what became of it. The app's extension cannot
 /// open the random content, so the phone may show the placeholder alert.
 ///
-/// The request goes over the project's own client connection (LoopTLS over OpenSSL, the client the relay
+/// The request goes over the project's own client connection (PushClient: LoopTLS over OpenSSL, the client the relay
 /// trusts APNs and Redis with), not URLSession: FoundationNetworking on Linux has no way to add a CA (no
 /// option, no server-trust challenge; libcurl is given the system bundle), and its errors cannot say whether
 /// a request was written before a time-out. The answer is read as DuoRelayClient reads it
@@ -98,12 +97,10 @@ enum PushCommand {
         } catch {
             return Usage.fail(error.problem)
         }
-        var tls: ClientStream.TLS?
+        var transport = PushTransport.plain
         if target.https {
             do {
-                tls = ClientStream.TLS(
-                    context: try TLSClientContext(extraCAFile: target.caFile, alpn: ["http/1.1"]),
-                    serverName: target.host)
+                transport = try .tls(serverName: target.host, extraCAFile: target.caFile)
             } catch {
                 Output.error("duo-relay push: --ca-file: \(error.reason) (PEM certificates)")
                 return 1
@@ -119,7 +116,7 @@ enum PushCommand {
         let result: PushExchange.Result
         do {
             result = try PushConnection.exchange(
-                host: target.host, port: target.port, tls: tls, request: request,
+                host: target.host, port: target.port, transport: transport, request: request,
                 timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             Output.error("duo-relay push: \(error.reason)")

@@ -247,6 +247,7 @@ struct ConnectionStateMachineTests {
         (#"{"reason":"Shutdown""#, "NO_ERROR"),
         (#"{"reason":"Shutdown",}"#, "NO_ERROR"),
         (#"{"reason":"Shutdown","n":01}"#, "NO_ERROR"),
+        (#"{"reason":"Shutdown","reason":"Other"}"#, "NO_ERROR"),
         (#"["Shutdown"]"#, "NO_ERROR"),
         ("Shutdown", "NO_ERROR"),
         ("", "NO_ERROR"),

@@ -1,4 +1,5 @@
 import FuzzSupport
+import JSON
 import RelayCore
 
 /// Configuration and `RELAY_KEYS` parsing: never crash; every error's description is one line

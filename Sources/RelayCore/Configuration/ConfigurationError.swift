@@ -1,4 +1,5 @@
 import ErrorCodes
+import JSON
 
 /// A configuration or secret problem, reported in one line that names the key or variable at
 /// fault and never contains a secret's value.

@@ -8,26 +8,13 @@ public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
+    /// `host:port` or `[ipv6]:port` (``HostPort``), the port always given; nil for anything else.
     public init?(_ text: String) {
-        let host: Substring
-        let portText: Substring
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return nil }
-            host = text[text.index(after: text.startIndex)..<close]
-            let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":") else { return nil }
-            portText = rest.dropFirst()
-            guard host.contains(":") else { return nil }
-        } else {
-            guard let colon = text.lastIndex(of: ":") else { return nil }
-            host = text[..<colon]
-            portText = text[text.index(after: colon)...]
-            guard !host.contains(":") else { return nil }
-        }
-        guard !host.isEmpty, !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-            let port = UInt16(portText)
+        guard let parts = try? HostPort(Substring(text)), !parts.host.isEmpty,
+            parts.isBracketed == parts.host.contains(":"), let portText = parts.portText,
+            let port = HostPort.port(portText)
         else { return nil }
-        self.host = String(host)
+        self.host = String(parts.host)
         self.port = port
     }
 

@@ -28,32 +28,18 @@ public struct ProxyURL: Equatable, Sendable, CustomStringConvertible {
         else {
             throw ConfigurationError(.invalid, key, "\(form), without a path, query or fragment")
         }
-        let host: Substring
-        let portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else {
-                throw ConfigurationError(.invalid, key, "has an unclosed [ipv6] host")
-            }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            guard after.isEmpty || after.hasPrefix(":") else { throw ConfigurationError(.invalid, key, form) }
-            portText = after.isEmpty ? nil : after.dropFirst()
+        let parts = try HostPort(authority, key: key, form: form)
+        let host = parts.host
+        if parts.isBracketed {
             guard host.contains(":"), host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
                 throw ConfigurationError(.invalid, key, "has a [host] that is not an IPv6 address")
             }
-        } else {
-            let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count <= 2 else { throw ConfigurationError(.invalid, key, form) }
-            host = parts[0]
-            portText = parts.count == 2 ? parts[1] : nil
         }
         guard !host.isEmpty else { throw ConfigurationError(.invalid, key, "has no host: \(form)") }
-        guard let portText else {
+        guard let portText = parts.portText else {
             throw ConfigurationError(.invalid, key, "has no port: \(form) (the port is always given)")
         }
-        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-            let port = UInt16(portText), port > 0
-        else {
+        guard let port = HostPort.port(portText), port > 0 else {
             throw ConfigurationError(.invalid, key, "has a port that is not 1..65535")
         }
         return ProxyURL(host: String(host).lowercased(), port: port)

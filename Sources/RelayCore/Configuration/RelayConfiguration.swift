@@ -1,3 +1,5 @@
+import JSON
+
 /// The relay's configuration file (docs/DESIGN.md, "Configuration"). Secrets never live here.
 public struct RelayConfiguration: Equatable, Sendable {
     public var listen = ListenAddress(host: "127.0.0.1", port: 8787)
@@ -201,30 +203,10 @@ public struct RelayConfiguration: Equatable, Sendable {
         }
         // host[:port] or [ipv6][:port], as the APNs client reads it: an empty port (an unset variable in a
         // template) is this key's fault, not found later as a client that cannot be set up.
-        let authority = text.dropFirst(8)
-        let host: Substring
-        let port: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else {
-                throw ConfigurationError(.invalid, key, "has an unclosed [ipv6] host")
-            }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            guard after.isEmpty || after.hasPrefix(":") else {
-                throw ConfigurationError(.invalid, key, "must be https://host[:port]")
-            }
-            port = after.isEmpty ? nil : after.dropFirst()
-        } else {
-            let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count <= 2 else { throw ConfigurationError(.invalid, key, "must be https://host[:port]") }
-            host = parts[0]
-            port = parts.count == 2 ? parts[1] : nil
-        }
-        guard !host.isEmpty else { throw ConfigurationError(.invalid, key, "has no host") }
-        if let port {
-            guard port.count <= 5, port.allSatisfy(\.isASCII), port.allSatisfy(\.isNumber), let value = UInt16(port),
-                value > 0
-            else {
+        let parts = try HostPort(text.dropFirst(8), key: key, form: "must be https://host[:port]")
+        guard !parts.host.isEmpty else { throw ConfigurationError(.invalid, key, "has no host") }
+        if let port = parts.portText {
+            guard let value = HostPort.port(port), value > 0 else {
                 throw ConfigurationError(.invalid, key, "has a port that is not 1 to 65535 (https://host[:port])")
             }
         }

@@ -1,3 +1,4 @@
+import JSON
 import RelayCrypto
 
 /// The secrets (docs/DESIGN.md, "Configuration"): APNs keys per environment, the team, relay keys.

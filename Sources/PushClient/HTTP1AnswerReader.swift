@@ -5,20 +5,22 @@ import Foundation
 /// status, `Retry-After` and the body, framed by `Content-Length`, by chunked transfer coding or by the end of
 /// the connection (what the relay and the fronts in deploy/proxy send). Interim (1xx) answers are skipped.
 /// Bounded: an answer larger than ``limit`` is refused, so a misdirected `--relay` cannot fill memory.
-struct HTTP1AnswerReader {
-    enum Progress: Equatable {
+public struct HTTP1AnswerReader: Sendable {
+    public enum Progress: Equatable, Sendable {
         case needMore
         case complete(RelayAnswer)
         case malformed(String)
     }
 
     /// The most bytes read for one answer (the relay's are below 1 KiB; a front's error page is larger).
-    static let limit = 256 * 1024
+    public static let limit = 256 * 1024
 
     private var bytes: [UInt8] = []
 
+    public init() {}
+
     /// Takes the bytes read; says whether the answer is complete.
-    mutating func read(_ more: UnsafeRawBufferPointer) -> Progress {
+    public mutating func read(_ more: UnsafeRawBufferPointer) -> Progress {
         guard bytes.count + more.count <= Self.limit else {
             return .malformed("the answer is larger than \(Self.limit / 1024) KiB")
         }
@@ -27,7 +29,7 @@ struct HTTP1AnswerReader {
     }
 
     /// The connection ended: the answer, if what was read is a whole one (a body framed by the end included).
-    func endOfInput() -> RelayAnswer? {
+    public func endOfInput() -> RelayAnswer? {
         if case .complete(let answer) = Self.parse(bytes, atEnd: true) { return answer }
         return nil
     }

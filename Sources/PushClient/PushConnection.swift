@@ -8,8 +8,9 @@ import TLS
 /// ``ClientStream``, with the OpenSSL client context the relay trusts APNs and Redis with), one request
 /// written once it is open, the answer read, all within one deadline.
 ///
-/// Loop-bound but for ``exchange(host:port:tls:request:timeoutMilliseconds:)``, which blocks its caller.
-final class PushConnection: ClientStreamDelegate {
+/// Loop-bound but for ``exchange(host:port:transport:request:timeoutMilliseconds:)``, which blocks its caller. No
+/// instance leaves this module (the delegate methods are public because ``ClientStreamDelegate`` is).
+public final class PushConnection: ClientStreamDelegate {
     private let loop: EventLoop
     private let request: [UInt8]
     private var machine = PushExchange()
@@ -23,10 +24,10 @@ final class PushConnection: ClientStreamDelegate {
         self.finished = finished
     }
 
-    /// Connects to `host`:`port` (with `tls`, verifying the server as its settings say), writes `request` and
+    /// Connects to `host`:`port` (with TLS, verifying the server as `transport` says), writes `request` and
     /// reads the answer; returns how the exchange ended. Blocks the calling thread (never a loop's).
-    static func exchange(
-        host: String, port: UInt16, tls: ClientStream.TLS?, request: [UInt8], timeoutMilliseconds: UInt64
+    public static func exchange(
+        host: String, port: UInt16, transport: PushTransport, request: [UInt8], timeoutMilliseconds: UInt64
     ) throws(LoopError) -> PushExchange.Result {
         let loop = try EventLoop(name: "duo-push", readBufferSize: 16 * 1024) { OpenSSLThread.stop() }
         let result = Mutex<PushExchange.Result?>(nil)
@@ -36,7 +37,7 @@ final class PushConnection: ClientStreamDelegate {
                 result.withLock { $0 = outcome }
                 done.signal()
             }
-            connection.start(host: host, port: port, tls: tls, timeoutMilliseconds: timeoutMilliseconds)
+            connection.start(host: host, port: port, tls: transport.tls, timeoutMilliseconds: timeoutMilliseconds)
         }
         if accepted { done.wait() }
         // Closes the stream and the timer if they are still open.
@@ -62,17 +63,17 @@ final class PushConnection: ClientStreamDelegate {
         finished(result)
     }
 
-    func streamDidConnect(_ stream: ClientStream) {
+    public func streamDidConnect(_ stream: ClientStream) {
         machine.connected()
         stream.write(request)
     }
 
-    func stream(_ stream: ClientStream, didRead bytes: UnsafeRawBufferPointer) {
+    public func stream(_ stream: ClientStream, didRead bytes: UnsafeRawBufferPointer) {
         guard let result = machine.read(bytes) else { return }
         end(result)
     }
 
-    func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
+    public func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
         // Compared, not switched over: a kind added to ClientStreamFailure is a lost connection here.
         let kind = failure.kind
         let reported: PushExchange.ConnectionFailure =

@@ -5,9 +5,9 @@ import Foundation
 /// (``PushConnection``) feeds it what the connection did and when the deadline passed, and it says when the
 /// exchange is over and how. It knows where a failure happened: before the connection was made (the push
 /// never reached the relay) or after the request was written (the relay may have it).
-struct PushExchange {
+public struct PushExchange: Sendable {
     /// How far the exchange got.
-    enum Stage: Equatable {
+    public enum Stage: Equatable, Sendable {
         /// Resolving, connecting, and with TLS handshaking: nothing of the request has left this host.
         case connecting
         /// Connected and the request written: the relay (or its front) may have it.
@@ -16,7 +16,7 @@ struct PushExchange {
     }
 
     /// Where a failure happened, in the words `push` prints.
-    enum Failure: Equatable {
+    public enum Failure: Equatable, Sendable {
         /// The relay's certificate did not verify against the roots (OpenSSL's reason).
         case certificateNotTrusted(String)
         /// The TLS handshake failed otherwise (no common protocol, a server that does not speak TLS).
@@ -33,7 +33,7 @@ struct PushExchange {
         case malformedAnswer(String)
 
         /// False only when the request certainly never left this host.
-        var pushMayHaveArrived: Bool {
+        public var pushMayHaveArrived: Bool {
             switch self {
             case .certificateNotTrusted, .handshake, .noConnection, .timedOutConnecting: false
             case .timedOutAwaitingAnswer, .connectionLost, .malformedAnswer: true
@@ -42,13 +42,13 @@ struct PushExchange {
     }
 
     /// How the exchange ended.
-    enum Result: Equatable {
+    public enum Result: Equatable, Sendable {
         case answered(RelayAnswer)
         case failed(Failure)
     }
 
     /// What went wrong with the connection, as the shell reports it.
-    enum ConnectionFailure: Equatable {
+    public enum ConnectionFailure: Equatable, Sendable {
         case resolve(String)
         case connect(String)
         case certificate(String)
@@ -59,16 +59,18 @@ struct PushExchange {
         case lost(String)
     }
 
-    private(set) var stage = Stage.connecting
+    public private(set) var stage = Stage.connecting
     private var reader = HTTP1AnswerReader()
 
+    public init() {}
+
     /// The connection is open (TLS handshaken): the request is written now.
-    mutating func connected() {
+    public mutating func connected() {
         if stage == .connecting { stage = .awaitingAnswer }
     }
 
     /// Answer bytes arrived. Returns the result once the exchange is over.
-    mutating func read(_ bytes: UnsafeRawBufferPointer) -> Result? {
+    public mutating func read(_ bytes: UnsafeRawBufferPointer) -> Result? {
         guard stage == .awaitingAnswer else { return nil }
         switch reader.read(bytes) {
         case .needMore: return nil
@@ -79,7 +81,7 @@ struct PushExchange {
 
     /// The connection failed or the peer closed it. Returns the result (an answer whose end is the close
     /// completes with it).
-    mutating func failed(_ failure: ConnectionFailure) -> Result? {
+    public mutating func failed(_ failure: ConnectionFailure) -> Result? {
         switch stage {
         case .finished:
             return nil
@@ -103,7 +105,7 @@ struct PushExchange {
     }
 
     /// The call's deadline passed. Returns the result unless the exchange was already over.
-    mutating func deadlinePassed() -> Result? {
+    public mutating func deadlinePassed() -> Result? {
         switch stage {
         case .finished: nil
         case .connecting: finish(.failed(.timedOutConnecting))

@@ -1,27 +1,28 @@
 import ErrorCodes
 
-/// A strict JSON (RFC 8259) reader for the configuration file and `RELAY_KEYS`: what is not JSON is refused
-/// with its line and column (Foundation's reader accepts a trailing comma), and an object that names a member
-/// twice is refused with that member's path (any reader would otherwise pick one of the values silently).
+/// The project's one JSON (RFC 8259) reader, strict: for the configuration file, `RELAY_KEYS` and the debug data of
+/// APNs' GOAWAY. What is not JSON is refused with its line and column (Foundation's reader accepts a trailing comma),
+/// and an object that names a member twice is refused with that member's path (any reader would otherwise pick one
+/// of the values silently).
 ///
 /// Errors describe the problem in words and by position, never by quoting the text: the text may be a secret.
-struct JSONParser {
+public struct JSONParser {
     /// Why a text was refused. Its reason names positions and problems, never a member's name (which may be a
-    /// secret); ``ConfigurationError/init(_:subject:shows:)`` decides which names a message may show.
-    enum Failure: CodedError {
+    /// secret); the caller decides which names a message may show.
+    public enum Failure: CodedError {
         /// Not JSON: `line` and `column` count from 1 (the column in bytes).
         case syntax(line: Int, column: Int, problem: String)
         /// An object names one member twice: the member names from the outermost object down to it.
         case duplicateMember(path: [String])
 
-        var code: ErrorCode<Failure> {
+        public var code: ErrorCode<Failure> {
             switch self {
             case .syntax: ErrorCode("syntax")
             case .duplicateMember: ErrorCode("duplicate_member")
             }
         }
 
-        var reason: String {
+        public var reason: String {
             switch self {
             case .syntax(let line, let column, let problem): "line \(line), column \(column): \(problem)"
             case .duplicateMember(let path): "a member is given more than once, \(path.count) levels deep"
@@ -30,7 +31,7 @@ struct JSONParser {
     }
 
     /// Nesting deeper than any configuration needs is refused before it can exhaust the stack.
-    static let maximumDepth = 64
+    public static let maximumDepth = 64
 
     private let bytes: [UInt8]
     private var offset = 0
@@ -39,7 +40,7 @@ struct JSONParser {
     private init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     /// Parses one JSON text (a value with optional whitespace around it).
-    static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
+    public static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
         var parser = JSONParser(bytes)
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw parser.failure("the text is not UTF-8")
