@@ -1,3 +1,5 @@
+import HTTP2Wire
+import LoopTLS
 import MonotonicTime
 
 /// The life of one HTTP/2 connection as a pure state machine: no sockets, no loop, no clock of its
@@ -127,6 +129,27 @@ struct ConnectionStateMachine {
         case kept
         /// The answer is too large: cancel the stream (RST_STREAM CANCEL).
         case cancel
+    }
+
+    /// What the shell does with the session after nghttp2 read what arrived.
+    enum ReadResult: Sendable, Equatable {
+        case carryOn
+        /// The session is broken: write what nghttp2 queued (a GOAWAY telling the server why), end the session and
+        /// reset the stream.
+        case breakOff
+    }
+
+    /// What the shell does in a round of writing, after each call of `nghttp2_session_mem_send`.
+    enum WriteStep: Sendable, Equatable {
+        /// Gather more from nghttp2.
+        case gather
+        /// Write what is gathered; with `last`, the round is over, else gather more (unless the write broke the
+        /// connection).
+        case write(last: Bool)
+        /// Nothing more to write: the round is over.
+        case done
+        /// nghttp2 failed: the connection is broken; end the session and reset the stream, writing nothing more.
+        case breakOff
     }
 
     /// What the shell does after the timer fired.
@@ -276,6 +299,43 @@ struct ConnectionStateMachine {
         case .closed:
             break
         }
+    }
+
+    /// The stream under the session (TCP, TLS, a proxy's tunnel) failed: what that means for the connection.
+    mutating func streamFailed(_ failure: ClientStreamFailure) {
+        failed(Failure(failure))
+    }
+
+    /// The stream closed without a failure while the pool still counts the connection (the loop is stopping): the
+    /// same as broken.
+    mutating func streamClosedQuietly() {
+        failed(.broken("the connection closed", closedByPeer: false))
+    }
+
+    /// `nghttp2_session_mem_recv` took `consumed` of the `count` bytes that arrived (negative: nghttp2's error).
+    /// Bytes it did not take cannot be given again: the connection is broken either way.
+    mutating func read(consumed: Int, of count: Int) -> ReadResult {
+        if consumed < 0 {
+            let words = HTTP2Session.words(ofError: consumed)
+            failed(.broken("the server broke the HTTP/2 protocol (\(words))", closedByPeer: false))
+            return .breakOff
+        }
+        guard consumed == count else {
+            failed(.broken("the HTTP/2 session took \(consumed) of \(count) bytes read", closedByPeer: false))
+            return .breakOff
+        }
+        return .carryOn
+    }
+
+    /// `nghttp2_session_mem_send` gave `length` bytes (0: nothing more; negative: nghttp2's error), and `gathered`
+    /// bytes wait to be written: whether to gather on or write them, one write per `batch` bytes.
+    mutating func serialized(_ length: Int, gathered: Int, batch: Int) -> WriteStep {
+        if length < 0 {
+            failed(.broken("nghttp2: \(HTTP2Session.words(ofError: length))", closedByPeer: false))
+            return .breakOff
+        }
+        if length > 0 && gathered < batch { return .gather }
+        return gathered == 0 ? .done : .write(last: length == 0)
     }
 
     /// The system's words for a failed connect, as `strerror` says them ("Connection refused"): the loop gives
@@ -679,5 +739,38 @@ struct ConnectionStateMachine {
         results = []
         events = []
         return report
+    }
+}
+
+extension ConnectionStateMachine.Failure {
+    /// What a failure of the stream means for the connection: a proxy that gave no tunnel is said as the proxy's
+    /// failure; the others by their kind.
+    init(_ failure: ClientStreamFailure) {
+        let text = failure.reason
+        if let tunnel = failure.tunnel {
+            self = .proxy(HTTP2ClientEvent.Kind(tunnel), text)
+            return
+        }
+        switch failure.kind {
+        case .resolve: self = .resolve(text)
+        case .connect: self = .connect(text)
+        case .certificate: self = .certificate(text)
+        case .handshake: self = .handshake(text)
+        case .closedByPeer: self = .broken(text, closedByPeer: true)
+        case .reset, .tls: self = .broken(text, closedByPeer: false)
+        }
+    }
+}
+
+extension HTTP2ClientEvent.Kind {
+    /// The event that says how the proxy failed to open the tunnel.
+    init(_ tunnel: ClientStreamFailure.Tunnel) {
+        switch tunnel {
+        case .unreachable: self = .proxyUnreachable
+        case .refused: self = .proxyRefused
+        case .malformed: self = .proxyMalformed
+        case .timeout: self = .proxyTimeout
+        case .closed: self = .proxyClosed
+        }
     }
 }

@@ -111,11 +111,9 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             machine.received(now: now)
             let consumed = nghttp2_session_mem_recv(
                 session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-            if consumed < 0 {
-                // nghttp2 queued a GOAWAY telling the server why: sent before the connection is given up.
+            if machine.read(consumed: consumed, of: bytes.count) == .breakOff {
+                // What nghttp2 queued (a GOAWAY telling the server why) goes before the connection is given up.
                 serializeAndWrite(session: session, stream: stream)
-                let text = String(cString: nghttp2_strerror(Int32(consumed)))
-                machine.failed(.broken("the server broke the HTTP/2 protocol (\(text))", closedByPeer: false))
                 endSession()
                 stream.reset()
             }
@@ -124,20 +122,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
 
     func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
         input {
-            let text = failure.reason
-            if let tunnel = failure.tunnel {
-                machine.failed(.proxy(HTTP2ClientEvent.Kind(tunnel), text))
-                endSession()
-                return
-            }
-            switch failure.kind {
-            case .resolve: machine.failed(.resolve(text))
-            case .connect: machine.failed(.connect(text))
-            case .certificate: machine.failed(.certificate(text))
-            case .handshake: machine.failed(.handshake(text))
-            case .closedByPeer: machine.failed(.broken(text, closedByPeer: true))
-            case .reset, .tls: machine.failed(.broken(text, closedByPeer: false))
-            }
+            machine.streamFailed(failure)
             endSession()
         }
     }
@@ -147,7 +132,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         // Closed without a failure while the pool still counts it (the loop is stopping): the same as broken.
         guard !closed else { return }
         input {
-            machine.failed(.broken("the connection closed", closedByPeer: false))
+            machine.streamClosedQuietly()
             endSession()
         }
     }
@@ -277,21 +262,21 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         while true {
             var chunk: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &chunk)
-            if length < 0 {
-                machine.failed(
-                    .broken("nghttp2: \(String(cString: nghttp2_strerror(Int32(length))))", closedByPeer: false))
+            if length > 0 { output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length)) }
+            switch machine.serialized(length, gathered: output.count, batch: Self.batchSize) {
+            case .gather:
+                continue
+            case .write(let last):
+                output.withUnsafeBytes { stream.write($0) }
+                output.removeAll(keepingCapacity: true)
+                // The write may have failed the stream (its delegate call ended the session).
+                if last || self.session == nil { return }
+            case .done:
+                return
+            case .breakOff:
                 endSession()
                 stream.reset()
                 return
-            }
-            if length > 0, let chunk { output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length)) }
-            if length == 0 || output.count >= Self.batchSize {
-                if !output.isEmpty {
-                    output.withUnsafeBytes { stream.write($0) }
-                    output.removeAll(keepingCapacity: true)
-                }
-                // The write may have failed the stream (its delegate call ended the session).
-                if length == 0 || self.session == nil { return }
             }
         }
     }
@@ -350,18 +335,5 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
 
     func streamClosed(_ stream: Int32, errorCode: UInt32) {
         machine.streamClosed(stream, errorCode: errorCode, now: now)
-    }
-}
-
-extension HTTP2ClientEvent.Kind {
-    /// The event that says how the proxy failed to open the tunnel.
-    init(_ tunnel: ClientStreamFailure.Tunnel) {
-        switch tunnel {
-        case .unreachable: self = .proxyUnreachable
-        case .refused: self = .proxyRefused
-        case .malformed: self = .proxyMalformed
-        case .timeout: self = .proxyTimeout
-        case .closed: self = .proxyClosed
-        }
     }
 }

@@ -30,6 +30,12 @@ public enum HTTP2Session {
         return result == 0 ? session : nil
     }
 
+    /// nghttp2's words for one of its error codes (a negative result of `nghttp2_session_mem_recv` or
+    /// `nghttp2_session_mem_send`), such as "Protocol error".
+    public static func words(ofError code: Int) -> String {
+        String(cString: nghttp2_strerror(Int32(clamping: code)))
+    }
+
     /// The owner behind a callback's user-data pointer (a session made by ``make(_:callbacks:owner:)``
     /// for an `Owner`).
     public static func owner<Owner: AnyObject>(_ userData: UnsafeMutableRawPointer) -> Owner {

@@ -10,3 +10,14 @@ public enum HeadDecision: Sendable {
     /// the handler calls ``PendingHeadDecision/decide(_:)`` with `.respond` or `.readBody`, from any thread.
     case later(PendingHeadDecision)
 }
+
+extension HeadDecision {
+    /// The decision as the connection's conversation takes it (a pending one is awaited).
+    var plain: HTTP1Conversation.Decision {
+        switch self {
+        case .respond(let response): .respond(response)
+        case .readBody(let limit): .readBody(limit: limit)
+        case .later: .later
+        }
+    }
+}

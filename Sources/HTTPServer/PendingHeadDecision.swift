@@ -26,8 +26,6 @@ public final class PendingHeadDecision: Sendable {
     /// Delivers the decision (`.respond` or `.readBody`; `.later` is treated as an internal error:
     /// 500). Later calls are ignored.
     public func decide(_ decision: HeadDecision) {
-        var decision = decision
-        if case .later = decision { decision = .respond(HTTP1Response(status: 500)) }
         let waiting: ConnectionReference? = state.withLock { state in
             switch state {
             case .open:
@@ -41,8 +39,7 @@ public final class PendingHeadDecision: Sendable {
             }
         }
         guard let waiting else { return }
-        let decided = decision
-        waiting.withConnection { [self] connection in connection.decided(decided, by: self) }
+        waiting.withConnection { [self] connection in connection.decided(decision, by: self) }
     }
 
     /// The server side, on the connection's loop: the decision if it has come; else the connection waits for it.

@@ -2,9 +2,9 @@ import HTTP1
 import Loop
 import MonotonicTime
 
-/// One client connection on its worker's loop: the shell around ``HTTP1Connection``. It feeds the machine what the
-/// socket, the timer and the handler say, and carries out the actions the machine returns. Loop-bound: every method
-/// runs on the worker's loop thread.
+/// One client connection on its worker's loop: the shell around ``HTTP1Conversation`` (and its ``HTTP1Connection``).
+/// It gives the conversation what the socket, the timer and the handler say, carries out the actions it returns, and
+/// asks the handler its questions. Loop-bound: every method runs on the worker's loop thread.
 ///
 /// Ownership: the worker's table and the socket (its delegate) hold the connection until the socket's close callback;
 /// the connection holds its timer until then. Responders and pending decisions reach it through a weak
@@ -20,7 +20,8 @@ final class ServerConnection: TCPConnectionDelegate {
     /// Handed to the handler with every head: what it works out from `peer` once for the connection.
     private let peerMemo = PeerMemo()
     private(set) var reference: ConnectionReference!
-    private var machine: HTTP1Connection
+    /// Decides everything: what the machine is told and when, what the handler is asked.
+    private var conversation: HTTP1Conversation
     /// The one timer for the machine's deadline; created at the first deadline.
     private var timer: LoopTimer?
     /// The head handed to the handler, until the request is handed over or answered (the route is resolved once).
@@ -29,18 +30,7 @@ final class ServerConnection: TCPConnectionDelegate {
     private var context: RequestContext?
     /// The head decision the connection waits for.
     private var pendingDecision: PendingHeadDecision?
-    /// Inputs that came while an action was carried out (an answer given inside a handler call, a write done at
-    /// once): fed to the machine in order once the action is done, so that the machine never sees an input nested
-    /// in another.
-    private var inputs: [Input] = []
-    private var busy = false
     private var closed = false
-
-    private enum Input {
-        case writeFinished
-        case respond(HTTP1Response)
-        case readBody(limit: Int)
-    }
 
     init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer) {
         self.core = core
@@ -48,7 +38,7 @@ final class ServerConnection: TCPConnectionDelegate {
         ledger = worker.ledger
         self.socket = socket
         self.peer = peer
-        machine = HTTP1Connection(configuration: core.connection, now: EventLoop.monotonicNow())
+        conversation = HTTP1Conversation(configuration: core.connection, now: EventLoop.monotonicNow())
         reference = ConnectionReference(loop: socket.loop, connection: self)
     }
 
@@ -58,21 +48,13 @@ final class ServerConnection: TCPConnectionDelegate {
     /// Starts reading and arms the idle deadline.
     func start() {
         socket.delegate = self
-        if core.quiesced.load(ordering: .relaxed) {
-            _ = machine.drain(now: now)
-        }
-        run(machine.current)
+        run(conversation.start(draining: core.quiesced.load(ordering: .relaxed), now: now))
     }
 
     /// The server is shutting down: the next answer closes the connection.
     func drain() {
         guard !closed else { return }
-        if busy {
-            // Only from inside a handler call; the flag is read when the answer is made.
-            _ = machine.drain(now: now)
-        } else {
-            run(machine.drain(now: now))
-        }
+        run(conversation.drain(now: now))
     }
 
     /// The server answers the request waiting for the handler, if any, in the handler's stead (a later answer from
@@ -94,26 +76,26 @@ final class ServerConnection: TCPConnectionDelegate {
         guard context === self.context else { return }
         self.context = nil
         ledger.held.subtract(1, ordering: .relaxed)
-        feed(.respond(response))
+        respond(response)
     }
 
     /// A head decision that came later.
     func decided(_ decision: HeadDecision, by pending: PendingHeadDecision) {
-        guard pending === pendingDecision else { return }
+        guard pending === pendingDecision, !closed else { return }
         pendingDecision = nil
-        take(decision)
+        run(conversation.decidedLater(decision.plain, now: now))
     }
 
     // MARK: - From the socket
 
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         guard !closed else { return }
-        run(machine.received(bytes, now: now))
+        run(conversation.received(bytes, now: now))
     }
 
     func connectionDidReachEnd(_ connection: TCPConnection) {
         guard !closed else { return }
-        run(machine.peerClosed(now: now))
+        run(conversation.peerClosed(now: now))
     }
 
     func connection(_ connection: TCPConnection, didFail error: LoopError) {
@@ -121,7 +103,8 @@ final class ServerConnection: TCPConnectionDelegate {
     }
 
     func connectionDidFinishWriting(_ connection: TCPConnection) {
-        feed(.writeFinished)
+        guard !closed else { return }
+        run(conversation.writeFinished(now: now))
     }
 
     func connectionDidClose(_ connection: TCPConnection) {
@@ -136,40 +119,21 @@ final class ServerConnection: TCPConnectionDelegate {
         pendingDecision?.abandon()
         pendingDecision = nil
         head = nil
-        inputs = []
         reference.connection = nil
         core.connectionClosed(peer)
         worker.remove(self)
     }
 
-    // MARK: - Driving the machine
+    // MARK: - Carrying out the conversation's actions
 
-    private func feed(_ input: Input) {
-        guard !closed else { return }
-        if busy {
-            inputs.append(input)
-            return
-        }
-        run(step(input))
-    }
-
-    private func step(_ input: Input) -> HTTP1Connection.Action {
-        switch input {
-        case .writeFinished: machine.writeFinished(now: now)
-        case .respond(let response): machine.respond(response, now: now)
-        case .readBody(let limit): machine.readBody(limit: limit, now: now)
-        }
-    }
-
-    /// Carries out `first`, then every input that carrying it out produced, in order.
-    private func run(_ first: HTTP1Connection.Action) {
-        busy = true
-        var next: HTTP1Connection.Action? = first
+    /// Carries out `first`, then every action that inputs coming meanwhile lead to, in order.
+    private func run(_ first: HTTP1Conversation.Action?) {
+        var next = first
         while let action = next, !closed {
-            perform(action)
-            next = inputs.isEmpty || closed ? nil : step(inputs.removeFirst())
+            perform(action.connection)
+            if let question = action.ask { ask(question) }
+            next = closed ? nil : conversation.actionDone(now: now)
         }
-        busy = false
     }
 
     private func perform(_ action: HTTP1Connection.Action) {
@@ -178,7 +142,7 @@ final class ServerConnection: TCPConnectionDelegate {
             return
         }
         if let bytes = action.write, socket.write(bytes) {
-            inputs.append(.writeFinished)
+            _ = conversation.writeFinished(now: now)  // queued: the action is still being carried out
         }
         if action.shutdownWrite {
             socket.shutdownOutput()
@@ -186,9 +150,6 @@ final class ServerConnection: TCPConnectionDelegate {
         schedule(action.deadline)
         if action.isReading != socket.isReading {
             if action.isReading { socket.startReading() } else { socket.stopReading() }
-        }
-        if let handUp = action.handUp {
-            hand(handUp)
         }
     }
 
@@ -200,7 +161,7 @@ final class ServerConnection: TCPConnectionDelegate {
         if timer == nil {
             timer = LoopTimer(on: socket.loop) { [unowned self] in
                 guard !closed else { return }
-                run(machine.deadlineReached(now: now))
+                run(conversation.deadlineReached(now: now))
             }
         }
         timer!.schedule(at: deadline)
@@ -213,50 +174,48 @@ final class ServerConnection: TCPConnectionDelegate {
         socket.close()
     }
 
+    private func respond(_ response: HTTP1Response) {
+        guard !closed else { return }
+        run(conversation.respond(response, now: now))
+    }
+
     // MARK: - The handler
 
-    private func hand(_ handUp: HTTP1Connection.HandUp) {
-        switch handUp {
+    private func ask(_ question: HTTP1Conversation.Question) {
+        switch question {
         case .head(let parsed):
             let head = makeHead(parsed)
             self.head = head
-            take(core.handler.head(head))
+            let decision = core.handler.head(head)
+            run(conversation.decide(decision.plain, now: now))
+            if case .later(let pending) = decision { wait(for: pending) }
         case .request(let parsed, let body):
-            let head = self.head ?? makeHead(parsed)
-            self.head = nil
+            let head = takeHead(parsed)
             let context = RequestContext(ledger: ledger, reference: reference, route: head.route)
             self.context = context
             ledger.held.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
+        case .bodyTooLarge(let parsed):
+            respond(core.handler.bodyTooLarge(takeHead(parsed)))
         case .refused(let parsed, let error, let followsHead):
-            let head = self.head ?? makeHead(parsed)
-            self.head = nil
-            let response =
-                error.code == .bodyTooLarge
-                ? core.handler.bodyTooLarge(head)
-                : core.handler.refused(head, refusal: HTTPRefusal(error, followsHead: followsHead))
-            feed(.respond(response))
+            let head = followsHead ? takeHead(parsed) : makeHead(parsed)
+            respond(core.handler.refused(head, refusal: HTTPRefusal(error, followsHead: followsHead)))
         }
     }
 
-    private func take(_ decision: HeadDecision) {
-        switch decision {
-        case .respond(let response):
-            head = nil
-            feed(.respond(response))
-        case .readBody(let limit):
-            feed(.readBody(limit: limit))
-        case .later(let pending):
-            if let decided = pending.take(orWaitWith: reference) {
-                if case .later = decided {
-                    take(.respond(HTTP1Response(status: 500)))
-                } else {
-                    take(decided)
-                }
-            } else {
-                pendingDecision = pending
-            }
+    /// The decision now if it has come, else once it comes (``decided(_:by:)``).
+    private func wait(for pending: PendingHeadDecision) {
+        if let decided = pending.take(orWaitWith: reference) {
+            run(conversation.decidedLater(decided.plain, now: now))
+        } else {
+            pendingDecision = pending
         }
+    }
+
+    /// The head handed to the handler with ``HTTP1Conversation/Question/head(_:)`` for the request asked about now.
+    private func takeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
+        defer { head = nil }
+        return head ?? makeHead(parsed)
     }
 
     private func makeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
