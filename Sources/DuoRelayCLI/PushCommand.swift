@@ -111,7 +111,9 @@ enum PushCommand {
         }
         let push = RelayPush(
             sealed: Data(SecureRandom.bytes(count: RelayPush.sealedByteCount)), id: randomHex(), thread: randomHex())
-        let request = requestBytes(target, body: push.body(grant: grant))
+        let request = PushRequest.bytes(
+            path: target.path, authority: target.authority, userAgent: "duo-relay/\(RelayVersion.release)",
+            body: push.body(grant: grant))
         let started = ContinuousClock.now
         let result: PushExchange.Result
         do {
@@ -134,14 +136,6 @@ enum PushCommand {
                 "push: " + describe(failure, target: target) + " (no HTTP answer, \(milliseconds) ms)")
         }
         return 1
-    }
-
-    /// The request, framed as the relay's front expects (one request, then the connection closes).
-    static func requestBytes(_ target: Target, body: Data) -> [UInt8] {
-        let head =
-            "POST \(target.path) HTTP/1.1\r\nHost: \(target.authority)\r\nUser-Agent: duo-relay/\(RelayVersion.release)\r\n"
-            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        return Array(head.utf8) + Array(body)
     }
 
     /// Where a push without an answer failed, and whether the relay may have it; never the grant.

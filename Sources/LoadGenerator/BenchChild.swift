@@ -165,4 +165,15 @@ final class BenchChild {
             }
         }
     }
+
+    /// What a run that starts servers (`bench`, `push-instructions`) sets up first: a fresh directory under /tmp
+    /// (`/tmp/NAME.XXXXXX`), the path of this binary (its measurements run as its children), and every child stopped
+    /// on an interrupt.
+    static func prepareRun(_ name: String) throws -> (load: String, work: String) {
+        var template = Array("/tmp/\(name).XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw LoadError(.failed, "cannot make a directory in /tmp") }
+        let load = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        stopChildrenOnInterrupt()
+        return (load, String(cString: made))
+    }
 }

@@ -1,25 +1,31 @@
 /// The files a benchmark run writes for the servers it starts: the relay's configuration and the two nginx
 /// configurations of the anchor.
 enum BenchFiles {
-    /// The relay's configuration. The benchmark raises the limits (never bypasses them): every push still opens
-    /// its grant and passes the per-phone and per-address limiters. Every request comes from 127.0.0.1, so the
-    /// address's limit is the most the configuration allows (a million) a second: a million in ten seconds is
-    /// within the grant run's reach, and its 429s would leave grant_rps unmeasured.
-    static func relayConfiguration(simulatorPort: Int, caFile: String, storePort: Int?, threads: Int?) -> String {
+    /// The relay's configuration for a measurement (the benchmark's, push-instructions'). It raises the limits (never
+    /// bypasses them): every push still opens its grant and passes the per-phone and per-address limiters. Every
+    /// request comes from 127.0.0.1, so the address's limit is the most the configuration allows (a million) per
+    /// `addressPeriodSeconds`: the benchmark's second makes a million in ten seconds within the grant run's reach,
+    /// and its 429s would leave grant_rps unmeasured. Memory limits unless `storePort` names a Redis (each call
+    /// bounded by `storeTimeoutMilliseconds`); APNs through `proxyPort`'s proxy if given.
+    static func relayConfiguration(
+        simulatorPort: Int, caFile: String, storePort: Int?, threads: Int?, proxyPort: Int? = nil,
+        storeTimeoutMilliseconds: Int = 100, addressPeriodSeconds: Int = 1
+    ) -> String {
         let store =
             storePort.map {
-                #"  "limits_store": { "kind": "redis", "url": "redis://127.0.0.1:\#($0)/0", "timeout_ms": 100 },"#
-                    + "\n"
+                #"  "limits_store": { "kind": "redis", "url": "redis://127.0.0.1:\#($0)/0", "#
+                    + #""timeout_ms": \#(storeTimeoutMilliseconds) },"# + "\n"
             } ?? ""
         let threadsLine = threads.map { "    \"threads\": \($0),\n" } ?? ""
+        let proxy = proxyPort.map { "    \"proxy\": \(JSONText.string("http://127.0.0.1:\($0)")),\n" } ?? ""
         let origin = JSONText.string("https://127.0.0.1:\(simulatorPort)")
         return """
             {
               "listen": "127.0.0.1:0",
               "push_limit": { "requests": 1000000, "period_s": 60 },
-              "ip_limit": { "requests": 1000000, "period_s": 1, "block_s": 10 },
+              "ip_limit": { "requests": 1000000, "period_s": \(addressPeriodSeconds), "block_s": 10 },
             \(store)  "apns": {
-                "topic": \(JSONText.string(BenchSimulator.topic)),
+            \(proxy)    "topic": \(JSONText.string(BenchSimulator.topic)),
                 "sandbox_origin": \(origin),
                 "production_origin": \(origin),
                 "ca_file": \(JSONText.string(caFile))

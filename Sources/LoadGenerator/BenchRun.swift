@@ -77,11 +77,8 @@ final class BenchRun {
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let options = try Options(arguments)
-        var template = Array("/tmp/duo-relay-bench.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw LoadError(.failed, "cannot make a directory in /tmp") }
-        let load = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let bench = BenchRun(options: options, load: load, work: String(cString: made))
-        BenchChild.stopChildrenOnInterrupt()
+        let (load, work) = try BenchChild.prepareRun("duo-relay-bench")
+        let bench = BenchRun(options: options, load: load, work: work)
         defer { bench.cleanUp() }
         var status: Int32 = 1
         do {
@@ -147,11 +144,7 @@ final class BenchRun {
     /// simulator by h2load (same simulator process, same requests in flight).
     func saturation() throws {
         for round in 1...plan.rounds {
-            record(
-                "saturation",
-                closedLoop(
-                    plan.saturationConnections, seconds: plan.saturationSeconds, warmup: plan.warmupSeconds,
-                    watching: ["relay": relayPID, "simulator": simulatorPID]))
+            record("saturation", saturated(watching: relayAndSimulator))
             record(
                 "direct",
                 [
@@ -167,30 +160,22 @@ final class BenchRun {
     /// fresh stack, so that no run inherits another's connections or warmed-up state.
     func serving() throws {
         for connections in plan.concurrencyLevels {
-            try startStack()
-            record(
-                "concurrency",
-                closedLoop(connections, seconds: plan.levelSeconds, warmup: 1, watching: relayAndSimulator))
-            stopStack()
+            try onAFreshStack("concurrency") {
+                closedLoop(connections, seconds: plan.levelSeconds, warmup: 1, watching: relayAndSimulator)
+            }
         }
-        try startStack()
-        record("latency", openLoop(plan.latencyRate, seconds: plan.latencySeconds, watching: ["relay": relayPID]))
-        stopStack()
-        try startStack()
-        record(
-            "grant",
+        try onAFreshStack("latency") { latency() }
+        try onAFreshStack("grant") {
             closedLoop(
                 plan.saturationConnections, seconds: plan.grantSeconds, warmup: 1, watching: ["relay": relayPID],
-                bodies: work + "/grant-bodies.txt", path: "/v1/grant"))
-        stopStack()
-        try startStack()
-        record(
-            "idle",
+                bodies: work + "/grant-bodies.txt", path: "/v1/grant")
+        }
+        try onAFreshStack("idle") {
             [
                 "idle", "--target", relayTarget, "--connections", String(plan.idleConnections), "--pid",
                 String(relayPID), "--settle", Self.text(plan.idleSettleSeconds),
-            ])
-        stopStack()
+            ]
+        }
         Self.log("saturation, concurrency, latency, grants and idle connections measured")
     }
 
@@ -201,9 +186,7 @@ final class BenchRun {
         try startNginx()
         for rate in plan.rates {
             let seconds = plan.seconds(atRate: rate)
-            try startStack()
-            record("rate-relay", openLoop(Double(rate), seconds: seconds, watching: relayAndSimulator))
-            stopStack()
+            try onAFreshStack("rate-relay") { openLoop(Double(rate), seconds: seconds, watching: relayAndSimulator) }
             record(
                 "rate-nginx",
                 openLoop(
@@ -233,20 +216,10 @@ final class BenchRun {
         let before = redisInfo()
         for _ in 1...plan.rounds {
             storePort = nil
-            try startStack()
-            record(
-                "pair-memory",
-                closedLoop(
-                    plan.saturationConnections, seconds: plan.saturationSeconds, warmup: plan.warmupSeconds,
-                    watching: ["relay": relayPID]))
-            stopStack()
+            try onAFreshStack("pair-memory") { saturated(watching: ["relay": relayPID]) }
             storePort = redisPort
             try startStack()
-            record(
-                "pair-redis",
-                closedLoop(
-                    plan.saturationConnections, seconds: plan.saturationSeconds, warmup: plan.warmupSeconds,
-                    watching: ["relay": relayPID, "redis": redis?.pid ?? 0]))
+            record("pair-redis", saturated(watching: ["relay": relayPID, "redis": redis?.pid ?? 0]))
             let relayLog = Self.read(work + "/relay.log")
             guard relayLog.contains("limits store: connected") else {
                 LoadCommand.write(relayLog, to: STDERR_FILENO)
@@ -259,16 +232,13 @@ final class BenchRun {
         }
         if let sharing = RedisInfo.sharing(before: before, after: redisInfo()) { Self.log(sharing) }
         storePort = redisPort
-        try startStack()
-        record("latency-redis", openLoop(plan.latencyRate, seconds: plan.latencySeconds, watching: ["relay": relayPID]))
-        stopStack()
+        try onAFreshStack("latency-redis") { latency() }
         for _ in 1...plan.rounds {
             for (step, port) in [("fixed-memory", nil), ("fixed-redis", redisPort)] {
                 storePort = port
-                try startStack()
-                record(
-                    step, openLoop(Double(plan.fixedRate), seconds: plan.fixedSeconds, watching: ["relay": relayPID]))
-                stopStack()
+                try onAFreshStack(step) {
+                    openLoop(Double(plan.fixedRate), seconds: plan.fixedSeconds, watching: ["relay": relayPID])
+                }
             }
         }
         Self.log("redis store measured")
@@ -286,16 +256,8 @@ final class BenchRun {
             throw LoadError(.failed, "the forwarder did not start")
         }
         storePort = hopPort
-        try startStack()
-        record(
-            "hop-saturation",
-            closedLoop(
-                plan.saturationConnections, seconds: plan.saturationSeconds, warmup: plan.warmupSeconds,
-                watching: ["relay": relayPID]))
-        stopStack()
-        try startStack()
-        record("hop-latency", openLoop(plan.latencyRate, seconds: plan.latencySeconds, watching: ["relay": relayPID]))
-        stopStack()
+        try onAFreshStack("hop-saturation") { saturated(watching: ["relay": relayPID]) }
+        try onAFreshStack("hop-latency") { latency() }
         forwarder?.stop()
         forwarder = nil
         storePort = nil
@@ -311,6 +273,17 @@ final class BenchRun {
 
     static func pids(_ watched: KeyValuePairs<String, Int32>) -> [String] {
         watched.flatMap { ["--pid", "\($0.key)=\($0.value)"] }
+    }
+
+    /// The saturation run's load: the plan's connections, seconds and warm-up.
+    func saturated(watching: KeyValuePairs<String, Int32>) -> [String] {
+        closedLoop(
+            plan.saturationConnections, seconds: plan.saturationSeconds, warmup: plan.warmupSeconds, watching: watching)
+    }
+
+    /// The latency run's load: the plan's fixed rate and seconds, the relay's CPU watched.
+    func latency() -> [String] {
+        openLoop(plan.latencyRate, seconds: plan.latencySeconds, watching: ["relay": relayPID])
     }
 
     func closedLoop(
@@ -332,6 +305,14 @@ final class BenchRun {
             "--seconds", Self.text(seconds), "--warmup", Self.text(warmup ?? plan.latencyWarmupSeconds),
             "--connections", "64",
         ] + Self.pids(watching)
+    }
+
+    /// Starts a fresh stack, records `step` with the load `arguments` gives (read once the stack is up: it names
+    /// the new processes), and stops the stack.
+    func onAFreshStack(_ step: String, _ arguments: () -> [String]) throws {
+        try startStack()
+        record(step, arguments())
+        stopStack()
     }
 
     /// Runs a measurement and records its JSON as `step`; one that printed nothing is left out, which leaves

@@ -29,7 +29,7 @@ struct ClosedLoop: Sendable {
     }
 
     /// One run, on its loop's thread.
-    private final class Run: ClientConnectionOwner {
+    private final class Run: LoadRun {
         let settings: ClosedLoop
         var watched: WatchedProcesses
         let loop: EventLoop
@@ -85,13 +85,7 @@ struct ClosedLoop: Sendable {
             window.schedule(afterMilliseconds: (wait + 999_999) / 1_000_000)
         }
 
-        func end(_ result: Result<Report, LoadError>) {
-            guard !finished else { return }
-            finished = true
-            window?.close()
-            for client in pool { client.close() }
-            finish(result)
-        }
+        func closeTimers() { window?.close() }
 
         func send(_ client: ClientConnection) {
             client.requestStart = MonotonicClock.now()
@@ -102,10 +96,6 @@ struct ClosedLoop: Sendable {
         func clientDidConnect(_ client: ClientConnection) {
             guard !finished else { return }
             send(client)
-        }
-
-        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
-            end(.failure(LoadError(.failed, "cannot connect: \(error.reason)")))
         }
 
         func client(

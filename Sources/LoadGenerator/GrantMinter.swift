@@ -22,7 +22,7 @@ struct GrantMinter: Sendable {
     }
 
     /// One run, on its loop's thread: each connection asks for the next grant once it has its answer.
-    private final class Run: ClientConnectionOwner {
+    private final class Run: LoadRun {
         let settings: GrantMinter
         let loop: EventLoop
         let finish: (Result<[String], LoadError>) -> Void
@@ -63,21 +63,11 @@ struct GrantMinter: Sendable {
             client.send(HTTPRequestBytes.post(path: "/v1/grant", host: settings.host, body: body))
         }
 
-        func end(_ result: Result<[String], LoadError>) {
-            guard !finished else { return }
-            finished = true
-            deadline?.close()
-            for client in pool { client.close() }
-            finish(result)
-        }
+        func closeTimers() { deadline?.close() }
 
         func clientDidConnect(_ client: ClientConnection) {
             guard !finished else { return }
             ask(client)
-        }
-
-        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
-            end(.failure(LoadError(.failed, "cannot connect to the relay")))
         }
 
         func client(

@@ -28,7 +28,7 @@ struct IdleConnections: Sendable {
 
     /// One run, on its loop's thread: at most 256 connections opening at once; once every connection is
     /// answered (or failed), they are held for `settleSeconds` and the relay's memory is read.
-    private final class Run: ClientConnectionOwner {
+    private final class Run: LoadRun {
         let settings: IdleConnections
         let loop: EventLoop
         let finish: (Result<Report, LoadError>) -> Void
@@ -91,13 +91,7 @@ struct IdleConnections: Sendable {
             self.timer = settle
         }
 
-        func end(_ result: Result<Report, LoadError>) {
-            guard !finished else { return }
-            finished = true
-            timer?.close()
-            for client in pool { client.close() }
-            finish(result)
-        }
+        func closeTimers() { timer?.close() }
 
         /// An opening connection failed before its answer: counted, and the next one may open.
         func failed() {

@@ -32,7 +32,7 @@ struct OpenLoop: Sendable {
 
     /// One run, on its loop's thread: requests fall due in order; each goes out on an idle connection as soon
     /// as there is one (waiting in the backlog meanwhile, its due time kept).
-    private final class Run: ClientConnectionOwner {
+    private final class Run: LoadRun {
         let settings: OpenLoop
         let loop: EventLoop
         let finish: (Result<Report, LoadError>) -> Void
@@ -133,13 +133,9 @@ struct OpenLoop: Sendable {
             end(.success(report))
         }
 
-        func end(_ result: Result<Report, LoadError>) {
-            guard !finished else { return }
-            finished = true
+        func closeTimers() {
             pacer?.close()
             giveUp?.close()
-            for client in pool { client.close() }
-            finish(result)
         }
 
         func clientDidConnect(_ client: ClientConnection) {
@@ -147,10 +143,6 @@ struct OpenLoop: Sendable {
             connecting -= 1
             idle.append(client.index)
             pump()
-        }
-
-        func client(_ client: ClientConnection, didFailToConnect error: LoopError) {
-            end(.failure(LoadError(.failed, "cannot connect: \(error.reason)")))
         }
 
         func client(

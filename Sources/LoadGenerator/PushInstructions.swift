@@ -51,11 +51,8 @@ final class PushInstructions {
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let options = try Options(arguments)
-        var template = Array("/tmp/push-instructions.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw LoadError(.failed, "cannot make a directory in /tmp") }
-        let load = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let run = PushInstructions(options: options, load: load, work: String(cString: made))
-        BenchChild.stopChildrenOnInterrupt()
+        let (load, work) = try BenchChild.prepareRun("push-instructions")
+        let run = PushInstructions(options: options, load: load, work: work)
         defer { run.cleanUp() }
         do {
             try run.measure()

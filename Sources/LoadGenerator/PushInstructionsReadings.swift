@@ -5,36 +5,13 @@ import Foundation
 enum PushInstructionsReadings {
     // MARK: - Files
 
-    /// The relay's configuration: the limits raised (never bypassed), memory limits unless `redisPort` names a
-    /// Redis, APNs through `proxyPort`'s proxy if given.
+    /// The relay's configuration (the benchmark's, ``BenchFiles``): memory limits unless `redisPort` names a Redis,
+    /// APNs through `proxyPort`'s proxy if given. Under callgrind the relay runs tens of times slower, so a Redis call
+    /// may take a second.
     static func relayConfiguration(simulatorPort: Int, caFile: String, redisPort: Int?, proxyPort: Int?) -> String {
-        let store =
-            redisPort.map {
-                #"  "limits_store": { "kind": "redis", "url": "redis://127.0.0.1:\#($0)/0", "timeout_ms": 1000 },"#
-                    + "\n"
-            } ?? ""
-        let proxy = proxyPort.map { "    \"proxy\": \(JSONText.string("http://127.0.0.1:\($0)")),\n" } ?? ""
-        let origin = JSONText.string("https://127.0.0.1:\(simulatorPort)")
-        return """
-            {
-              "listen": "127.0.0.1:0",
-              "push_limit": { "requests": 1000000, "period_s": 60 },
-              "ip_limit": { "requests": 1000000, "period_s": 10, "block_s": 10 },
-            \(store)  "apns": {
-            \(proxy)    "topic": \(JSONText.string(BenchSimulator.topic)),
-                "sandbox_origin": \(origin),
-                "production_origin": \(origin),
-                "ca_file": \(JSONText.string(caFile))
-              },
-              "server": {
-                "max_connections": 16384,
-                "max_connections_per_address": 0,
-                "connection_timeout_s": 120,
-                "shutdown_grace_s": 1
-              }
-            }
-
-            """
+        BenchFiles.relayConfiguration(
+            simulatorPort: simulatorPort, caFile: caFile, storePort: redisPort, threads: nil, proxyPort: proxyPort,
+            storeTimeoutMilliseconds: 1000, addressPeriodSeconds: 10)
     }
 
     /// tinyproxy's configuration: loopback only, warnings to `logFile`.

@@ -87,3 +87,17 @@ import Testing
         #expect(PushExchange.Failure.malformedAnswer("x").pushMayHaveArrived)
     }
 }
+
+/// The request `push` writes.
+@Suite struct PushRequestTests {
+    @Test func onePostFramedByItsLengthThenClosed() {
+        let body = Array(#"{"grant":"g"}"#.utf8)
+        let bytes = PushRequest.bytes(
+            path: "/relay/v1/push", authority: "[::1]:8443", userAgent: "duo-relay/1.2.3", body: body)
+        #expect(
+            String(decoding: bytes, as: UTF8.self)
+                == "POST /relay/v1/push HTTP/1.1\r\nHost: [::1]:8443\r\nUser-Agent: duo-relay/1.2.3\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+                + #"{"grant":"g"}"#)
+    }
+}
