@@ -1,0 +1,10 @@
+import Testing
+
+@testable import RecipeRunner
+
+@Suite struct RecipeCommandTests {
+    @Test func noCommandOrAnUnknownOneIsAUsageError() {
+        #expect(RecipeCommand.run([]) == 2)
+        #expect(RecipeCommand.run(["no-such-command"]) == 2)
+    }
+}
