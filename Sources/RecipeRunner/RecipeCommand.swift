@@ -2,6 +2,8 @@
 enum RecipeCommand {
     static let usage = """
         usage: duo-relay-recipes doc-test ARGUMENTS...        (scripts/doc-test)
+               duo-relay-recipes extract DIR [DOCUMENT...]    (scripts/doc-test --extract DIR)
+               duo-relay-recipes systemctl COMMAND [UNIT]     (doc-test's systemctl, where systemd is not PID 1)
                duo-relay-recipes container-test ARGUMENTS...  (scripts/container-test)
         """
 
@@ -13,6 +15,9 @@ enum RecipeCommand {
         }
         let rest = Array(arguments.dropFirst())
         switch subcommand {
+        case "extract": return RecipeExtract.run(rest)
+        case "doc-test": return DocTestRun.main(rest)
+        case "systemctl": return SystemctlStandIn.run(rest)
         default:
             printError("duo-relay-recipes: unknown command '\(subcommand)'\n\(usage)")
             _ = rest
