@@ -20,7 +20,7 @@ enum LoopbackHTTP {
         if method == "POST" { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         guard
-            let bytes = exchange(port: port, request: Array(head.utf8) + body, seconds: seconds, until: { _ in false })
+            let bytes = exchange(port: port, request: Array(head.utf8) + body, seconds: seconds, until: isComplete)
         else { return nil }
         return parse(bytes)
     }
@@ -50,13 +50,27 @@ enum LoopbackHTTP {
         if head.contains("\r\ntransfer-encoding: chunked") {
             guard let decoded = dechunk(body) else { return nil }
             body = decoded
-        } else if let length = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") })
-            .flatMap({ Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) })
-        {
+        } else if let length = contentLength(head) {
             guard body.count >= length else { return nil }
             body = Array(body.prefix(length))
         }
         return Answer(status: status, body: body)
+    }
+
+    /// Whether `bytes` hold a whole answer by its own framing (a length, or a chunked body's last chunk), so that a
+    /// server that keeps the connection open is not waited for; one framed by the connection's end is whole at it.
+    static func isComplete(_ bytes: [UInt8]) -> Bool {
+        guard let end = headEnd(bytes) else { return false }
+        let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
+        let body = Array(bytes[(end + 4)...])
+        if head.contains("\r\ntransfer-encoding: chunked") { return dechunk(body) != nil }
+        guard let length = contentLength(head) else { return false }
+        return body.count >= length
+    }
+
+    static func contentLength(_ head: String) -> Int? {
+        head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
     }
 
     static func headEnd(_ bytes: [UInt8]) -> Int? {
@@ -73,7 +87,8 @@ enum LoopbackHTTP {
                     bytes[$0] == 13 && bytes[$0 + 1] == 10
                 }),
                 let size = Int(
-                    String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
+                    String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";").first ?? "", radix: 16
+                )
             else { return nil }
             if size == 0 { return body }
             let start = lineEnd + 2
@@ -88,7 +103,7 @@ enum LoopbackHTTP {
     private static func exchange(port: Int, request: [UInt8], seconds: Double, until done: ([UInt8]) -> Bool)
         -> [UInt8]?
     {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         let deadline = DocTestClock.now() + seconds
