@@ -61,7 +61,7 @@ final class DocTestRun {
         } catch let failure as DocTestFailure {
             printError(failure.line)
         } catch is RecipeError {
-            // Printed as it was read.
+            // Already printed, with each unmarked block's line.
         } catch {
             printError("doc-test: FAIL: \(error)")
         }
@@ -70,13 +70,17 @@ final class DocTestRun {
 
     func runAll() throws {
         scenario = "apns-sim"
-        try startSimulator()
-        try quickStart()
-        try secretsEnv()
-        try systemdScenario()
-        try redisPair()
-        try redisSentinel()
-        try egressProxy()
+        let steps = [startSimulator, quickStart, secretsEnv, systemdScenario, redisPair, redisSentinel, egressProxy]
+        for step in steps {
+            do {
+                try step()
+            } catch let failure as DocTestFailure {
+                throw failure
+            } catch {
+                // A file the scenario could not copy or write: named with the scenario too.
+                throw fail("\(error)")
+            }
+        }
         scenario = "doc-test"
         if let block = RecipeBlocks.firstNotRun(blocks, ran: ran) {
             throw DocTestFailure(
