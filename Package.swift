@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "HTTP1", targets: ["HTTP1"]),
         .library(name: "JSON", targets: ["JSON"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
+        // Runs the documents' command blocks as an operator would (scripts/doc-test, scripts/container-test).
+        .executable(name: "duo-relay-recipes", targets: ["RecipeRunner"]),
         // For channels: posts pushes and mints grants, with typed outcomes (Foundation only).
         .library(name: "DuoRelayClient", targets: ["DuoRelayClient"]),
     ],
@@ -120,6 +122,11 @@ let package = Package(
                 "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder", "ErrorCodes",
             ],
             swiftSettings: strict),
+        // The documents' recipes run as written: the blocks taken from README.md and OPERATIONS.md, the
+        // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
+        // and what they check an operator sees.
+        .executableTarget(
+            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes"], swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
         .target(
@@ -194,5 +201,6 @@ let package = Package(
         .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
+        .testTarget(name: "RecipeRunnerTests", dependencies: ["RecipeRunner"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,27 @@
+/// The subcommands of `duo-relay-recipes`, each driven by one script in scripts/.
+enum RecipeCommand {
+    static let usage = """
+        usage: duo-relay-recipes doc-test ARGUMENTS...        (scripts/doc-test)
+               duo-relay-recipes extract DIR [DOCUMENT...]    (scripts/doc-test --extract DIR)
+               duo-relay-recipes systemctl COMMAND [UNIT]     (doc-test's systemctl, where systemd is not PID 1)
+               duo-relay-recipes container-test ARGUMENTS...  (scripts/container-test)
+        """
+
+    /// Runs the subcommand the arguments name; the exit status: 0 passed, 1 a check failed, 2 a usage error.
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let subcommand = arguments.first else {
+            printError(usage)
+            return 2
+        }
+        let rest = Array(arguments.dropFirst())
+        switch subcommand {
+        case "extract": return RecipeExtract.run(rest)
+        case "doc-test": return DocTestRun.main(rest)
+        case "systemctl": return SystemctlStandIn.run(rest)
+        default:
+            printError("duo-relay-recipes: unknown command '\(subcommand)'\n\(usage)")
+            _ = rest
+            return 2
+        }
+    }
+}
