@@ -13,6 +13,7 @@ enum RecipeCommand {
         }
         let rest = Array(arguments.dropFirst())
         switch subcommand {
+        case "container-test": return ContainerTestRun.run(rest)
         default:
             printError("duo-relay-recipes: unknown command '\(subcommand)'\n\(usage)")
             _ = rest
