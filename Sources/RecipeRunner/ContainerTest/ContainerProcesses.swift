@@ -34,25 +34,21 @@ enum ContainerProcesses {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let output = Pipe()
-        let error = Pipe()
+        // Output and error go to files, not pipes: a process may leave a daemon behind holding them (conmon,
+        // for `podman run -d`), and a pipe would not end until the daemon does.
+        let output = try Capture()
+        let error = try Capture()
         let stdin = Pipe()
-        process.standardOutput = output
-        process.standardError = error
+        process.standardOutput = output.handle
+        process.standardError = error.handle
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         do {
             try withNoSignalBlocked { try process.run() }
         } catch { throw .check("cannot start \(executable)") }
         live.add(process.processIdentifier)
         defer { live.remove(process.processIdentifier) }
-        let errorText = Collected()
-        let errorRead = DispatchSemaphore(value: 0)
-        Thread {
-            errorText.data = error.fileHandleForReading.readDataToEndOfFile()
-            errorRead.signal()
-        }.start()
         if let input {
-            // Written in the background: a large input must not block while the process's output fills its pipe.
+            // Written in the background: a process may read its input only after writing its output.
             let writer = stdin.fileHandleForWriting
             Thread {
                 writer.write(input)
@@ -65,13 +61,35 @@ enum ContainerProcesses {
                 if process.isRunning { kill(pid, SIGKILL) }
             }
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        errorRead.wait()
         let status = process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
-        return Finished(
-            status: status, output: String(decoding: data, as: UTF8.self),
-            error: String(decoding: errorText.data ?? Data(), as: UTF8.self))
+        return Finished(status: status, output: output.text(), error: error.text())
+    }
+
+    /// A file a process writes into, unlinked at once: read back through its own descriptor.
+    private final class Capture {
+        let handle: FileHandle
+
+        init() throws(ContainerTestFailure) {
+            var template = Array("/tmp/duo-container-test-output-XXXXXX".utf8CString)
+            let descriptor = mkstemp(&template)
+            guard descriptor >= 0 else { throw .check("cannot make a file in /tmp") }
+            template.withUnsafeBufferPointer { name in _ = unlink(name.baseAddress!) }
+            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        }
+
+        func text() -> String {
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            var offset: off_t = 0
+            while true {
+                let count = pread(handle.fileDescriptor, &buffer, buffer.count, offset)
+                guard count > 0 else { break }
+                data.append(contentsOf: buffer[0..<count])
+                offset += off_t(count)
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
     }
 
     /// Runs `executable` and gives its standard output, trimmed; throws `failure` if it fails.
@@ -139,15 +157,6 @@ enum ContainerProcesses {
         pthread_sigmask(SIG_SETMASK, &none, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         return try body()
-    }
-
-    private final class Collected: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stored: Data?
-        var data: Data? {
-            get { lock.withLock { stored } }
-            set { lock.withLock { stored = newValue } }
-        }
     }
 
     // MARK: - Stopping everything on a signal

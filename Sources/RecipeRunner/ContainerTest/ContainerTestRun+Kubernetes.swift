@@ -118,7 +118,9 @@ extension ContainerTestRun {
 
         // Redis has the Secret's password, and it is on no command line: redis-server replaced the shell that
         // read it (exec), and neither its arguments nor the container's definition hold it.
-        let password = read(production + "/secrets/REDIS_PASSWORD")
+        // The file's value without its last newline, as the shell's `$(cat FILE)` reads it.
+        var password = read(production + "/secrets/REDIS_PASSWORD")
+        while password.hasSuffix("\n") { password.removeLast() }
         let redisContainer = try firstContainer(named: "duo-relay-redis-pod-0-redis")
         try expect(!redisContainer.isEmpty, "kubernetes: kube play started no Redis container")
         let commandLine = read("/proc/\(try pid(of: redisContainer))/cmdline").replacingOccurrences(of: "\0", with: " ")

@@ -76,14 +76,29 @@ final class ContainerTestRun {
 
     /// Prints the failure's lines; its exit status.
     static func report(_ failure: ContainerTestFailure) -> Int32 {
-        if ContainerProcesses.interrupted || failure.code == .interrupted { return 130 }
-        if !failure.detail.isEmpty { printError(failure.detail) }
-        if failure.code == .noEngine {
-            printError("container-test: no working container engine on this machine: \(failure.reason)")
-            return 77
+        if ContainerProcesses.interrupted { return 130 }
+        for line in lines(failure) { printError(line) }
+        return status(failure)
+    }
+
+    /// What a failure prints on standard error: the detail, then one line.
+    static func lines(_ failure: ContainerTestFailure) -> [String] {
+        let detail = failure.detail.isEmpty ? [] : [failure.detail]
+        switch failure.code {
+        case .interrupted: return []
+        case .noEngine:
+            return detail + ["container-test: no working container engine on this machine: \(failure.reason)"]
+        default: return detail + ["container-test: FAIL: \(failure.reason)"]
         }
-        printError("container-test: FAIL: \(failure.reason)")
-        return 1
+    }
+
+    /// The exit status of a failure: 1 a check, 77 no container engine, 130 a signal.
+    static func status(_ failure: ContainerTestFailure) -> Int32 {
+        switch failure.code {
+        case .interrupted: return 130
+        case .noEngine: return 77
+        default: return 1
+        }
     }
 
     init(work: String) {
@@ -118,6 +133,9 @@ final class ContainerTestRun {
         let conf = work + "/containers.conf"
         try write(ContainerRecipeEdits.containersConf(files: files, processes: processes), to: conf)
         setenv("CONTAINERS_CONF", conf, 1)
+        guard ContainerProcesses.find("podman") != nil else {
+            throw ContainerTestFailure(.noEngine, "podman is not installed")
+        }
         let info = try run("podman", ["info"])
         guard info.succeeded else { throw ContainerTestFailure(.noEngine, "podman info: \(info.lastErrorLine)") }
         if !(try podman(["image", "exists", Self.probe]).succeeded) {
@@ -167,6 +185,16 @@ final class ContainerTestRun {
             "duo-deploy-swift-build", ContainerBaseImages.buildRecipe(base: base, toolchain: toolchain),
             context: firstLine)
         redisImage = try cachedImage("duo-deploy-redis", ContainerBaseImages.redisRecipe(base: base), context: "")
+        // Older Debian bases go once no image is built on them (a failed removal leaves one in use).
+        try removeOtherTags(of: "duo-deploy-debian", keeping: base)
+    }
+
+    /// Removes the images of `name` but `image`.
+    func removeOtherTags(of name: String, keeping image: String) throws(ContainerTestFailure) {
+        let listed = try podman(["images", "--format", "{{.Repository}}:{{.Tag}}"]).output
+        for line in listed.split(separator: "\n") where line.hasPrefix("localhost/\(name):") && line != image {
+            _ = try podman(["rmi", String(line)])
+        }
     }
 
     /// `localhost/NAME:KEY` built from `recipe` unless it exists; older tags of NAME are removed.
@@ -179,10 +207,7 @@ final class ContainerTestRun {
         try write(recipe, to: file)
         let built = try podman(["build", "-q", "--pull=never", "-f", file, "-t", image, work])
         try expect(built.succeeded, "base image \(name)", detail: built.tail(20))
-        let listed = try podman(["images", "--format", "{{.Repository}}:{{.Tag}}"]).output
-        for line in listed.split(separator: "\n") where line.hasPrefix("localhost/\(name):") && line != image {
-            _ = try podman(["rmi", String(line)])
-        }
+        try removeOtherTags(of: name, keeping: image)
         return image
     }
 
