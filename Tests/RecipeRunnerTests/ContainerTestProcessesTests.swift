@@ -25,6 +25,16 @@ import Testing
         #expect(finished.output == "given /tmp")
     }
 
+    @Test func aDaemonLeftBehindDoesNotHoldTheRunUp() throws {
+        // As conmon after `podman run -d`: a process that outlives the command, with what the command was given.
+        let started = Date()
+        let finished = try ContainerProcesses.run("sh", ["-c", "sleep 30 & echo $!"], input: Data())
+        #expect(Date().timeIntervalSince(started) < 10)
+        let daemon = try #require(Int32(finished.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(daemon, SIGTERM)
+        #expect(finished.succeeded)
+    }
+
     @Test func aDeadlineKillsTheProcess() throws {
         let started = Date()
         let finished = try ContainerProcesses.run("sleep", ["30"], timeout: 0.3)

@@ -4,6 +4,11 @@ import Glibc
 /// Runs the tools a recipe run drives (podman, openssl, kubectl, the documented blocks through bash): to their
 /// end with their output captured, or in the background (the APNs simulator). Every running one is on a list
 /// that SIGINT or SIGTERM stops; after such a signal no new one starts but for the clean-up's.
+///
+/// Started with posix_spawn and waited for with waitpid, their output into files: `podman run -d` leaves a
+/// daemon (conmon) behind that inherits whatever the command was given, and neither a pipe nor Foundation's
+/// `Process` (which learns of the end through a socket the child inherits) would see the command end while it
+/// lives.
 enum ContainerProcesses {
     /// What a finished process gave.
     struct Finished {
@@ -26,70 +31,46 @@ enum ContainerProcesses {
         directory: String? = nil, timeout: Double? = nil, cleanUp: Bool = false
     ) throws(ContainerTestFailure) -> Finished {
         if interrupted && !cleanUp { throw ContainerTestFailure(.interrupted, "interrupted") }
-        guard let path = find(executable) else { throw .check("\(executable) is not installed") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        // Output and error go to files, not pipes: a process may leave a daemon behind holding them (conmon,
-        // for `podman run -d`), and a pipe would not end until the daemon does.
         let output = try Capture()
         let error = try Capture()
-        let stdin = Pipe()
-        process.standardOutput = output.handle
-        process.standardError = error.handle
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
+        var inputPipe: [Int32] = [-1, -1]
+        if input != nil {
+            guard pipe(&inputPipe) == 0 else { throw .check("cannot make a pipe") }
+            // Only this thread starts processes: none can inherit the pipe before these.
+            for end in inputPipe { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
+        let pid: pid_t
         do {
-            try withNoSignalBlocked { try process.run() }
-        } catch { throw .check("cannot start \(executable)") }
-        live.add(process.processIdentifier)
-        defer { live.remove(process.processIdentifier) }
+            defer { if inputPipe[0] >= 0 { close(inputPipe[0]) } }
+            pid = try spawn(
+                executable, arguments, environment: environment, directory: directory, input: inputPipe[0],
+                output: output.descriptor, error: error.descriptor)
+        } catch {
+            if inputPipe[1] >= 0 { close(inputPipe[1]) }
+            throw error
+        }
         if let input {
             // Written in the background: a process may read its input only after writing its output.
-            let writer = stdin.fileHandleForWriting
+            let writer = inputPipe[1]
             Thread {
-                writer.write(input)
-                try? writer.close()
+                input.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset < bytes.count {
+                        let count = Glibc.write(writer, bytes.baseAddress! + offset, bytes.count - offset)
+                        if count <= 0 { break }
+                        offset += count
+                    }
+                }
+                close(writer)
             }.start()
         }
         if let timeout {
-            let pid = process.processIdentifier
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [process] in
-                if process.isRunning { kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+                if live.contains(pid) { kill(pid, SIGKILL) }
             }
         }
-        process.waitUntilExit()
-        let status = process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+        let status = wait(pid)
         return Finished(status: status, output: output.text(), error: error.text())
-    }
-
-    /// A file a process writes into, unlinked at once: read back through its own descriptor.
-    private final class Capture {
-        let handle: FileHandle
-
-        init() throws(ContainerTestFailure) {
-            var template = Array("/tmp/duo-container-test-output-XXXXXX".utf8CString)
-            let descriptor = mkstemp(&template)
-            guard descriptor >= 0 else { throw .check("cannot make a file in /tmp") }
-            template.withUnsafeBufferPointer { name in _ = unlink(name.baseAddress!) }
-            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        }
-
-        func text() -> String {
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            var offset: off_t = 0
-            while true {
-                let count = pread(handle.fileDescriptor, &buffer, buffer.count, offset)
-                guard count > 0 else { break }
-                data.append(contentsOf: buffer[0..<count])
-                offset += off_t(count)
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
     }
 
     /// Runs `executable` and gives its standard output, trimmed; throws `failure` if it fails.
@@ -101,31 +82,106 @@ enum ContainerProcesses {
         return finished.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// A process left running (a server), its standard output and error into `log`.
-    static func start(_ executable: String, _ arguments: [String], log: String) throws(ContainerTestFailure) -> Process
-    {
+    /// A process left running (a server), its standard output and error into `log`; its PID.
+    static func start(_ executable: String, _ arguments: [String], log: String) throws(ContainerTestFailure) -> pid_t {
         if interrupted { throw ContainerTestFailure(.interrupted, "interrupted") }
-        guard let path = find(executable), FileManager.default.createFile(atPath: log, contents: nil),
-            let handle = FileHandle(forWritingAtPath: log)
-        else { throw .check("cannot start \(executable)") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try withNoSignalBlocked { try process.run() }
-        } catch { throw .check("cannot start \(executable)") }
-        live.add(process.processIdentifier)
-        return process
+        let descriptor = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .check("cannot write \(log)") }
+        defer { close(descriptor) }
+        return try spawn(
+            executable, arguments, environment: [:], directory: nil, input: -1, output: descriptor, error: descriptor)
     }
 
-    /// Stops a process `start` started, by its PID.
-    static func stop(_ process: Process) {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
-        live.remove(process.processIdentifier)
+    /// Stops a process `start` started, by its PID, and waits for it.
+    static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        _ = wait(pid)
+    }
+
+    /// Waits for `pid` to end; its exit status (128 + the signal if one ended it).
+    private static func wait(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        live.remove(pid)
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Starts `executable` with the given descriptors as its standard input (-1: /dev/null), output and error,
+    /// in `directory`, with `environment` over this process's; no signal blocked, SIGPIPE at its default.
+    private static func spawn(
+        _ executable: String, _ arguments: [String], environment: [String: String], directory: String?, input: Int32,
+        output: Int32, error: Int32
+    ) throws(ContainerTestFailure) -> pid_t {
+        guard let path = find(executable) else { throw .check("\(executable) is not installed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if input >= 0 {
+            posix_spawn_file_actions_adddup2(&actions, input, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        posix_spawn_file_actions_adddup2(&actions, error, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            .map { "\($0.key)=\($0.value)" }
+        // In `directory` through `env -C` (glibc's posix_spawn_file_actions_addchdir_np is a GNU extension that
+        // Swift does not see).
+        let command = directory.map { ["/usr/bin/env", "-C", $0, path] } ?? [path]
+        let argv = (command + arguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv + envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        // The list is locked while the child starts, so that a signal's handler never misses it.
+        let status = live.adding { () -> (Int32, pid_t) in
+            let status = posix_spawn(&pid, command[0], &actions, &attributes, argv, envp)
+            return (status, status == 0 ? pid : 0)
+        }
+        guard status == 0 else { throw .check("cannot start \(executable)") }
+        if interrupted { kill(pid, SIGTERM) }
+        return pid
+    }
+
+    /// A file a process writes into, unlinked at once: read back through its own descriptor.
+    private final class Capture {
+        let descriptor: Int32
+
+        init() throws(ContainerTestFailure) {
+            var template = Array("/tmp/duo-container-test-output-XXXXXX".utf8CString)
+            descriptor = mkstemp(&template)
+            guard descriptor >= 0 else { throw .check("cannot make a file in /tmp") }
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            template.withUnsafeBufferPointer { name in _ = unlink(name.baseAddress!) }
+        }
+
+        deinit { close(descriptor) }
+
+        func text() -> String {
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            var offset: off_t = 0
+            while true {
+                let count = pread(descriptor, &buffer, buffer.count, offset)
+                guard count > 0 else { break }
+                data.append(contentsOf: buffer[0..<count])
+                offset += off_t(count)
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
     }
 
     /// Polls `condition` up to `attempts` times, `pause` seconds apart; whether it held. Ends early when
@@ -149,16 +205,6 @@ enum ContainerProcesses {
         return path.split(separator: ":").map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
     }
 
-    /// Runs `body` (which starts a process) with no signal blocked in this thread: a child inherits the mask.
-    private static func withNoSignalBlocked<T>(_ body: () throws -> T) rethrows -> T {
-        var none = sigset_t()
-        var previous = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        return try body()
-    }
-
     // MARK: - Stopping everything on a signal
 
     /// The PIDs of the running children in a fixed buffer the signal handler reads without locking, and whether
@@ -174,10 +220,17 @@ enum ContainerProcesses {
             signalled.initialize(to: 0)
         }
 
-        func add(_ pid: Int32) {
+        /// Runs `start` (which gives a status and the PID it started, 0 for none) and lists the PID, under the lock.
+        func adding(_ start: () -> (Int32, pid_t)) -> Int32 {
             lock.withLock {
-                if let slot = (0..<Self.capacity).first(where: { pids[$0] == 0 }) { pids[slot] = pid }
+                let (status, pid) = start()
+                if pid > 0, let slot = (0..<Self.capacity).first(where: { pids[$0] == 0 }) { pids[slot] = pid }
+                return status
             }
+        }
+
+        func contains(_ pid: pid_t) -> Bool {
+            lock.withLock { (0..<Self.capacity).contains { pids[$0] == pid } }
         }
 
         func remove(_ pid: Int32) {

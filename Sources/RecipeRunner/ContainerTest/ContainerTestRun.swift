@@ -45,7 +45,7 @@ final class ContainerTestRun {
     var redisAddress = ""
 
     // What the clean-up removes.
-    var simulator: Process?
+    var simulator: pid_t?
     var played: [String] = []
     var secretName: String?
     var newVolumes: [String] = []
