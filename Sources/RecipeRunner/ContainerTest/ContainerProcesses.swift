@@ -152,7 +152,7 @@ enum ContainerProcesses {
             return (status, status == 0 ? pid : 0)
         }
         guard status == 0 else { throw .check("cannot start \(executable)") }
-        if interrupted { kill(pid, SIGTERM) }
+        if interrupted && live.cleaningUp.pointee == 0 { kill(pid, SIGTERM) }
         return pid
     }
 
@@ -213,11 +213,14 @@ enum ContainerProcesses {
         static let capacity = 64
         let pids = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
         let signalled = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+        /// Set while the run cleans up: a signal then stops nothing, so that the clean-up ends.
+        let cleaningUp = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
         private let lock = NSLock()
 
         init() {
             pids.initialize(repeating: 0, count: Self.capacity)
             signalled.initialize(to: 0)
+            cleaningUp.initialize(to: 0)
         }
 
         /// Runs `start` (which gives a status and the PID it started, 0 for none) and lists the PID, under the lock.
@@ -243,6 +246,9 @@ enum ContainerProcesses {
     static let live = LiveList()
     static var interrupted: Bool { live.signalled.pointee != 0 }
 
+    /// From now on a signal stops no child: the clean-up runs to its end.
+    static func beginCleanUp() { live.cleaningUp.pointee = 1 }
+
     /// On SIGINT or SIGTERM: SIGTERM to every running child, and no child started after it but the clean-up's.
     /// (A handler, not an ignored signal: a caught signal's disposition is not inherited by the children.)
     static func stopChildrenOnSignal() {
@@ -250,6 +256,7 @@ enum ContainerProcesses {
         for signal in [SIGINT, SIGTERM] {
             Glibc.signal(signal) { _ in
                 ContainerProcesses.live.signalled.pointee = 1
+                guard ContainerProcesses.live.cleaningUp.pointee == 0 else { return }
                 let list = ContainerProcesses.live.pids
                 for slot in 0..<ContainerProcesses.LiveList.capacity where list[slot] > 0 { kill(list[slot], SIGTERM) }
             }

@@ -216,6 +216,7 @@ final class ContainerTestRun {
     /// Removes everything the run made but the cached base images (and the relay image's cache tag): on success,
     /// failure or a signal alike.
     func cleanUp() {
+        ContainerProcesses.beginCleanUp()
         if let simulator { ContainerProcesses.stop(simulator) }
         for file in played { _ = try? podman(["kube", "down", file], cleanUp: true) }
         for name in Self.containers { _ = try? podman(["rm", "-f", "-t", "0", name], cleanUp: true) }
