@@ -126,7 +126,7 @@ let package = Package(
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(
-            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes"], swiftSettings: strict),
+            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "RelayCrypto"], swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
         .target(

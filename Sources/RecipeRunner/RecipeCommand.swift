@@ -18,9 +18,9 @@ enum RecipeCommand {
         case "extract": return RecipeExtract.run(rest)
         case "doc-test": return DocTestRun.main(rest)
         case "systemctl": return SystemctlStandIn.run(rest)
+        case "container-test": return ContainerTestRun.run(rest)
         default:
             printError("duo-relay-recipes: unknown command '\(subcommand)'\n\(usage)")
-            _ = rest
             return 2
         }
     }
