@@ -7,7 +7,8 @@ import PackageDescription
 // plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
 // libraries; RelayServer wires them; PushClient is `duo-relay push`'s client; DuoRelayCLI only parses arguments.
 // Beside them: DuoRelayClient (for channels), LoadGenerator (the benchmark) and RelayVersion. The tests' helpers,
-// RedisTestSupport and RelayTestSupport, live under Tests/Support: no shipped product depends on them.
+// RedisTestSupport and RelayTestSupport, and the documents' recipe runner (RecipeRunner) live under Tests/Support: no
+// shipped product depends on them.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -126,7 +127,8 @@ let package = Package(
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(
-            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "RelayCrypto"], swiftSettings: strict),
+            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "RelayCrypto"],
+            path: "Tests/Support/RecipeRunner", swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
         .target(
