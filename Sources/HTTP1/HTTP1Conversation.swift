@@ -22,6 +22,7 @@ public struct HTTP1Conversation: Sendable {
     }
 
     /// An input queued while an action is carried out.
+    @usableFromInline
     enum Input: Sendable, Equatable {
         case received([UInt8])
         case peerClosed
@@ -37,17 +38,24 @@ public struct HTTP1Conversation: Sendable {
     /// The answer to a head decided `later` twice: an internal error.
     public static let laterAgain = HTTP1Response(status: 500)
 
+    // The inputs of a push (bytes, a write done, an answer) and `actionDone` are inlinable: inlined into the shell, the
+    // machine's action reaches it without another copy; hence the internal names below.
+
     /// The connection machine.
-    public private(set) var connection: HTTP1Connection
-    private var queued: [Input] = []
+    public var connection: HTTP1Connection { machine }
+    @usableFromInline
+    var machine: HTTP1Connection
+    @usableFromInline
+    var queued: [Input] = []
     /// An action is out with the shell, not yet reported done.
+    @usableFromInline
     private(set) var busy = false
     /// The head's decision is awaited (``Decision/later``).
     public private(set) var awaitingDecision = false
 
     /// A connection just accepted at `now`.
     public init(configuration: HTTP1Connection.Configuration = HTTP1Connection.Configuration(), now: Instant) {
-        connection = HTTP1Connection(configuration: configuration, now: now)
+        machine = HTTP1Connection(configuration: configuration, now: now)
     }
 
     // MARK: - Inputs
@@ -55,42 +63,45 @@ public struct HTTP1Conversation: Sendable {
     /// The first action: the wishes of a new connection (reading, the idle deadline), or its close when the server
     /// is stopping already.
     public mutating func start(draining: Bool, now: Instant) -> HTTP1Connection.Action {
-        if draining { _ = connection.drain(now: now) }
+        if draining { _ = machine.drain(now: now) }
         busy = true
-        return connection.current
+        return machine.current
     }
 
     /// Bytes read from the socket (copied if they must wait).
+    @inlinable
     public mutating func received(_ bytes: UnsafeRawBufferPointer, now: @autoclosure () -> Instant) -> HTTP1Connection
         .Action?
     {
         guard wait(or: .received(Array(bytes))) else { return nil }
-        return connection.received(bytes, now: now())
+        return machine.received(bytes, now: now())
     }
 
     /// The peer ended its side.
     public mutating func peerClosed(now: @autoclosure () -> Instant) -> HTTP1Connection.Action? {
         guard wait(or: .peerClosed) else { return nil }
-        return connection.peerClosed(now: now())
+        return machine.peerClosed(now: now())
     }
 
     /// The timer set for the action's deadline fired.
     public mutating func deadlineReached(now: @autoclosure () -> Instant) -> HTTP1Connection.Action? {
         guard wait(or: .deadlineReached) else { return nil }
-        return connection.deadlineReached(now: now())
+        return machine.deadlineReached(now: now())
     }
 
     /// The last action's bytes are all written.
+    @inlinable
     public mutating func writeFinished(now: @autoclosure () -> Instant) -> HTTP1Connection.Action? {
         guard wait(or: .writeFinished) else { return nil }
-        return connection.writeFinished(now: now())
+        return machine.writeFinished(now: now())
     }
 
     /// The handler's answer to a request, a body too large or a refusal.
+    @inlinable
     public mutating func respond(_ response: HTTP1Response, now: @autoclosure () -> Instant) -> HTTP1Connection.Action?
     {
         guard wait(or: .respond(response)) else { return nil }
-        return connection.respond(response, now: now())
+        return machine.respond(response, now: now())
     }
 
     /// The handler's decision on a head, as its call returns.
@@ -107,7 +118,7 @@ public struct HTTP1Conversation: Sendable {
     /// The server is stopping: the request in progress is the last. While an action is carried out, the flag is
     /// set at once (the answer being made reads it) and the wishes follow once the action is done.
     public mutating func drain(now: Instant) -> HTTP1Connection.Action? {
-        let action = connection.drain(now: now)
+        let action = machine.drain(now: now)
         guard wait(or: .current) else { return nil }
         return action
     }
@@ -115,6 +126,7 @@ public struct HTTP1Conversation: Sendable {
     /// The shell has carried out the last action: the next one, from an input that came meanwhile, is put in
     /// `action` (true), or there is none (false; the shell then waits for its next input). The clock is read only for
     /// an input that waits.
+    @inlinable
     public mutating func actionDone(_ action: inout HTTP1Connection.Action, now: @autoclosure () -> Instant) -> Bool {
         while !queued.isEmpty {
             if step(queued.removeFirst(), into: &action, now: now()) { return true }
@@ -131,7 +143,7 @@ public struct HTTP1Conversation: Sendable {
             queued.append(input)
             return nil
         }
-        var action = connection.current
+        var action = machine.current
         guard step(input, into: &action, now: now()) else { return nil }
         busy = true
         return action
@@ -139,7 +151,8 @@ public struct HTTP1Conversation: Sendable {
 
     /// Whether the input goes to the machine now (the action it leads to is then out with the shell); else it is
     /// queued until the action out is done.
-    private mutating func wait(or input: @autoclosure () -> Input) -> Bool {
+    @usableFromInline
+    mutating func wait(or input: @autoclosure () -> Input) -> Bool {
         if busy {
             queued.append(input())
             return false
@@ -149,14 +162,15 @@ public struct HTTP1Conversation: Sendable {
     }
 
     /// Puts the machine's action for an input in `action`; false when the input changes nothing for the shell.
-    private mutating func step(_ input: Input, into action: inout HTTP1Connection.Action, now: Instant) -> Bool {
+    @usableFromInline
+    mutating func step(_ input: Input, into action: inout HTTP1Connection.Action, now: Instant) -> Bool {
         switch input {
-        case .received(let bytes): action = connection.received(bytes, now: now)
-        case .peerClosed: action = connection.peerClosed(now: now)
-        case .deadlineReached: action = connection.deadlineReached(now: now)
-        case .writeFinished: action = connection.writeFinished(now: now)
-        case .respond(let response): action = connection.respond(response, now: now)
-        case .current: action = connection.current
+        case .received(let bytes): action = machine.received(bytes, now: now)
+        case .peerClosed: action = machine.peerClosed(now: now)
+        case .deadlineReached: action = machine.deadlineReached(now: now)
+        case .writeFinished: action = machine.writeFinished(now: now)
+        case .respond(let response): action = machine.respond(response, now: now)
+        case .current: action = machine.current
         case .decide(.later):
             awaitingDecision = true
             return false
@@ -172,9 +186,9 @@ public struct HTTP1Conversation: Sendable {
 
     private mutating func apply(_ decision: Decision, now: Instant) -> HTTP1Connection.Action {
         switch decision {
-        case .respond(let response): connection.respond(response, now: now)
-        case .readBody(let limit): connection.readBody(limit: limit, now: now)
-        case .later: connection.respond(Self.laterAgain, now: now)
+        case .respond(let response): machine.respond(response, now: now)
+        case .readBody(let limit): machine.readBody(limit: limit, now: now)
+        case .later: machine.respond(Self.laterAgain, now: now)
         }
     }
 }
