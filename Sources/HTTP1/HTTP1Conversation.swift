@@ -151,7 +151,7 @@ public struct HTTP1Conversation: Sendable {
 
     /// Whether the input goes to the machine now (the action it leads to is then out with the shell); else it is
     /// queued until the action out is done.
-    @usableFromInline
+    @inlinable
     mutating func wait(or input: @autoclosure () -> Input) -> Bool {
         if busy {
             queued.append(input())
