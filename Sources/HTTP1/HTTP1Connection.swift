@@ -48,12 +48,16 @@ public struct HTTP1Connection: Sendable {
         case head(HTTP1RequestHead)
         /// The request is complete: answer with ``respond(_:now:)``, now or later.
         case request(HTTP1RequestHead, body: [UInt8])
-        /// The request is refused (`error.status`: 400, 413, 414, 431, 501 or 505): answer with
-        /// ``respond(_:now:)`` (the handler may count it; ``HTTP1Response/refusal(_:)`` is the plain answer). The
-        /// head holds what was read of it; `followsHead`: the handler had the head already (``head(_:)``: it chose
-        /// to read a body now refused), so a handler that counted the request then does not count it again. The
-        /// connection then closes, lingering.
+        /// The request is refused from its framing or size (`error.status`: 400, 414, 431, 501 or 505): answer
+        /// with ``respond(_:now:)`` (the handler may count it; ``HTTP1Response/refusal(_:)`` is the plain answer).
+        /// The head holds what was read of it; `followsHead`: the handler had the head already (``head(_:)``: it
+        /// chose to read a body now refused), so a handler that counted the request then does not count it again.
+        /// The connection then closes, lingering.
         case refused(HTTP1RequestHead, HTTP1ParseError, followsHead: Bool)
+        /// The body is over the limit the handler chose in ``readBody(limit:now:)`` (declared over it, or a chunked
+        /// body grown past it; `error.status` is 413): the handler's own answer for that, through
+        /// ``respond(_:now:)``. It always follows ``head(_:)``. The connection then closes, lingering.
+        case bodyTooLarge(HTTP1RequestHead, HTTP1ParseError)
     }
 
     /// What the shell does after an input. `deadline` and `isReading` are the connection's wishes as they stand
@@ -180,7 +184,7 @@ public struct HTTP1Connection: Sendable {
         guard case .deciding(let head) = state else { return action(nil, now: now) }
         if let error = parser.readBody(limit: limit) {
             state = .refusing(head)
-            return action(.refused(head, error, followsHead: true), now: now)
+            return action(Self.refusal(head, error, followsHead: true), now: now)
         }
         // Sent even when body bytes are already in (RFC 9110, 10.1.1 allows either): what is written then depends
         // on the bytes alone, never on how the reads split them.
@@ -296,7 +300,7 @@ public struct HTTP1Connection: Sendable {
                     let known = partial.method.isEmpty ? head : partial
                     state = .refusing(known)
                     // A body read for an answer given from the head alone: that answer stands for the request.
-                    return action(.refused(known, error, followsHead: answer == nil), now: now)
+                    return action(Self.refusal(known, error, followsHead: answer == nil), now: now)
                 case .head:
                     return close()
                 }
@@ -304,6 +308,11 @@ public struct HTTP1Connection: Sendable {
                 return action(nil, now: now)
             }
         }
+    }
+
+    /// The hand-up for a refusal: a body over the handler's limit has its own answer.
+    private static func refusal(_ head: HTTP1RequestHead, _ error: HTTP1ParseError, followsHead: Bool) -> HandUp {
+        error.code == .bodyTooLarge ? .bodyTooLarge(head, error) : .refused(head, error, followsHead: followsHead)
     }
 
     private mutating func answer(

@@ -384,15 +384,15 @@ struct ConnectionStateMachine {
         return waiting.popFirst()
     }
 
-    /// A request became stream `id` in the session.
+    /// `nghttp2_submit_request` gave the request stream `id`; an id that is not positive is nghttp2's refusal to
+    /// make a stream for it (an error code): the request was not sent.
     mutating func submitted(_ request: PendingRequest, as id: Int32) {
+        guard id > 0 else {
+            end(request, .notSent)
+            return
+        }
         streams[id] = Stream(request: request)
         deadlineBound = min(deadlineBound ?? request.deadline, request.deadline)
-    }
-
-    /// The session refused to make a stream for the request: it was not sent.
-    mutating func submitFailed(_ request: PendingRequest) {
-        end(request, .notSent)
     }
 
     /// Copies the next part of stream `id`'s request body, at most `buffer.count` bytes, into `buffer`;

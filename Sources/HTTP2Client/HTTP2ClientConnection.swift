@@ -248,11 +248,7 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
                 source: nghttp2_data_source(ptr: nil), read_callback: ClientCallbacks.readRequestBody)
             return nghttp2_submit_request(session, nil, fields, count, &provider, nil)
         }
-        if streamID > 0 {
-            machine.submitted(pending, as: streamID)
-        } else {
-            machine.submitFailed(pending)
-        }
+        machine.submitted(pending, as: streamID)
     }
 
     /// Writes what nghttp2 has serialized, gathered into one write per `batchSize`.

@@ -4,7 +4,7 @@ import MonotonicTime
 
 /// One client connection on its worker's loop: the shell around ``HTTP1Conversation`` (and its ``HTTP1Connection``).
 /// It gives the conversation what the socket, the timer and the handler say, carries out the actions it returns, and
-/// asks the handler its questions. Loop-bound: every method runs on the worker's loop thread.
+/// hands the handler what they hand up. Loop-bound: every method runs on the worker's loop thread.
 ///
 /// Ownership: the worker's table and the socket (its delegate) hold the connection until the socket's close callback;
 /// the connection holds its timer until then. Responders and pending decisions reach it through a weak
@@ -20,7 +20,7 @@ final class ServerConnection: TCPConnectionDelegate {
     /// Handed to the handler with every head: what it works out from `peer` once for the connection.
     private let peerMemo = PeerMemo()
     private(set) var reference: ConnectionReference!
-    /// Decides everything: what the machine is told and when, what the handler is asked.
+    /// Decides what the machine is told and when.
     private var conversation: HTTP1Conversation
     /// The one timer for the machine's deadline; created at the first deadline.
     private var timer: LoopTimer?
@@ -127,13 +127,11 @@ final class ServerConnection: TCPConnectionDelegate {
     // MARK: - Carrying out the conversation's actions
 
     /// Carries out `first`, then every action that inputs coming meanwhile lead to, in order.
-    private func run(_ first: HTTP1Conversation.Action?) {
-        var next = first
-        while let action = next, !closed {
-            perform(action.connection)
-            if let question = action.ask { ask(question) }
-            next = closed ? nil : conversation.actionDone(now: now)
-        }
+    private func run(_ first: HTTP1Connection.Action?) {
+        guard var action = first, !closed else { return }
+        repeat {
+            perform(action)
+        } while !closed && conversation.actionDone(&action, now: now)
     }
 
     private func perform(_ action: HTTP1Connection.Action) {
@@ -150,6 +148,9 @@ final class ServerConnection: TCPConnectionDelegate {
         schedule(action.deadline)
         if action.isReading != socket.isReading {
             if action.isReading { socket.startReading() } else { socket.stopReading() }
+        }
+        if let handUp = action.handUp {
+            ask(handUp)
         }
     }
 
@@ -181,8 +182,8 @@ final class ServerConnection: TCPConnectionDelegate {
 
     // MARK: - The handler
 
-    private func ask(_ question: HTTP1Conversation.Question) {
-        switch question {
+    private func ask(_ handUp: HTTP1Connection.HandUp) {
+        switch handUp {
         case .head(let parsed):
             let head = makeHead(parsed)
             self.head = head
@@ -195,7 +196,7 @@ final class ServerConnection: TCPConnectionDelegate {
             self.context = context
             ledger.held.add(1, ordering: .relaxed)
             core.handler.request(head, body: body, responder: HTTPResponder(context: context))
-        case .bodyTooLarge(let parsed):
+        case .bodyTooLarge(let parsed, _):
             respond(core.handler.bodyTooLarge(takeHead(parsed)))
         case .refused(let parsed, let error, let followsHead):
             let head = followsHead ? takeHead(parsed) : makeHead(parsed)
@@ -212,7 +213,7 @@ final class ServerConnection: TCPConnectionDelegate {
         }
     }
 
-    /// The head handed to the handler with ``HTTP1Conversation/Question/head(_:)`` for the request asked about now.
+    /// The head handed to the handler with ``HTTP1Connection/HandUp/head(_:)`` for the request asked about now.
     private func takeHead(_ parsed: HTTP1RequestHead) -> HTTPRequestHead {
         defer { head = nil }
         return head ?? makeHead(parsed)

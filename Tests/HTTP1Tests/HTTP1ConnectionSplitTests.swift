@@ -33,7 +33,7 @@ struct HTTP1ConnectionSplitTests {
                         ? connection.respond(.json(404, "{}"), now: 0) : connection.readBody(limit: 32, now: 0))
             case .request(_, let body):
                 carry(connection.respond(HTTP1Response(status: 200, body: body), now: 0))
-            case .refused(_, let error, _):
+            case .refused(_, let error, _), .bodyTooLarge(_, let error):
                 carry(connection.respond(.refusal(error), now: 0))
             }
         }

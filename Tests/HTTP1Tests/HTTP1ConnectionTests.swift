@@ -418,15 +418,19 @@ struct HTTP1ConnectionTests {
 
     @Test func declaredLengthOverTheLimitIsAnswered413AtOnceThenLingers() {
         var harness = Harness()
-        harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        // The handler has the head already: the refusal follows it.
+        let first = harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        guard case .head? = first.handUp else {
+            Issue.record("no head handed up")
+            return
+        }
         let action = harness.readBody(limit: 64)
-        guard case .refused(let head, let error, let followsHead)? = action.handUp else {
-            Issue.record("not refused")
+        guard case .bodyTooLarge(let head, let error)? = action.handUp else {
+            Issue.record("not refused as too large")
             return
         }
         #expect(error.status == 413)
         #expect(head.path == "/v1/push")
-        #expect(followsHead)
         harness.respond(.json(413, #"{"error":"too_large"}"#))
         let text = harness.takeWritten()
         #expect(text.hasPrefix("HTTP/1.1 413 Content Too Large\r\n"))
@@ -449,8 +453,8 @@ struct HTTP1ConnectionTests {
         var harness = Harness()
         harness.receive("POST /v1/push HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 65\r\n\r\n")
         let action = harness.readBody(limit: 64)
-        guard case .refused(_, let error, _)? = action.handUp else {
-            Issue.record("not refused")
+        guard case .bodyTooLarge(_, let error)? = action.handUp else {
+            Issue.record("not refused as too large")
             return
         }
         #expect(error.status == 413)
@@ -492,16 +496,20 @@ struct HTTP1ConnectionTests {
 
     @Test func chunkedBodyGrowingPastTheLimitIsRefused() {
         var harness = Harness()
-        harness.receive("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        // The handler has the head already: the refusal follows it.
+        let head = harness.receive("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        guard case .head? = head.handUp else {
+            Issue.record("no head handed up")
+            return
+        }
         harness.readBody(limit: 64)
         let chunk = String(repeating: "z", count: 40)
         let action = harness.receive("28\r\n\(chunk)\r\n28\r\n")
-        guard case .refused(_, let error, let followsHead)? = action.handUp else {
-            Issue.record("not refused")
+        guard case .bodyTooLarge(_, let error)? = action.handUp else {
+            Issue.record("not refused as too large")
             return
         }
         #expect(error.code == .bodyTooLarge)
-        #expect(followsHead)
     }
 
     @Test(arguments: [

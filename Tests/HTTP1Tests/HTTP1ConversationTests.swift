@@ -5,7 +5,7 @@ import Testing
 
 /// The conversation between a server connection and its handler, driven alone with a test clock: inputs that come
 /// while an action is carried out wait for it, a head decision may come later (and a second `later` is a 500), and a
-/// body over the handler's limit is its own question.
+/// body over the handler's limit is its own hand-up.
 @Suite("HTTP/1.1 conversation with the handler")
 struct HTTP1ConversationTests {
     static let second: UInt64 = 1_000_000_000
@@ -15,17 +15,17 @@ struct HTTP1ConversationTests {
         HTTP1Conversation(configuration: HTTP1Connection.Configuration(timeout: 10 * second), now: start)
     }
 
-    static func receive(_ text: String, _ conversation: inout HTTP1Conversation) -> HTTP1Conversation.Action? {
+    static func receive(_ text: String, _ conversation: inout HTTP1Conversation) -> HTTP1Connection.Action? {
         Array(text.utf8).withUnsafeBytes { conversation.received($0, now: start) }
     }
 
     /// The action, required (a mutating call cannot stand inside `#require`).
-    static func must(_ action: HTTP1Conversation.Action?) throws -> HTTP1Conversation.Action {
+    static func must(_ action: HTTP1Connection.Action?) throws -> HTTP1Connection.Action {
         try #require(action)
     }
 
-    static func text(_ action: HTTP1Conversation.Action?) -> String {
-        String(decoding: action?.connection.write ?? [], as: UTF8.self)
+    static func text(_ action: HTTP1Connection.Action?) -> String {
+        String(decoding: action?.write ?? [], as: UTF8.self)
     }
 
     // MARK: Inputs wait for the action in hand
@@ -33,11 +33,11 @@ struct HTTP1ConversationTests {
     @Test func anAnswerGivenInsideTheHandlersCallIsCarriedOutOnceTheActionIsDone() throws {
         var conversation = Self.conversation()
         let first = conversation.start(draining: false, now: Self.start)
-        #expect(first.connection.isReading && first.connection.deadline == Self.start + 10 * Self.second)
-        #expect(conversation.actionDone(now: Self.start) == nil)
+        #expect(first.isReading && first.deadline == Self.start + 10 * Self.second)
+        #expect(conversation.next(now: Self.start) == nil)
 
         let asked = try Self.must(Self.receive("GET /a HTTP/1.1\r\nHost: x\r\n\r\n", &conversation))
-        guard case .head(let head)? = asked.ask else {
+        guard case .head(let head)? = asked.handUp else {
             Issue.record("no head asked about")
             return
         }
@@ -45,15 +45,15 @@ struct HTTP1ConversationTests {
         // Inside the handler's call: nothing is carried out before the asking action is done.
         #expect(conversation.decide(.respond(.json(200, "{}")), now: Self.start) == nil)
         #expect(Self.receive("GET /b HTTP/1.1\r\nHost: x\r\n\r\n", &conversation) == nil)
-        let answered = try Self.must(conversation.actionDone(now: Self.start))
+        let answered = try Self.must(conversation.next(now: Self.start))
         #expect(Self.text(answered).hasPrefix("HTTP/1.1 200 OK\r\n"))
         // A write done at once is an input like the others.
         #expect(conversation.writeFinished(now: Self.start) == nil)
         // The bytes, then the write's end, in the order they came: the next head once the answer is out.
-        let buffered = try Self.must(conversation.actionDone(now: Self.start))
-        #expect(buffered.ask == nil)
-        let next = try Self.must(conversation.actionDone(now: Self.start))
-        guard case .head(let second)? = next.ask else {
+        let buffered = try Self.must(conversation.next(now: Self.start))
+        #expect(buffered.handUp == nil)
+        let next = try Self.must(conversation.next(now: Self.start))
+        guard case .head(let second)? = next.handUp else {
             Issue.record("the pipelined head was not asked about after the write")
             return
         }
@@ -63,23 +63,23 @@ struct HTTP1ConversationTests {
     @Test func aWriteThatFinishesLaterIsTakenAtOnce() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("GET /a HTTP/1.1\r\nHost: x\r\n\r\n", &conversation)
         _ = conversation.decide(.respond(.json(204, "")), now: Self.start)
-        #expect(Self.text(conversation.actionDone(now: Self.start)).hasPrefix("HTTP/1.1 204"))
-        #expect(conversation.actionDone(now: Self.start) == nil)
+        #expect(Self.text(conversation.next(now: Self.start)).hasPrefix("HTTP/1.1 204"))
+        #expect(conversation.next(now: Self.start) == nil)
         let after = try Self.must(conversation.writeFinished(now: Self.start))
-        #expect(after.connection.isReading && after.connection.write == nil && !after.connection.close)
+        #expect(after.isReading && after.write == nil && !after.close)
     }
 
     @Test func aDrainWhileTheHandlerIsAskedClosesAfterItsAnswer() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", &conversation)
         _ = conversation.decide(.readBody(limit: 10), now: Self.start)
-        let request = try Self.must(conversation.actionDone(now: Self.start))
-        guard case .request(_, let body)? = request.ask else {
+        let request = try Self.must(conversation.next(now: Self.start))
+        guard case .request(_, let body)? = request.handUp else {
             Issue.record("the request was not handed over")
             return
         }
@@ -88,13 +88,13 @@ struct HTTP1ConversationTests {
         #expect(conversation.respond(.json(200, "{}"), now: Self.start) == nil)
         var written = ""
         var closed = false
-        var next = conversation.actionDone(now: Self.start)
+        var next = conversation.next(now: Self.start)
         for _ in 0..<4 {
             guard let action = next else { break }
             written += Self.text(action)
-            closed = closed || action.connection.close
-            next = action.connection.write != nil ? conversation.writeFinished(now: Self.start) : nil
-            next = next ?? conversation.actionDone(now: Self.start)
+            closed = closed || action.close
+            next = action.write != nil ? conversation.writeFinished(now: Self.start) : nil
+            next = next ?? conversation.next(now: Self.start)
         }
         #expect(written.contains("connection: close\r\n"))
         #expect(closed)
@@ -102,7 +102,7 @@ struct HTTP1ConversationTests {
 
     @Test func aConnectionAcceptedWhileTheServerStopsIsClosed() {
         var conversation = Self.conversation()
-        #expect(conversation.start(draining: true, now: Self.start).connection.close)
+        #expect(conversation.start(draining: true, now: Self.start).close)
     }
 
     // MARK: Head decisions that come later
@@ -110,20 +110,20 @@ struct HTTP1ConversationTests {
     @Test func aDecisionThatComesLaterIsTakenAndAnotherIsIgnored() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", &conversation)
         #expect(conversation.decide(.later, now: Self.start) == nil)
         // Nothing to carry out while the decision is awaited; the connection reads on (up to its buffer's limit).
-        #expect(conversation.actionDone(now: Self.start) == nil)
+        #expect(conversation.next(now: Self.start) == nil)
         #expect(conversation.awaitingDecision)
         let request = try Self.must(conversation.decidedLater(.readBody(limit: 10), now: Self.start))
-        guard case .request(_, let body)? = request.ask else {
+        guard case .request(_, let body)? = request.handUp else {
             Issue.record("the body was not read after the decision")
             return
         }
         #expect(body == Array("hi".utf8))
         #expect(!conversation.awaitingDecision)
-        #expect(conversation.actionDone(now: Self.start) == nil)
+        #expect(conversation.next(now: Self.start) == nil)
         #expect(conversation.decidedLater(.respond(.json(403, "{}")), now: Self.start) == nil)
         #expect(Self.text(conversation.respond(.json(200, "{}"), now: Self.start)).hasPrefix("HTTP/1.1 200"))
     }
@@ -131,36 +131,36 @@ struct HTTP1ConversationTests {
     @Test func aDecisionMadeBeforeTheWaitBeganIsTakenOnceTheActionIsDone() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("GET /a HTTP/1.1\r\nHost: x\r\n\r\n", &conversation)
         #expect(conversation.decide(.later, now: Self.start) == nil)
         #expect(conversation.decidedLater(.respond(.json(429, "{}")), now: Self.start) == nil)
-        #expect(Self.text(conversation.actionDone(now: Self.start)).hasPrefix("HTTP/1.1 429"))
+        #expect(Self.text(conversation.next(now: Self.start)).hasPrefix("HTTP/1.1 429"))
     }
 
     @Test func aDecisionLaterAgainIsAnsweredAsAnInternalError() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("GET /a HTTP/1.1\r\nHost: x\r\n\r\n", &conversation)
         _ = conversation.decide(.later, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         let answer = try Self.must(conversation.decidedLater(.later, now: Self.start))
         #expect(Self.text(answer).hasPrefix("HTTP/1.1 500 Internal Server Error\r\n"))
         #expect(HTTP1Conversation.laterAgain.status == 500)
     }
 
-    // MARK: Which question a refusal is
+    // MARK: Which hand-up a refusal is
 
     @Test func aDeclaredBodyOverTheLimitIsBodyTooLarge() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n", &conversation)
         _ = conversation.decide(.readBody(limit: 10), now: Self.start)
-        let asked = try Self.must(conversation.actionDone(now: Self.start))
-        guard case .bodyTooLarge(let head)? = asked.ask else {
-            Issue.record("not asked for the body-too-large answer: \(String(describing: asked.ask))")
+        let asked = try Self.must(conversation.next(now: Self.start))
+        guard case .bodyTooLarge(let head, _)? = asked.handUp else {
+            Issue.record("not asked for the body-too-large answer: \(String(describing: asked.handUp))")
             return
         }
         #expect(head.path == "/a")
@@ -169,17 +169,17 @@ struct HTTP1ConversationTests {
     @Test func aChunkedBodyGrownPastTheLimitIsBodyTooLarge() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         _ = Self.receive("POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", &conversation)
         _ = conversation.decide(.readBody(limit: 4), now: Self.start)
-        #expect(try Self.must(conversation.actionDone(now: Self.start)).connection.isReading)
-        #expect(conversation.actionDone(now: Self.start) == nil)
+        #expect(try Self.must(conversation.next(now: Self.start)).isReading)
+        #expect(conversation.next(now: Self.start) == nil)
         let asked = try Self.must(Self.receive("8\r\n12345678\r\n0\r\n\r\n", &conversation))
-        guard case .bodyTooLarge? = asked.ask else {
-            Issue.record("not asked for the body-too-large answer: \(String(describing: asked.ask))")
+        guard case .bodyTooLarge? = asked.handUp else {
+            Issue.record("not asked for the body-too-large answer: \(String(describing: asked.handUp))")
             return
         }
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         let answer = try Self.must(conversation.respond(.json(413, "{}"), now: Self.start))
         #expect(Self.text(answer).hasPrefix("HTTP/1.1 413"))
     }
@@ -187,23 +187,23 @@ struct HTTP1ConversationTests {
     @Test func otherRefusalsAreRefusedWithTheirRule() throws {
         var conversation = Self.conversation()
         _ = conversation.start(draining: false, now: Self.start)
-        _ = conversation.actionDone(now: Self.start)
+        _ = conversation.next(now: Self.start)
         let asked = try Self.must(
             Self.receive("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1, 2\r\n\r\n", &conversation))
-        guard case .refused(_, let error, let followsHead)? = asked.ask else {
-            Issue.record("not refused: \(String(describing: asked.ask))")
+        guard case .refused(_, let error, let followsHead)? = asked.handUp else {
+            Issue.record("not refused: \(String(describing: asked.handUp))")
             return
         }
         #expect(error.status == 400 && !followsHead)
 
         var chunked = Self.conversation()
         _ = chunked.start(draining: false, now: Self.start)
-        _ = chunked.actionDone(now: Self.start)
+        _ = chunked.next(now: Self.start)
         _ = Self.receive("POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", &chunked)
         _ = chunked.decide(.readBody(limit: 100), now: Self.start)
-        let refusedBody = try Self.must(chunked.actionDone(now: Self.start))
-        guard case .refused(_, let bodyError, let afterHead)? = refusedBody.ask else {
-            Issue.record("the chunked body was not refused: \(String(describing: refusedBody.ask))")
+        let refusedBody = try Self.must(chunked.next(now: Self.start))
+        guard case .refused(_, let bodyError, let afterHead)? = refusedBody.handUp else {
+            Issue.record("the chunked body was not refused: \(String(describing: refusedBody.handUp))")
             return
         }
         #expect(bodyError.status == 400 && afterHead)
@@ -231,22 +231,22 @@ struct HTTP1ConversationTests {
 
         init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-        mutating func run(_ first: HTTP1Conversation.Action?) {
+        mutating func run(_ first: HTTP1Connection.Action?) {
             var next = first
             var steps = 0
             while let action = next, !closed, steps < 1000 {
                 steps += 1
                 carry(action)
-                next = closed ? nil : conversation.actionDone(now: 0)
+                next = closed ? nil : conversation.next(now: 0)
             }
         }
 
-        mutating func carry(_ action: HTTP1Conversation.Action) {
-            if action.connection.close {
+        mutating func carry(_ action: HTTP1Connection.Action) {
+            if action.close {
                 closed = true
                 return
             }
-            if let bytes = action.connection.write {
+            if let bytes = action.write {
                 written += bytes
                 if Bool.random(using: &random) {
                     #expect(conversation.writeFinished(now: 0) == nil)
@@ -254,7 +254,7 @@ struct HTTP1ConversationTests {
                     later.append(.writeFinished)
                 }
             }
-            guard let question = action.ask else { return }
+            guard let question = action.handUp else { return }
             asked += 1
             let now = Bool.random(using: &random)
             switch question {
@@ -340,5 +340,13 @@ struct HTTP1ConversationTests {
             #expect(shell.closed == reference.closed, "seed \(seed)")
             #expect(shell.asked == reference.asked, "seed \(seed)")
         }
+    }
+}
+
+extension HTTP1Conversation {
+    /// As the shell asks once it has carried out an action: the next action, or nil.
+    mutating func next(now: Instant) -> HTTP1Connection.Action? {
+        var action = connection.current
+        return actionDone(&action, now: now) ? action : nil
     }
 }

@@ -121,6 +121,20 @@ struct ConnectionSessionResultsTests {
         #expect(machine.takeReport().results.map(\.outcome) == [lost, lost, .notSent])
     }
 
+    // MARK: Submitting
+
+    @Test func aRequestNghttp2GivesNoStreamEndsNotSentAndTheOthersGoOn() {
+        var machine = Tests.connected()
+        _ = machine.accept(Tests.request())
+        _ = machine.accept(Tests.request())
+        // NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.
+        machine.submitted(machine.nextToSubmit(limit: 100)!, as: -509)
+        machine.submitted(machine.nextToSubmit(limit: 100)!, as: 1)
+        #expect(machine.takeReport().results.map(\.outcome) == [.notSent])
+        #expect(machine.streams.keys.sorted() == [1])
+        #expect(machine.takesStreams)
+    }
+
     // MARK: Writing
 
     @Test(arguments: [

@@ -143,7 +143,7 @@ enum HTTP1ConnectionTarget {
                         : connection.readBody(limit: head.method == "PUT" ? 4 : 100, now: 0))
             case .request(_, let body):
                 carry(connection.respond(HTTP1Response(status: 200, body: body), now: 0))
-            case .refused(_, let error):
+            case .refused(_, let error, _), .bodyTooLarge(_, let error):
                 carry(connection.respond(.refusal(error), now: 0))
             }
         }
