@@ -394,6 +394,7 @@ final class BenchRun {
                 "record", "-q", "-e", "cpu-clock", "-c", "200000", "-p", String(pid), "-o", "\(work)/\(name).perf",
                 "--", "sleep", Self.text(plan.fixedSeconds + 1),
             ], output: .discard, error: .discard)
+        // A deliberate pace: perf says nothing when it has attached; a fifth of a second lets it before the load.
         usleep(200_000)
         return recorder
     }

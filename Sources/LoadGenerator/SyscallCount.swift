@@ -49,6 +49,7 @@ struct SyscallCount {
         // SIGINT: strace detaches and writes its summary.
         kill(strace.processIdentifier, SIGINT)
         let deadline = Date().addingTimeInterval(10)
+        // A pace while strace writes its summary (its end is seen only by looking).
         while strace.isRunning && Date() < deadline { usleep(20_000) }
         guard !strace.isRunning else { throw LoadError(.failed, "strace did not finish within 10 s") }
 
@@ -71,6 +72,7 @@ struct SyscallCount {
                 return status.contains("TracerPid:\t\(tracer.processIdentifier)\n")
             }
             if !tasks.isEmpty && traced { return }
+            // A pace: the tracer's attachment shows only in /proc, looked at again every 20 ms.
             usleep(20_000)
         }
         throw LoadError(.failed, "strace did not attach within 10 s")
