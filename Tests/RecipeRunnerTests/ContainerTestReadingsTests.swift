@@ -115,20 +115,20 @@ import Testing
                0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1281 1
                1: 0100007F:4E21 0100007F:9C4A 01 00000000:00000000 00:00000000 00000000     0        0 9921 1
             """
-        let used = ContainerPorts.localPorts(procNetTCP: table)
+        let used = RecipePorts.localPorts(procNetTCP: table)
         #expect(used == [2024, 20001])
         let tcp6 = """
               sl  local_address                         remote_address                        st
                0: 00000000000000000000000001000000:4E22 00000000000000000000000000000000:0000 0A
             """
-        #expect(ContainerPorts.localPorts(procNetTCP: tcp6) == [20002])
-        var ports = ContainerPorts()
+        #expect(RecipePorts.localPorts(procNetTCP: tcp6) == [20002])
+        var ports = RecipePorts()
         // The random pick is in use: the next free one after it.
         #expect(ports.next(used: used, random: { _ in 20001 }) == 20002)
         #expect(ports.next(used: used, random: { _ in 20001 }) == 20003)
         // The last port wraps to the first.
         #expect(ports.next(used: [29999], random: { _ in 29999 }) == 20000)
-        var full = ContainerPorts()
-        #expect(full.next(used: Set(ContainerPorts.range)) == nil)
+        var full = RecipePorts()
+        #expect(full.next(used: Set(RecipePorts.range)) == nil)
     }
 }
