@@ -18,7 +18,9 @@ import RelayCrypto
 /// Each failed check prints one line `container-test: FAIL: <what>` and the run exits 1; 77 when no container
 /// engine works here; 130 on SIGINT or SIGTERM. Everything made is removed at the end but the cached base
 /// images. No grant, token, password or key is printed.
-final class ContainerTestRun {
+final class ContainerTestRun: RecipeRun {
+    static let program = "container-test"
+
     static let documentedImage = "localhost/duo-relay:1.0.0"
     static let relayCache = "localhost/duo-deploy-relay:cache"
     static let probe = "localhost/duo-deploy-probe:catatonit"
@@ -230,11 +232,6 @@ final class ContainerTestRun {
 
     // MARK: - Helpers
 
-    func say(_ line: String) {
-        let text = "container-test: " + line + "\n"
-        _ = text.withCString { Glibc.write(STDOUT_FILENO, $0, strlen($0)) }
-    }
-
     func expect(_ condition: Bool, _ what: String, detail: String = "") throws(RecipeFailure) {
         guard condition else { throw .check(what, detail: detail) }
     }
@@ -272,19 +269,7 @@ final class ContainerTestRun {
         }
     }
 
-    func read(_ path: String) -> String {
-        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-    }
-
     func lineCount(_ path: String) -> Int { read(path).split(separator: "\n").count }
-
-    /// A throwaway secret: `count` random bytes in hex.
-    static func randomHex(_ count: Int) -> String {
-        SecureRandom.bytes(count: count).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-    }
 
     /// A grant for `token` from the relay at `relay`, through DuoRelayClient (never printed).
     func grant(_ relay: String, token: String, check: String) throws(RecipeFailure) -> String {

@@ -68,9 +68,7 @@ extension DocTestRun {
             throw fail("check did not pass before serve")
         }
         let grant = try self.grant(8787)
-        let before = deliveries()
-        guard pushStatus(8787, grant) == 200 else { throw fail("a push with the secrets from the environment") }
-        guard deliveries() == before + 1 else { throw fail("the push did not reach APNs") }
+        try pushDelivered(8787, grant, else: "a push with the secrets from the environment")
         guard let serve = ProcessTable.children(of: shell.pid, named: "duo-relay").first else {
             throw fail("no serve process")
         }

@@ -9,7 +9,9 @@ import Glibc
 /// relay.json a scenario uses is pointed at it (the only edit made to a documented file). Then every block of every
 /// local scenario must have run. A failed check prints one line, `doc-test: FAIL: SCENARIO: WHAT`, and exits 1.
 /// Grants, tokens and keys stay in memory and in the run's files; none is printed.
-final class DocTestRun {
+final class DocTestRun: RecipeRun {
+    static let program = "doc-test"
+
     let repo: String
     let work: String
     let home: String
@@ -93,11 +95,6 @@ final class DocTestRun {
 
     func fail(_ what: String) -> RecipeFailure { RecipeFailure(scenario: scenario, what: what) }
 
-    func say(_ text: String) {
-        let line = "doc-test: \(text)\n"
-        _ = line.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
-    }
-
     /// The scenario's block `number`, as a file; recorded as run.
     func block(_ number: Int) throws -> String {
         guard blocks.contains(where: { $0.scenario == scenario && $0.number == number }) else {
@@ -111,8 +108,6 @@ final class DocTestRun {
     func location(_ number: Int) -> String {
         blocks.first { $0.scenario == scenario && $0.number == number }?.location ?? "?"
     }
-
-    func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     /// The last `count` lines of each file, to standard error (what went wrong, before the FAIL line).
     func show(_ paths: [String], last count: Int? = nil) {
@@ -145,11 +140,6 @@ final class DocTestRun {
         } ?? false
     }
 
-    static func randomHex(_ count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-    }
-
     /// A grant for a fresh token from the relay at 127.0.0.1:`port`, asked as if from `address`.
     func grant(_ port: Int, from address: String = "192.0.2.1") throws -> String {
         let body = #"{"token":""# + Self.randomHex(32) + #"","environment":"production"}"#
@@ -174,6 +164,13 @@ final class DocTestRun {
             headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
             body: Array(push.body(grant: grant)), seconds: 20)
         return answer?.status ?? 0
+    }
+
+    /// One push with `grant` through the relay at 127.0.0.1:`port`, answered 200 (else `failure`) and delivered.
+    func pushDelivered(_ port: Int, _ grant: String, else failure: String) throws {
+        let before = deliveries()
+        guard pushStatus(port, grant) == 200 else { throw fail(failure) }
+        guard deliveries() == before + 1 else { throw fail("the push did not reach APNs") }
     }
 
     /// The pushes the simulator has delivered so far.
