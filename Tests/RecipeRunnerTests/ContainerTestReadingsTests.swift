@@ -108,6 +108,27 @@ import Testing
         #expect(ContainerRelayOutput.holdsASecret("x grant.AAAA", secrets: secrets))
     }
 
+    @Test func theBuildStagesRemovedAreOnlyThoseTheBuildMade() throws {
+        // podman images --filter dangling=true --format json, trimmed to what is read.
+        let before = try #require(
+            ContainerBuildStages.parse(
+                Data(#"[{"Id": "aaa1", "Created": 1000, "Dangling": true}, {"Id": "bbb2", "Created": 1900}]"#.utf8)))
+        #expect(before == [.init(id: "aaa1", created: 1000), .init(id: "bbb2", created: 1900)])
+        let after = try #require(
+            ContainerBuildStages.parse(
+                Data(
+                    #"""
+                    [{"Id": "aaa1", "Created": 1000}, {"Id": "bbb2", "Created": 1900}, {"Id": "ccc3", "Created": 2050},
+                     {"Id": "ddd4", "Created": 1500}]
+                    """#.utf8)))
+        // ccc3 is new and made since the build began at 2000; ddd4 only lost its tag meanwhile (made at 1500);
+        // aaa1 and bbb2 were there before (another run's stages).
+        #expect(ContainerBuildStages.made(before: before, after: after, since: 2000) == ["ccc3"])
+        #expect(ContainerBuildStages.made(before: after, after: after, since: 0).isEmpty)
+        #expect(ContainerBuildStages.parse(Data("Error: no such image".utf8)) == nil)
+        #expect(ContainerBuildStages.parse(Data("[]".utf8)) == [])
+    }
+
     @Test func freePortsAreNoSocketsAndNoneGivenTwice() {
         // Real lines of /proc/net/tcp: 0x07E8 = 2024, 0x4E21 = 20001.
         let table = """

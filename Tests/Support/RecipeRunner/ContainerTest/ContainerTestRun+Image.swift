@@ -8,6 +8,15 @@ extension ContainerTestRun {
         return path
     }
 
+    /// The untagged images podman lists now.
+    func danglingImages() throws(RecipeFailure) -> [ContainerBuildStages.Listed] {
+        let listing = try podman(["images", "--filter", "dangling=true", "--format", "json"])
+        guard listing.succeeded, let images = ContainerBuildStages.parse(Data(listing.output.utf8)) else {
+            throw .check("image: podman images --filter dangling=true", detail: listing.tail(3))
+        }
+        return images
+    }
+
     /// 1. The image, built from a clean checkout (git archive of HEAD) by the documented podman build, and what it
     /// holds.
     func checkImage() throws(RecipeFailure) {
@@ -22,9 +31,12 @@ extension ContainerTestRun {
         if !changed.output.isEmpty {
             say("note: uncommitted changes in Package.swift, Sources, Tests or deploy/container are not in the image")
         }
+        let stagesBefore = try danglingImages()
+        let buildBegan = Int(Date().timeIntervalSince1970)
         let built = try run(
             "bash", ["-euo", "pipefail", try block("container", 1)], directory: checkout,
             environment: ["TOOLCHAIN": toolchain, "BUILD_IMAGE": builder, "RUNTIME_IMAGE": base])
+        madeStages = ContainerBuildStages.made(before: stagesBefore, after: try danglingImages(), since: buildBegan)
         try expect(built.succeeded, "image: the documented podman build", detail: built.tail(30))
         let image = Self.documentedImage
         madeTags.append(image)

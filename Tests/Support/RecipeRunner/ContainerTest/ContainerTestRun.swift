@@ -53,6 +53,8 @@ final class ContainerTestRun: RecipeRun {
     var newVolumes: [String] = []
     var kubeNetworkExisted = true
     var madeTags: [String] = []
+    /// The untagged build stages the run's podman build made.
+    var madeStages: [String] = []
 
     static func run(_ arguments: [String]) -> Int32 {
         guard arguments.isEmpty else {
@@ -227,6 +229,9 @@ final class ContainerTestRun: RecipeRun {
         if !kubeNetworkExisted { _ = try? podman(["network", "rm", Self.kubeNetwork], cleanUp: true) }
         // The documented name goes; the image stays, as the cache of the next run's build.
         for tag in madeTags { _ = try? podman(["untag", tag, tag], cleanUp: true) }
+        // The build stage goes (its release build is most of its size); the layers under it stay, as the next
+        // build's cache.
+        if !madeStages.isEmpty { _ = try? podman(["rmi", "--no-prune"] + madeStages, cleanUp: true) }
         try? FileManager.default.removeItem(atPath: work)
     }
 
