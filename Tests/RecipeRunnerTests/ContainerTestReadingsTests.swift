@@ -108,22 +108,29 @@ import Testing
         #expect(ContainerRelayOutput.holdsASecret("x grant.AAAA", secrets: secrets))
     }
 
-    @Test func theBuildStagesRemovedAreOnlyThoseTheBuildMade() throws {
-        // podman images --filter dangling=true --format json, trimmed to what is read.
+    @Test func theImagesRemovedAreOnlyThoseTheBuildMade() throws {
+        // podman images --all --format json, trimmed to what is read: before the build began at 2000, another run's
+        // stage (old1) on the shared cache layer (apt0).
         let before = try #require(
             ContainerBuildStages.parse(
-                Data(#"[{"Id": "aaa1", "Created": 1000, "Dangling": true}, {"Id": "bbb2", "Created": 1900}]"#.utf8)))
-        #expect(before == [.init(id: "aaa1", created: 1000), .init(id: "bbb2", created: 1900)])
+                Data(#"[{"Id": "apt0", "Created": 900, "Dangling": false}, {"Id": "old1", "Created": 1900}]"#.utf8)))
+        #expect(before == [.init(id: "apt0", created: 900), .init(id: "old1", created: 1900)])
+        // After: the build's layer (src2) on apt0 and its stage (stage3) on src2; tag4 made at 1500 only lost its
+        // tag meanwhile.
         let after = try #require(
             ContainerBuildStages.parse(
                 Data(
                     #"""
-                    [{"Id": "aaa1", "Created": 1000}, {"Id": "bbb2", "Created": 1900}, {"Id": "ccc3", "Created": 2050},
-                     {"Id": "ddd4", "Created": 1500}]
+                    [{"Id": "apt0", "Created": 900}, {"Id": "old1", "Created": 1900}, {"Id": "src2", "Created": 2010},
+                     {"Id": "stage3", "Created": 2050}, {"Id": "tag4", "Created": 1500}]
                     """#.utf8)))
-        // ccc3 is new and made since the build began at 2000; ddd4 only lost its tag meanwhile (made at 1500);
-        // aaa1 and bbb2 were there before (another run's stages).
-        #expect(ContainerBuildStages.made(before: before, after: after, since: 2000) == ["ccc3"])
+        let made = ContainerBuildStages.made(before: before, after: after, since: 2000)
+        #expect(made == ["src2", "stage3"])
+        // Removed top-down as each becomes dangling, stopping at apt0 (there before): never old1, apt0 or tag4.
+        let listed = { (ids: [String]) in ids.map { ContainerBuildStages.Listed(id: $0, created: 0) } }
+        #expect(ContainerBuildStages.removable(dangling: listed(["old1", "stage3", "tag4"]), made: made) == ["stage3"])
+        #expect(ContainerBuildStages.removable(dangling: listed(["old1", "src2", "tag4"]), made: made) == ["src2"])
+        #expect(ContainerBuildStages.removable(dangling: listed(["old1", "apt0", "tag4"]), made: made).isEmpty)
         #expect(ContainerBuildStages.made(before: after, after: after, since: 0).isEmpty)
         #expect(ContainerBuildStages.parse(Data("Error: no such image".utf8)) == nil)
         #expect(ContainerBuildStages.parse(Data("[]".utf8)) == [])

@@ -8,11 +8,12 @@ extension ContainerTestRun {
         return path
     }
 
-    /// The untagged images podman lists now.
-    func danglingImages() throws(RecipeFailure) -> [ContainerBuildStages.Listed] {
-        let listing = try podman(["images", "--filter", "dangling=true", "--format", "json"])
+    /// The images podman lists now: every one with `all`, else the dangling ones (untagged, used by no other).
+    func images(all: Bool, cleanUp: Bool = false) throws(RecipeFailure) -> [ContainerBuildStages.Listed] {
+        let filter = all ? ["--all"] : ["--filter", "dangling=true"]
+        let listing = try podman(["images"] + filter + ["--format", "json"], cleanUp: cleanUp)
         guard listing.succeeded, let images = ContainerBuildStages.parse(Data(listing.output.utf8)) else {
-            throw .check("image: podman images --filter dangling=true", detail: listing.tail(3))
+            throw .check("image: podman images", detail: listing.tail(3))
         }
         return images
     }
@@ -31,12 +32,12 @@ extension ContainerTestRun {
         if !changed.output.isEmpty {
             say("note: uncommitted changes in Package.swift, Sources, Tests or deploy/container are not in the image")
         }
-        let stagesBefore = try danglingImages()
+        let imagesBefore = try images(all: true)
         let buildBegan = Int(Date().timeIntervalSince1970)
         let built = try run(
             "bash", ["-euo", "pipefail", try block("container", 1)], directory: checkout,
             environment: ["TOOLCHAIN": toolchain, "BUILD_IMAGE": builder, "RUNTIME_IMAGE": base])
-        madeStages = ContainerBuildStages.made(before: stagesBefore, after: try danglingImages(), since: buildBegan)
+        madeImages = ContainerBuildStages.made(before: imagesBefore, after: try images(all: true), since: buildBegan)
         try expect(built.succeeded, "image: the documented podman build", detail: built.tail(30))
         let image = Self.documentedImage
         madeTags.append(image)

@@ -53,8 +53,8 @@ final class ContainerTestRun: RecipeRun {
     var newVolumes: [String] = []
     var kubeNetworkExisted = true
     var madeTags: [String] = []
-    /// The untagged build stages the run's podman build made.
-    var madeStages: [String] = []
+    /// The images the run's podman build made (its build stage and the layers under it).
+    var madeImages: Set<String> = []
 
     static func run(_ arguments: [String]) -> Int32 {
         guard arguments.isEmpty else {
@@ -229,9 +229,14 @@ final class ContainerTestRun: RecipeRun {
         if !kubeNetworkExisted { _ = try? podman(["network", "rm", Self.kubeNetwork], cleanUp: true) }
         // The documented name goes; the image stays, as the cache of the next run's build.
         for tag in madeTags { _ = try? podman(["untag", tag, tag], cleanUp: true) }
-        // The build stage goes (its release build is most of its size); the layers under it stay, as the next
-        // build's cache.
-        if !madeStages.isEmpty { _ = try? podman(["rmi", "--no-prune"] + madeStages, cleanUp: true) }
+        // The build's stage, then its layers as each becomes dangling; never an image that was there before.
+        for _ in 0..<madeImages.count {
+            guard let dangling = try? images(all: false, cleanUp: true) else { break }
+            let removable = ContainerBuildStages.removable(dangling: dangling, made: madeImages)
+            guard !removable.isEmpty,
+                (try? podman(["rmi", "--no-prune"] + removable, cleanUp: true))?.succeeded == true
+            else { break }
+        }
         try? FileManager.default.removeItem(atPath: work)
     }
 
