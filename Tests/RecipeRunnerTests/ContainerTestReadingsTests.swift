@@ -108,6 +108,34 @@ import Testing
         #expect(ContainerRelayOutput.holdsASecret("x grant.AAAA", secrets: secrets))
     }
 
+    @Test func theImagesRemovedAreOnlyThoseTheBuildMade() throws {
+        // podman images --all --format json, trimmed to what is read: before the build began at 2000, another run's
+        // stage (old1) on the shared cache layer (apt0).
+        let before = try #require(
+            ContainerBuildStages.parse(
+                Data(#"[{"Id": "apt0", "Created": 900, "Dangling": false}, {"Id": "old1", "Created": 1900}]"#.utf8)))
+        #expect(before == [.init(id: "apt0", created: 900), .init(id: "old1", created: 1900)])
+        // After: the build's layer (src2) on apt0 and its stage (stage3) on src2; tag4 made at 1500 only lost its
+        // tag meanwhile.
+        let after = try #require(
+            ContainerBuildStages.parse(
+                Data(
+                    #"""
+                    [{"Id": "apt0", "Created": 900}, {"Id": "old1", "Created": 1900}, {"Id": "src2", "Created": 2010},
+                     {"Id": "stage3", "Created": 2050}, {"Id": "tag4", "Created": 1500}]
+                    """#.utf8)))
+        let made = ContainerBuildStages.made(before: before, after: after, since: 2000)
+        #expect(made == ["src2", "stage3"])
+        // Removed top-down as each becomes dangling, stopping at apt0 (there before): never old1, apt0 or tag4.
+        let listed = { (ids: [String]) in ids.map { ContainerBuildStages.Listed(id: $0, created: 0) } }
+        #expect(ContainerBuildStages.removable(dangling: listed(["old1", "stage3", "tag4"]), made: made) == ["stage3"])
+        #expect(ContainerBuildStages.removable(dangling: listed(["old1", "src2", "tag4"]), made: made) == ["src2"])
+        #expect(ContainerBuildStages.removable(dangling: listed(["old1", "apt0", "tag4"]), made: made).isEmpty)
+        #expect(ContainerBuildStages.made(before: after, after: after, since: 0).isEmpty)
+        #expect(ContainerBuildStages.parse(Data("Error: no such image".utf8)) == nil)
+        #expect(ContainerBuildStages.parse(Data("[]".utf8)) == [])
+    }
+
     @Test func freePortsAreNoSocketsAndNoneGivenTwice() {
         // Real lines of /proc/net/tcp: 0x07E8 = 2024, 0x4E21 = 20001.
         let table = """
@@ -115,20 +143,20 @@ import Testing
                0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1281 1
                1: 0100007F:4E21 0100007F:9C4A 01 00000000:00000000 00:00000000 00000000     0        0 9921 1
             """
-        let used = ContainerPorts.localPorts(procNetTCP: table)
+        let used = RecipePorts.localPorts(procNetTCP: table)
         #expect(used == [2024, 20001])
         let tcp6 = """
               sl  local_address                         remote_address                        st
                0: 00000000000000000000000001000000:4E22 00000000000000000000000000000000:0000 0A
             """
-        #expect(ContainerPorts.localPorts(procNetTCP: tcp6) == [20002])
-        var ports = ContainerPorts()
+        #expect(RecipePorts.localPorts(procNetTCP: tcp6) == [20002])
+        var ports = RecipePorts()
         // The random pick is in use: the next free one after it.
         #expect(ports.next(used: used, random: { _ in 20001 }) == 20002)
         #expect(ports.next(used: used, random: { _ in 20001 }) == 20003)
         // The last port wraps to the first.
         #expect(ports.next(used: [29999], random: { _ in 29999 }) == 20000)
-        var full = ContainerPorts()
-        #expect(full.next(used: Set(ContainerPorts.range)) == nil)
+        var full = RecipePorts()
+        #expect(full.next(used: Set(RecipePorts.range)) == nil)
     }
 }

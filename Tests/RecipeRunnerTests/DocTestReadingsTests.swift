@@ -88,43 +88,6 @@ import Testing
         #expect(DocTestReadings.processStat("garbage") == nil)
     }
 
-    @Test func theProcessTableFindsThisProcesssChildByName() throws {
-        let child = try DocTestChild("/bin/sleep", ["30"], output: .discard)
-        // Another child by another name, which the name leaves out (other tests of this process start children of
-        // their own, such as duo-relay, at the same time: only these two are known).
-        let other = try DocTestChild("/usr/bin/tail", ["-f", "/dev/null"], output: .discard)
-        defer {
-            for process in [child, other] {
-                kill(process.pid, SIGTERM)
-                process.wait()
-            }
-        }
-        let sleeping = ProcessTable.children(of: getpid(), named: "sleep")
-        #expect(sleeping.contains(child.pid))
-        #expect(!sleeping.contains(other.pid))
-        #expect(ProcessTable.children(of: getpid(), named: "tail").contains(other.pid))
-        #expect(ProcessTable.isRunning(child.pid))
-        #expect(child.isRunning)
-    }
-
-    /// A child that leaves a process of its own running (a block ending in `server &`) is seen to end all the same.
-    @Test func aShellThatLeavesABackgroundProcessIsSeenToEnd() throws {
-        let directory = NSTemporaryDirectory() + "doc-test-child-\(getpid())"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let status = DocTestChild.run(
-            "/bin/bash", ["-c", "echo started; sleep 30 & echo $! > pid; exit 3"], directory: directory,
-            output: .file(directory + "/out"))
-        #expect(status == 3)
-        #expect(try String(contentsOfFile: directory + "/out", encoding: .utf8) == "started\n")
-        let pid = try #require(Int32(String(contentsOfFile: directory + "/pid", encoding: .utf8).dropLast()))
-        #expect(ProcessTable.isRunning(pid))
-        kill(pid, SIGTERM)
-        let captured = DocTestChild.capture("/bin/sh", ["-c", "echo out; echo error >&2; exit 2"])
-        #expect(captured.status == 2)
-        #expect(captured.text == "out\nerror\n")
-    }
-
     @Test func theInstallBlockSplitsBeforeEnablingTheService() {
         let block =
             "scripts/install\ninstall -m 0644 a b\nsystemctl daemon-reload && systemctl enable --now duo-relay\nsystemctl status duo-relay\n"
@@ -137,16 +100,16 @@ import Testing
 
     @Test func aWholeHTTPAnswerIsReadWithItsBody() {
         let plain = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}".utf8)
-        #expect(LoopbackHTTP.parse(plain) == LoopbackHTTP.Answer(status: 200, body: Array("{}".utf8)))
+        #expect(RecipeHTTP.parse(plain) == RecipeHTTP.Answer(status: 200, body: Array("{}".utf8)))
         let chunked = Array(
             "HTTP/1.1 429 Too Many\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n".utf8)
-        #expect(LoopbackHTTP.parse(chunked) == LoopbackHTTP.Answer(status: 429, body: Array("abcde".utf8)))
-        #expect(LoopbackHTTP.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab".utf8)) == nil)
-        #expect(LoopbackHTTP.isComplete(plain))
-        #expect(LoopbackHTTP.isComplete(chunked))
-        #expect(!LoopbackHTTP.isComplete(Array(plain.dropLast())))
-        #expect(!LoopbackHTTP.isComplete(Array(chunked.dropLast(5))))
-        #expect(LoopbackHTTP.status(ofHead: Array("HTTP/1.0 403 Filtered\r\n".utf8)) == 403)
-        #expect(LoopbackHTTP.status(ofHead: Array("SSH-2.0\r\n".utf8)) == nil)
+        #expect(RecipeHTTP.parse(chunked) == RecipeHTTP.Answer(status: 429, body: Array("abcde".utf8)))
+        #expect(RecipeHTTP.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab".utf8)) == nil)
+        #expect(RecipeHTTP.isComplete(plain))
+        #expect(RecipeHTTP.isComplete(chunked))
+        #expect(!RecipeHTTP.isComplete(Array(plain.dropLast())))
+        #expect(!RecipeHTTP.isComplete(Array(chunked.dropLast(5))))
+        #expect(RecipeHTTP.status(ofHead: Array("HTTP/1.0 403 Filtered\r\n".utf8)) == 403)
+        #expect(RecipeHTTP.status(ofHead: Array("SSH-2.0\r\n".utf8)) == nil)
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 
 extension ContainerTestRun {
     /// What the runs need: the simulator on the default network's gateway, with throwaway keys.
-    func startSimulator() throws(ContainerTestFailure) {
+    func startSimulator() throws(RecipeFailure) {
         let holder = try podman([
             "run", "-d", "--name", "duo-ct-holder", "--read-only", "--cap-drop", "ALL", "--entrypoint", "/catatonit",
             Self.probe, "-P",
@@ -11,7 +11,7 @@ extension ContainerTestRun {
         try expect(holder.succeeded, "a container on podman's default network")
         gateway = try podman(["network", "inspect", "podman", "-f", "{{range .Subnets}}{{.Gateway}}{{end}}"]).output
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        _ = try ContainerProcesses.poll(50, pause: 0.1) { () throws(ContainerTestFailure) -> Bool in
+        _ = try RecipeClock.within(5) { () throws(RecipeFailure) -> Bool in
             try run("ip", ["-o", "-4", "addr", "show"]).output.contains(" \(gateway)/")
         }
         try makeDirectory(pki)
@@ -39,24 +39,22 @@ extension ContainerTestRun {
         let port = try freePort()
         try write("", to: deliveries)
         let log = work + "/sim.err"
-        simulator = try ContainerProcesses.start(
+        simulator = try RecipeProcess(
             "duo-relay",
             [
                 "apns-sim", "--listen", "\(gateway):\(port)", "--team-id", "ABCDE12345", "--key-id", "KEYID12345",
                 "--public-key", pki + "/public.pem", "--cert", pki + "/sim.pem", "--private-key", pki + "/sim.key",
                 "--record", deliveries,
-            ], log: log)
-        let listening = try ContainerProcesses.poll(100, pause: 0.1) { read(log).contains("listening on") }
+            ], output: .file(log), error: .output)
+        let listening = RecipeClock.within(10) { read(log).contains("listening on") }
         let last = read(log).split(separator: "\n").last.map(String.init) ?? ""
         try expect(listening, "apns-sim did not start: \(last)")
         origin = "https://\(gateway):\(port)"
     }
 
     /// A free port on the host.
-    func freePort() throws(ContainerTestFailure) -> Int {
-        let used = ContainerPorts.localPorts(procNetTCP: read("/proc/net/tcp")).union(
-            ContainerPorts.localPorts(procNetTCP: read("/proc/net/tcp6")))
-        guard let port = ports.next(used: used) else { throw .check("no free port in 20000 to 29999") }
+    func freePort() throws(RecipeFailure) -> Int {
+        guard let port = ports.next() else { throw .check("no free port in 20000 to 29999") }
         return port
     }
 
@@ -67,7 +65,7 @@ extension ContainerTestRun {
     }
 
     /// 2. The container, as OPERATIONS.md runs it.
-    func checkContainer() throws(ContainerTestFailure) {
+    func checkContainer() throws(RecipeFailure) {
         say("2. the documented podman run: dry run, then serve; a push; RELAY_KEYS_FILE rotated with SIGHUP; SIGTERM")
         let op = operatorDirectory
         let secrets = op + "/secrets"
@@ -103,7 +101,7 @@ extension ContainerTestRun {
             "container: the documented dry run did not say ok")
         let relay = "http://127.0.0.1:\(port)"
         try expect(
-            try ContainerHTTP.waitFor200(relay + "/healthz"), "container: /healthz never answered 200",
+            RecipeHTTP.answers200(relay + "/healthz"), "container: /healthz never answered 200",
             detail: logTail("duo-relay", 3))
         try processIsConfined("duo-relay", check: "container")
         try expect(
@@ -111,7 +109,7 @@ extension ContainerTestRun {
             "container: core files are not off (--ulimit core=0)")
         let wrote = try podman(["exec", "duo-relay", "/bin/sh", "-c", ": > /probe"])
         try expect(!wrote.succeeded, "container: the root file system took a write")
-        try expect(try ContainerHTTP.waitFor200(relay + "/readyz"), "container: /readyz never answered 200")
+        try expect(RecipeHTTP.answers200(relay + "/readyz"), "container: /readyz never answered 200")
         let token = Self.randomHex(32)
         let grant = try grant(relay, token: token, check: "container")
         let relayKey = ContainerRelayConfig.string(Data(keys.output.utf8), "1") ?? ""
@@ -123,7 +121,7 @@ extension ContainerTestRun {
 
         let rotated = try run("bash", ["-euo", "pipefail", try block("container", 3)], directory: op)
         try expect(rotated.succeeded, "container: the documented RELAY_KEYS_FILE rotation", detail: rotated.tail(3))
-        let reloaded = try ContainerProcesses.poll(50, pause: 0.1) { () throws(ContainerTestFailure) -> Bool in
+        let reloaded = try RecipeClock.within(5) { () throws(RecipeFailure) -> Bool in
             let logs = try podman(["logs", "duo-relay"])
             return (logs.output + logs.error).contains("reloaded: relay keys 1, 2")
         }

@@ -2,16 +2,26 @@ import Foundation
 
 extension ContainerTestRun {
     /// A documented block extracted by `scripts/doc-test --extract`: `NAME.N.sh`.
-    func block(_ name: String, _ number: Int) throws(ContainerTestFailure) -> String {
+    func block(_ name: String, _ number: Int) throws(RecipeFailure) -> String {
         let path = work + "/blocks/\(name).\(number).sh"
         try expect(FileManager.default.fileExists(atPath: path), "OPERATIONS.md has no block \(number) for \(name)")
         return path
     }
 
+    /// The images podman lists now: every one with `all`, else the dangling ones (untagged, used by no other).
+    func images(all: Bool, cleanUp: Bool = false) throws(RecipeFailure) -> [ContainerBuildStages.Listed] {
+        let filter = all ? ["--all"] : ["--filter", "dangling=true"]
+        let listing = try podman(["images"] + filter + ["--format", "json"], cleanUp: cleanUp)
+        guard listing.succeeded, let images = ContainerBuildStages.parse(Data(listing.output.utf8)) else {
+            throw .check("image: podman images", detail: listing.tail(3))
+        }
+        return images
+    }
+
     /// 1. The image, built from a clean checkout (git archive of HEAD) by the documented podman build, and what it
     /// holds.
-    func checkImage() throws(ContainerTestFailure) {
-        let head = try ContainerProcesses.output("git", ["rev-parse", "--short", "HEAD"], else: "git rev-parse HEAD")
+    func checkImage() throws(RecipeFailure) {
+        let head = try RecipeProcess.output("git", ["rev-parse", "--short", "HEAD"], else: "git rev-parse HEAD")
         say("1. podman build of a clean checkout (\(head)), as OPERATIONS.md builds it")
         let checkout = work + "/checkout"
         try makeDirectory(checkout)
@@ -22,9 +32,12 @@ extension ContainerTestRun {
         if !changed.output.isEmpty {
             say("note: uncommitted changes in Package.swift, Sources, Tests or deploy/container are not in the image")
         }
+        let imagesBefore = try images(all: true)
+        let buildBegan = Int(Date().timeIntervalSince1970)
         let built = try run(
-            "bash", ["-euo", "pipefail", try block("container", 1)],
-            environment: ["TOOLCHAIN": toolchain, "BUILD_IMAGE": builder, "RUNTIME_IMAGE": base], directory: checkout)
+            "bash", ["-euo", "pipefail", try block("container", 1)], directory: checkout,
+            environment: ["TOOLCHAIN": toolchain, "BUILD_IMAGE": builder, "RUNTIME_IMAGE": base])
+        madeImages = ContainerBuildStages.made(before: imagesBefore, after: try images(all: true), since: buildBegan)
         try expect(built.succeeded, "image: the documented podman build", detail: built.tail(30))
         let image = Self.documentedImage
         madeTags.append(image)
@@ -45,9 +58,9 @@ extension ContainerTestRun {
                 && facts.command == ContainerImageFacts.documentedCommand, "image: entrypoint and command")
         try expect(!facts.environmentNamesASecret, "image: its environment names a secret")
 
-        let root = try ContainerProcesses.output(
+        let root = try RecipeProcess.output(
             "podman", ["image", "mount", image], else: "image: podman image mount")
-        let baseRoot = try ContainerProcesses.output(
+        let baseRoot = try RecipeProcess.output(
             "podman", ["image", "mount", base], else: "image: podman image mount")
         defer { _ = try? podman(["image", "unmount", image, base], cleanUp: true) }
         for package in ContainerImageFacts.runtimePackages(dockerfile: read("deploy/container/Dockerfile")) {

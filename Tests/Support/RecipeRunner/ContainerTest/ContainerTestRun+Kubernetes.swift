@@ -2,7 +2,7 @@ import Foundation
 
 extension ContainerTestRun {
     /// 3. Kubernetes: the documented kustomization, rendered by `kubectl kustomize` and played by `podman kube play`.
-    func checkKubernetes() throws(ContainerTestFailure) {
+    func checkKubernetes() throws(RecipeFailure) {
         say("3. the documented kustomization: kubectl kustomize, then podman kube play (Secret, Redis, relay)")
         let k8s = work + "/k8s"
         let production = k8s + "/duo-relay-production"
@@ -16,9 +16,8 @@ extension ContainerTestRun {
         try write(ContainerRecipeEdits.kubernetesBlock(read(try block("kubernetes", 1))), to: work + "/kubernetes.sh")
         let applied = work + "/applied.yaml"
         let recipe = try run(
-            "bash", ["-euo", "pipefail", work + "/kubernetes.sh"],
-            environment: ["HOME": k8s + "/home", "APPLIED": applied],
-            directory: k8s)
+            "bash", ["-euo", "pipefail", work + "/kubernetes.sh"], directory: k8s,
+            environment: ["HOME": k8s + "/home", "APPLIED": applied])
         try expect(recipe.succeeded, "kubernetes: the documented recipe", detail: recipe.tail(5))
         let rendering = read(applied)
         try expect(!rendering.contains("REPLACE_ME"), "kubernetes: what is applied holds placeholders")
@@ -50,7 +49,7 @@ extension ContainerTestRun {
         try expect(
             rendered.succeeded, "kubernetes: kubectl kustomize of the podman layer: \(rendered.lastErrorLine)")
         let documents = KustomizeDocuments(rendered.output)
-        func document(_ kind: String, _ name: String, generated: Bool = false) throws(ContainerTestFailure)
+        func document(_ kind: String, _ name: String, generated: Bool = false) throws(RecipeFailure)
             -> KustomizeDocuments.Document
         {
             guard let found = documents.document(kind, name, generated: generated) else {
@@ -105,13 +104,13 @@ extension ContainerTestRun {
         let container = try firstContainer(named: "duo-relay-pod-0-duo-relay")
         try expect(!container.isEmpty, "kubernetes: kube play started no relay container")
         try expect(
-            try ContainerHTTP.waitFor200(podRelay + "/healthz"), "kubernetes: the pod's /healthz (livenessProbe)",
+            RecipeHTTP.answers200(podRelay + "/healthz"), "kubernetes: the pod's /healthz (livenessProbe)",
             detail: logTail(container, 3))
         try processIsConfined(container, check: "kubernetes")
         try expect(
-            try ContainerHTTP.waitFor200(podRelay + "/readyz"),
-            "kubernetes: the pod's /readyz (readinessProbe): \(ContainerHTTP.get(podRelay + "/readyz")?.body ?? "")")
-        let ready = ContainerHTTP.get(podRelay + "/readyz")?.body ?? ""
+            RecipeHTTP.answers200(podRelay + "/readyz"),
+            "kubernetes: the pod's /readyz (readinessProbe): \(RecipeHTTP.get(podRelay + "/readyz")?.text ?? "")")
+        let ready = RecipeHTTP.get(podRelay + "/readyz")?.text ?? ""
         try expect(
             ready.contains("\"limits\":\"shared\""),
             "kubernetes: the relay does not count in the kustomization's Redis: \(ready)")
@@ -165,7 +164,7 @@ extension ContainerTestRun {
     }
 
     /// The ID of the running container of exactly that name, or "".
-    func firstContainer(named name: String) throws(ContainerTestFailure) -> String {
+    func firstContainer(named name: String) throws(RecipeFailure) -> String {
         let listed = try podman(["ps", "-q", "--filter", "name=^\(name)$"]).output
         return listed.split(separator: "\n").first.map(String.init) ?? ""
     }

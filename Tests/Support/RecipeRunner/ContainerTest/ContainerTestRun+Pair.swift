@@ -2,7 +2,7 @@ import Foundation
 
 extension ContainerTestRun {
     /// 4. Two relay containers and one Redis container: one phone's limit, admitted exactly once.
-    func checkPair() throws(ContainerTestFailure) {
+    func checkPair() throws(RecipeFailure) {
         say("4. two relay containers and one Redis container: one phone's 30 pushes")
         let pair = work + "/pair"
         try makeDirectory(pair)
@@ -52,8 +52,8 @@ extension ContainerTestRun {
             try expect(started.succeeded, "pair: podman run relay \(number)")
         }
         for relay in relays {
-            let ready = try ContainerHTTP.waitFor200(relay + "/readyz")
-            let body = ContainerHTTP.get(relay + "/readyz")?.body ?? ""
+            let ready = RecipeHTTP.answers200(relay + "/readyz")
+            let body = RecipeHTTP.get(relay + "/readyz")?.text ?? ""
             try expect(
                 ready && body.contains("\"limits\":\"shared\""), "pair: a relay does not count in Redis: \(body)")
         }

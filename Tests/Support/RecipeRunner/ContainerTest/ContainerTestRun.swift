@@ -18,7 +18,9 @@ import RelayCrypto
 /// Each failed check prints one line `container-test: FAIL: <what>` and the run exits 1; 77 when no container
 /// engine works here; 130 on SIGINT or SIGTERM. Everything made is removed at the end but the cached base
 /// images. No grant, token, password or key is printed.
-final class ContainerTestRun {
+final class ContainerTestRun: RecipeRun {
+    static let program = "container-test"
+
     static let documentedImage = "localhost/duo-relay:1.0.0"
     static let relayCache = "localhost/duo-deploy-relay:cache"
     static let probe = "localhost/duo-deploy-probe:catatonit"
@@ -26,7 +28,7 @@ final class ContainerTestRun {
     static let kubeNetwork = "podman-default-kube-network"
 
     let work: String
-    var ports = ContainerPorts()
+    var ports = RecipePorts()
     let files: Int
     let processes: Int
 
@@ -45,12 +47,14 @@ final class ContainerTestRun {
     var redisAddress = ""
 
     // What the clean-up removes.
-    var simulator: pid_t?
+    var simulator: RecipeProcess?
     var played: [String] = []
     var secretName: String?
     var newVolumes: [String] = []
     var kubeNetworkExisted = true
     var madeTags: [String] = []
+    /// The images the run's podman build made (its build stage and the layers under it).
+    var madeImages: Set<String> = []
 
     static func run(_ arguments: [String]) -> Int32 {
         guard arguments.isEmpty else {
@@ -62,7 +66,7 @@ final class ContainerTestRun {
             printError("container-test: FAIL: cannot make a directory in /tmp")
             return 1
         }
-        ContainerProcesses.stopChildrenOnSignal()
+        RecipeProcess.stopChildrenOnSignal()
         let run = ContainerTestRun(work: String(cString: made))
         var status: Int32 = 0
         do {
@@ -71,18 +75,18 @@ final class ContainerTestRun {
             status = Self.report(error)
         }
         run.cleanUp()
-        return ContainerProcesses.interrupted ? 130 : status
+        return RecipeProcess.interrupted ? 130 : status
     }
 
     /// Prints the failure's lines; its exit status.
-    static func report(_ failure: ContainerTestFailure) -> Int32 {
-        if ContainerProcesses.interrupted { return 130 }
+    static func report(_ failure: RecipeFailure) -> Int32 {
+        if RecipeProcess.interrupted { return 130 }
         for line in lines(failure) { printError(line) }
         return status(failure)
     }
 
     /// What a failure prints on standard error: the detail, then one line.
-    static func lines(_ failure: ContainerTestFailure) -> [String] {
+    static func lines(_ failure: RecipeFailure) -> [String] {
         let detail = failure.detail.isEmpty ? [] : [failure.detail]
         switch failure.code {
         case .interrupted: return []
@@ -93,7 +97,7 @@ final class ContainerTestRun {
     }
 
     /// The exit status of a failure: 1 a check, 77 no container engine, 130 a signal.
-    static func status(_ failure: ContainerTestFailure) -> Int32 {
+    static func status(_ failure: RecipeFailure) -> Int32 {
         switch failure.code {
         case .interrupted: return 130
         case .noEngine: return 77
@@ -111,7 +115,7 @@ final class ContainerTestRun {
             hardLimit: limit.rlim_max == rlim_t.max ? nil : UInt64(limit.rlim_max))
     }
 
-    func checkEverything() throws(ContainerTestFailure) {
+    func checkEverything() throws(RecipeFailure) {
         try prepareEngine()
         try prepareBaseImages()
         let blocks = work + "/blocks"
@@ -129,18 +133,18 @@ final class ContainerTestRun {
     // MARK: - The engine
 
     /// runc and rlimits this sandbox can grant for every podman command; a container that runs, or exit 77.
-    func prepareEngine() throws(ContainerTestFailure) {
+    func prepareEngine() throws(RecipeFailure) {
         let conf = work + "/containers.conf"
         try write(ContainerRecipeEdits.containersConf(files: files, processes: processes), to: conf)
         setenv("CONTAINERS_CONF", conf, 1)
-        guard ContainerProcesses.find("podman") != nil else {
-            throw ContainerTestFailure(.noEngine, "podman is not installed")
+        guard RecipeProcess.find("podman") != nil else {
+            throw RecipeFailure(.noEngine, "podman is not installed")
         }
         let info = try run("podman", ["info"])
-        guard info.succeeded else { throw ContainerTestFailure(.noEngine, "podman info: \(info.lastErrorLine)") }
+        guard info.succeeded else { throw RecipeFailure(.noEngine, "podman info: \(info.lastErrorLine)") }
         if !(try podman(["image", "exists", Self.probe]).succeeded) {
-            guard let catatonit = ContainerProcesses.find("catatonit") else {
-                throw ContainerTestFailure(.noEngine, "catatonit is not installed")
+            guard let catatonit = RecipeProcess.find("catatonit") else {
+                throw RecipeFailure(.noEngine, "catatonit is not installed")
             }
             let directory = work + "/probe"
             try makeDirectory(directory)
@@ -151,13 +155,13 @@ final class ContainerTestRun {
             _ = try podman(["import", "-q", work + "/probe.tar", Self.probe])
         }
         let probe = try podman(["run", "--rm", "--network", "none", Self.probe, "/catatonit", "--version"])
-        guard probe.succeeded else { throw ContainerTestFailure(.noEngine, "podman run: \(probe.lastErrorLine)") }
+        guard probe.succeeded else { throw RecipeFailure(.noEngine, "podman run: \(probe.lastErrorLine)") }
     }
 
     // MARK: - Base images, cached by the recipe that made them
 
-    func prepareBaseImages() throws(ContainerTestFailure) {
-        let debootstrap = try ContainerProcesses.output(
+    func prepareBaseImages() throws(RecipeFailure) {
+        let debootstrap = try RecipeProcess.output(
             "dpkg-query", ["-W", "-f=${Version}", "debootstrap"], else: "debootstrap is not installed")
         base =
             "localhost/duo-deploy-debian:bookworm-"
@@ -175,7 +179,7 @@ final class ContainerTestRun {
             try? FileManager.default.removeItem(atPath: root)
             try? FileManager.default.removeItem(atPath: work + "/root.tar")
         }
-        guard let swift = ContainerProcesses.find("swift") else { throw .check("swift is not in PATH") }
+        guard let swift = RecipeProcess.find("swift") else { throw .check("swift is not in PATH") }
         toolchain =
             URL(fileURLWithPath: swift).resolvingSymlinksInPath().deletingLastPathComponent()
             .deletingLastPathComponent().path
@@ -190,7 +194,7 @@ final class ContainerTestRun {
     }
 
     /// Removes the images of `name` but `image`.
-    func removeOtherTags(of name: String, keeping image: String) throws(ContainerTestFailure) {
+    func removeOtherTags(of name: String, keeping image: String) throws(RecipeFailure) {
         let listed = try podman(["images", "--format", "{{.Repository}}:{{.Tag}}"]).output
         for line in listed.split(separator: "\n") where line.hasPrefix("localhost/\(name):") && line != image {
             _ = try podman(["rmi", String(line)])
@@ -198,7 +202,7 @@ final class ContainerTestRun {
     }
 
     /// `localhost/NAME:KEY` built from `recipe` unless it exists; older tags of NAME are removed.
-    func cachedImage(_ name: String, _ recipe: String, context: String) throws(ContainerTestFailure) -> String {
+    func cachedImage(_ name: String, _ recipe: String, context: String) throws(RecipeFailure) -> String {
         let key = ContainerBaseImages.key(recipe: recipe, context: context)
         let image = "localhost/\(name):\(key)"
         guard !(try podman(["image", "exists", image]).succeeded) else { return image }
@@ -216,8 +220,8 @@ final class ContainerTestRun {
     /// Removes everything the run made but the cached base images (and the relay image's cache tag): on success,
     /// failure or a signal alike.
     func cleanUp() {
-        ContainerProcesses.beginCleanUp()
-        if let simulator { ContainerProcesses.stop(simulator) }
+        RecipeProcess.beginCleanUp()
+        simulator?.stop()
         for file in played { _ = try? podman(["kube", "down", file], cleanUp: true) }
         for name in Self.containers { _ = try? podman(["rm", "-f", "-t", "0", name], cleanUp: true) }
         if let secretName { _ = try? podman(["secret", "rm", secretName], cleanUp: true) }
@@ -225,69 +229,60 @@ final class ContainerTestRun {
         if !kubeNetworkExisted { _ = try? podman(["network", "rm", Self.kubeNetwork], cleanUp: true) }
         // The documented name goes; the image stays, as the cache of the next run's build.
         for tag in madeTags { _ = try? podman(["untag", tag, tag], cleanUp: true) }
+        // The build's stage, then its layers as each becomes dangling; never an image that was there before.
+        for _ in 0..<madeImages.count {
+            guard let dangling = try? images(all: false, cleanUp: true) else { break }
+            let removable = ContainerBuildStages.removable(dangling: dangling, made: madeImages)
+            guard !removable.isEmpty,
+                (try? podman(["rmi", "--no-prune"] + removable, cleanUp: true))?.succeeded == true
+            else { break }
+        }
         try? FileManager.default.removeItem(atPath: work)
     }
 
     // MARK: - Helpers
 
-    func say(_ line: String) {
-        let text = "container-test: " + line + "\n"
-        _ = text.withCString { Glibc.write(STDOUT_FILENO, $0, strlen($0)) }
-    }
-
-    func expect(_ condition: Bool, _ what: String, detail: String = "") throws(ContainerTestFailure) {
+    func expect(_ condition: Bool, _ what: String, detail: String = "") throws(RecipeFailure) {
         guard condition else { throw .check(what, detail: detail) }
     }
 
     func run(
-        _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:],
-        directory: String? = nil, timeout: Double? = nil
-    ) throws(ContainerTestFailure) -> ContainerProcesses.Finished {
-        try ContainerProcesses.run(
-            executable, arguments, input: input, environment: environment, directory: directory, timeout: timeout)
+        _ executable: String, _ arguments: [String], input: Data? = nil, directory: String? = nil,
+        environment: [String: String] = [:], timeout: Double? = nil
+    ) throws(RecipeFailure) -> RecipeProcess.Finished {
+        try RecipeProcess.run(
+            executable, arguments, input: input, directory: directory, environment: environment, timeout: timeout)
     }
 
-    func podman(_ arguments: [String], cleanUp: Bool = false) throws(ContainerTestFailure)
-        -> ContainerProcesses.Finished
+    func podman(_ arguments: [String], cleanUp: Bool = false) throws(RecipeFailure)
+        -> RecipeProcess.Finished
     {
-        try ContainerProcesses.run("podman", arguments, cleanUp: cleanUp)
+        try RecipeProcess.run("podman", arguments, cleanUp: cleanUp)
     }
 
     /// A container's PID on the host.
-    func pid(of container: String) throws(ContainerTestFailure) -> String {
+    func pid(of container: String) throws(RecipeFailure) -> String {
         try podman(["inspect", "-f", "{{.State.Pid}}", container]).output.trimmingCharacters(
             in: .whitespacesAndNewlines)
     }
 
-    func write(_ text: String, to path: String, mode: mode_t? = nil) throws(ContainerTestFailure) {
+    func write(_ text: String, to path: String, mode: mode_t? = nil) throws(RecipeFailure) {
         do { try text.write(toFile: path, atomically: false, encoding: .utf8) } catch {
             throw .check("cannot write \(path)")
         }
         if let mode { chmod(path, mode) }
     }
 
-    func makeDirectory(_ path: String) throws(ContainerTestFailure) {
+    func makeDirectory(_ path: String) throws(RecipeFailure) {
         do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {
             throw .check("cannot make \(path)")
         }
     }
 
-    func read(_ path: String) -> String {
-        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-    }
-
     func lineCount(_ path: String) -> Int { read(path).split(separator: "\n").count }
 
-    /// A throwaway secret: `count` random bytes in hex.
-    static func randomHex(_ count: Int) -> String {
-        SecureRandom.bytes(count: count).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-    }
-
     /// A grant for `token` from the relay at `relay`, through DuoRelayClient (never printed).
-    func grant(_ relay: String, token: String, check: String) throws(ContainerTestFailure) -> String {
+    func grant(_ relay: String, token: String, check: String) throws(RecipeFailure) -> String {
         guard let url = URL(string: relay) else { throw .check("\(check): the relay's address") }
         let outcome = Self.waitFor {
             let client = RelayClient(relay: url, timeout: .seconds(10))
@@ -300,12 +295,12 @@ final class ContainerTestRun {
     }
 
     /// One push through `duo-relay push` with `grant`; the exit status and what it printed.
-    func push(_ relay: String, grant: String) throws(ContainerTestFailure) -> ContainerProcesses.Finished {
+    func push(_ relay: String, grant: String) throws(RecipeFailure) -> RecipeProcess.Finished {
         try run("duo-relay", ["push", "--relay", relay, "--grant", "-"], input: Data(grant.utf8))
     }
 
     /// One push through `duo-relay push`, delivered to the simulator.
-    func pushDelivered(_ relay: String, grant: String, check: String) throws(ContainerTestFailure) {
+    func pushDelivered(_ relay: String, grant: String, check: String) throws(RecipeFailure) {
         let before = lineCount(deliveries)
         let pushed = try push(relay, grant: grant)
         try expect(pushed.succeeded, "\(check): duo-relay push: \(pushed.tail(1))")
@@ -313,28 +308,28 @@ final class ContainerTestRun {
     }
 
     /// No token, grant or key in what the relay wrote.
-    func logsClean(_ log: String, check: String) throws(ContainerTestFailure) {
+    func logsClean(_ log: String, check: String) throws(RecipeFailure) {
         try expect(
             !ContainerRelayOutput.holdsASecret(log, secrets: secretsGiven),
             "\(check): the relay's log holds a token, grant or key")
     }
 
     /// /metrics answers, passes `promtool check metrics` and has every metric the alert rules read.
-    func metricsClean(_ url: String, check: String, sharedStore: Bool = false) throws(ContainerTestFailure) {
-        guard let metrics = ContainerHTTP.get(url, timeout: 5), metrics.status == 200 else {
+    func metricsClean(_ url: String, check: String, sharedStore: Bool = false) throws(RecipeFailure) {
+        guard let metrics = RecipeHTTP.get(url, seconds: 5), metrics.status == 200 else {
             throw .check("\(check): GET /metrics")
         }
-        let promtool = try run("promtool", ["check", "metrics"], input: Data(metrics.body.utf8))
+        let promtool = try run("promtool", ["check", "metrics"], input: Data(metrics.body))
         try expect(promtool.succeeded, "\(check): promtool check metrics")
         let rules = read("deploy/prometheus/alerts.rules.yml")
-        if let missing = ContainerRelayOutput.missingMetrics(metrics.body, rules: rules, sharedStore: sharedStore).first
+        if let missing = ContainerRelayOutput.missingMetrics(metrics.text, rules: rules, sharedStore: sharedStore).first
         {
             throw .check("\(check): /metrics lacks \(missing), which the alert rules read")
         }
     }
 
     /// The container's process: UID/GID 10001, no capabilities, no_new_privs, a seccomp filter, read-only root.
-    func processIsConfined(_ container: String, check: String) throws(ContainerTestFailure) {
+    func processIsConfined(_ container: String, check: String) throws(RecipeFailure) {
         let status = read("/proc/\(try pid(of: container))/status")
         if let problem = ContainerConfinement(status: status).problems.first { throw .check("\(check): \(problem)") }
         let readOnly = try podman(["inspect", "-f", "{{.HostConfig.ReadonlyRootfs}}", container]).output
@@ -363,9 +358,4 @@ final class ContainerTestRun {
     private final class Outcome<T>: @unchecked Sendable {
         var value: T?
     }
-}
-
-extension ContainerProcesses.Finished {
-    /// Its standard error's last line.
-    var lastErrorLine: String { error.split(separator: "\n").last.map(String.init) ?? "" }
 }

@@ -9,7 +9,8 @@ extension DocTestRun {
         scenario = "quick-start"
         say("quick-start: \(location(1)): scripts/install ~/.local, duo-relay dev")
         let output = work + "/dev.out"
-        let shell = try DocTestChild("/bin/bash", [try block(1)], directory: repo, output: .file(output))
+        let shell = try RecipeProcess(
+            "/bin/bash", [try block(1)], directory: repo, output: .file(output), error: .output)
         guard waitFile(output, "Try it from another shell:", seconds: 600, while: shell) else {
             show([output], last: 5)
             throw fail("duo-relay dev printed no instructions")
@@ -20,16 +21,17 @@ extension DocTestRun {
         guard let hint = DocTestReadings.devInstructions(read(output)) else {
             throw fail("dev's instructions have no commands")
         }
-        let answer = DocTestChild.capture(
-            "/bin/bash", ["-c", hint.commands + " && echo && " + hint.push], environment: ["PATH": installedPath])
+        let answer = try RecipeProcess.run(
+            "/bin/bash", ["-c", hint.commands + " && echo && " + hint.push], environment: ["PATH": installedPath],
+            error: .output)
         guard answer.status == 0 else {
-            let last = answer.text.split(separator: "\n").last ?? ""
+            let last = answer.output.split(separator: "\n").last ?? ""
             throw fail("the commands duo-relay dev prints failed: \(last)")
         }
-        guard answer.text.contains(#""apns_id""#) else {
-            throw fail("dev's curl push was not delivered: \(answer.text.prefix(120))")
+        guard answer.output.contains(#""apns_id""#) else {
+            throw fail("dev's curl push was not delivered: \(answer.output.prefix(120))")
         }
-        guard DocTestReadings.hasLine(answer.text, startingWith: "push: delivered") else {
+        guard DocTestReadings.hasLine(answer.output, startingWith: "push: delivered") else {
             throw fail("dev's duo-relay push was not delivered")
         }
         guard let dev = ProcessTable.children(of: shell.pid, named: "duo-relay").first else {
@@ -55,8 +57,9 @@ extension DocTestRun {
         let script = work + "/env.sh"
         try (read(try block(1)) + read(try block(2))).write(toFile: script, atomically: true, encoding: .utf8)
         let output = work + "/env.out"
-        let shell = try DocTestChild(
-            "/bin/bash", [script], directory: directory, environment: ["PATH": installedPath], output: .file(output))
+        let shell = try RecipeProcess(
+            "/bin/bash", [script], directory: directory, environment: ["PATH": installedPath], output: .file(output),
+            error: .output)
         guard waitHTTP(8787, "/healthz") else {
             show([output], last: 3)
             throw fail("serve never answered /healthz")
@@ -65,9 +68,7 @@ extension DocTestRun {
             throw fail("check did not pass before serve")
         }
         let grant = try self.grant(8787)
-        let before = deliveries()
-        guard pushStatus(8787, grant) == 200 else { throw fail("a push with the secrets from the environment") }
-        guard deliveries() == before + 1 else { throw fail("the push did not reach APNs") }
+        try pushDelivered(8787, grant, else: "a push with the secrets from the environment")
         guard let serve = ProcessTable.children(of: shell.pid, named: "duo-relay").first else {
             throw fail("no serve process")
         }
@@ -88,9 +89,9 @@ extension DocTestRun {
 
     /// Runs `script` with `bash -euo pipefail` (from the checkout), its output in `output`; whether it exited 0.
     func runBlock(_ script: String, output: String, environment: [String: String] = [:]) -> Bool {
-        DocTestChild.run(
+        (try? RecipeProcess.run(
             "/bin/bash", ["-euo", "pipefail", script], directory: repo, environment: environment,
-            output: .file(output)) == 0
+            output: .file(output), error: .output))?.status == 0
     }
 
     /// OPERATIONS' systemd recipe: the install (the service enabled through the systemctl stand-in), the dry run
@@ -191,7 +192,9 @@ extension DocTestRun {
             throw fail("a grant of the removed key 1 still opens")
         }
         guard pushStatus(8787, new, from: "192.0.2.4") == 200 else { throw fail("a grant of key 2 does not deliver") }
-        guard DocTestChild.run("systemctl", ["stop", "duo-relay"], output: .discard, error: .discard) == 0 else {
+        guard
+            (try? RecipeProcess.run("systemctl", ["stop", "duo-relay"], output: .discard, error: .discard))?.status == 0
+        else {
             throw fail("systemctl stop did not stop the service")
         }
         guard !read(journal).contains(grant) else { throw fail("the journal holds a grant") }

@@ -26,9 +26,9 @@ extension DocTestRun {
         let keys = try keygen()
         try keys.write(toFile: work + "/pair.relay-keys", atomically: true, encoding: .utf8)
         let output = work + "/pair.out"
-        _ = try DocTestChild(
+        _ = try RecipeProcess(
             "/bin/bash", ["-euo", "pipefail", try block(1)], directory: directory,
-            environment: secretsEnvironment(relayKeys: keys), output: .file(output))
+            environment: secretsEnvironment(relayKeys: keys), output: .file(output), error: .output)
         for n in 1...2 {
             guard waitHTTP(8780 + n, "/readyz") else {
                 show([output, directory + "/relay-\(n).log"], last: 3)
@@ -50,9 +50,10 @@ extension DocTestRun {
         before = deliveries()
         let check = work + "/pair-check.out"
         guard
-            DocTestChild.run(
+            (try? RecipeProcess.run(
                 "/bin/bash", ["-euo", "pipefail", try block(2)], directory: directory,
-                environment: ["TOKEN": Self.randomHex(32), "PATH": installedPath], output: .file(check)) == 0
+                environment: ["TOKEN": Self.randomHex(32), "PATH": installedPath], output: .file(check), error: .output
+            ))?.status == 0
         else {
             show([check], last: 3)
             throw fail("the check (\(location(2)))")
@@ -88,14 +89,14 @@ extension DocTestRun {
         environment["REDIS_PASSWORD_FILE"] = directory + "/redis_password"
         let output = work + "/sentinel.out"
         let log = directory + "/relay-3.log"
-        _ = try DocTestChild(
+        _ = try RecipeProcess(
             "/bin/bash", ["-euo", "pipefail", try block(1)], directory: directory, environment: environment,
-            output: .file(output))
+            output: .file(output), error: .output)
         guard waitHTTP(8783, "/readyz") else {
             show([output, log], last: 5)
             throw fail("relay 3 never turned ready")
         }
-        guard DocTestClock.within(10, { limitsShared(9793) }) else { throw fail("relay 3 does not count in Redis") }
+        guard RecipeClock.within(10, { limitsShared(9793) }) else { throw fail("relay 3 does not count in Redis") }
         guard read(output).contains("limits store: redis through sentinel duo-limits (127.0.0.1:26379)/0") else {
             throw fail("check's summary does not name the sentinel and its master")
         }
@@ -117,7 +118,7 @@ extension DocTestRun {
 
     /// The status tinyproxy at 127.0.0.1:8888 answers a CONNECT to `target` with (0: none).
     func connectStatus(_ target: String) -> Int {
-        LoopbackHTTP.connectStatus(proxyPort: 8888, target: target, seconds: 10) ?? 0
+        RecipeHTTP.connectStatus(proxyPort: 8888, target: target, seconds: 10) ?? 0
     }
 
     /// OPERATIONS "Behind an egress proxy": tinyproxy lets only APNs' hosts and ports through, and the relay's
@@ -129,11 +130,11 @@ extension DocTestRun {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // The block starts tinyproxy in the background: sourced, so that its PID is known.
         guard
-            DocTestChild.run(
+            (try? RecipeProcess.run(
                 "/bin/bash", ["-c", #". "$1" && echo $! > "$2""#, "bash", try block(1), directory + "/tinyproxy.pid"],
-                directory: repo, output: .file(directory + "/proxy.out")) == 0
+                directory: repo, output: .file(directory + "/proxy.out"), error: .output))?.status == 0
         else { throw fail("the proxy block (\(location(1)))") }
-        _ = DocTestClock.within(30) { connectStatus("example.com:443") == 403 }
+        _ = RecipeClock.within(30) { connectStatus("example.com:443") == 403 }
         // Only APNs' hosts on 443 and 2197 pass the filter (nothing outside is reachable here: the allowed ones then
         // fail to connect, with another status than the filter's 403).
         guard connectStatus("example.com:443") == 403 else { throw fail("a CONNECT to another host was not refused") }
@@ -150,7 +151,7 @@ extension DocTestRun {
         try append("ConnectPort 8443\n", to: "/etc/tinyproxy/apns.conf")
         guard let proxy = Int32(trimmed(read(directory + "/tinyproxy.pid"))) else { throw fail("no tinyproxy PID") }
         kill(proxy, SIGUSR1)
-        _ = DocTestClock.within(30) { connectStatus("127.0.0.1:8443") == 200 }
+        _ = RecipeClock.within(30) { connectStatus("127.0.0.1:8443") == 200 }
         guard connectStatus("127.0.0.1:8443") == 200 else { throw fail("tinyproxy does not tunnel to the simulator") }
         let configuration = directory + "/relay.json"
         try FileManager.default.copyItem(atPath: repo + "/deploy/systemd/relay.json", toPath: configuration)
@@ -158,9 +159,9 @@ extension DocTestRun {
         // Ports of its own (the redis-pair relays still run).
         try editJSON(configuration, #".listen = "127.0.0.1:8786" | .metrics_listen = "127.0.0.1:9786""#)
         let output = directory + "/relay.out"
-        _ = try DocTestChild(
+        _ = try RecipeProcess(
             "/bin/bash", ["-euo", "pipefail", try block(2)], directory: directory,
-            environment: secretsEnvironment(relayKeys: try keygen()), output: .file(output))
+            environment: secretsEnvironment(relayKeys: try keygen()), output: .file(output), error: .output)
         guard waitHTTP(8786, "/healthz") else {
             show([output], last: 3)
             throw fail("the relay never answered")
@@ -170,18 +171,17 @@ extension DocTestRun {
             throw fail("check's summary does not name the proxy")
         }
         let grant = try self.grant(8786)
-        let before = deliveries()
-        guard pushStatus(8786, grant) == 200 else { throw fail("a push through the proxy") }
-        guard deliveries() == before + 1 else { throw fail("the push did not reach APNs") }
+        try pushDelivered(8786, grant, else: "a push through the proxy")
         // The simulator's connections all come from tinyproxy: the relay holds none to it. The other scenarios'
         // relays still run and reach the simulator directly: only this relay's own connections count (its PID is the
         // one listening on 8786).
-        let listening = DocTestChild.capture("ss", ["-tlnpH", "( sport = :8786 )"], withError: false).text
+        let listening = try RecipeProcess.run("ss", ["-tlnpH", "( sport = :8786 )"], error: .inherited).output
         guard let relay = DocTestReadings.socketUsers(listening).first?.first?.pid else {
             throw fail("no process listens on 8786")
         }
         let tunnels = DocTestReadings.socketUsers(
-            DocTestChild.capture("ss", ["-tnpH", "state", "established", "( dport = :8443 )"], withError: false).text)
+            try RecipeProcess.run("ss", ["-tnpH", "state", "established", "( dport = :8443 )"], error: .inherited)
+                .output)
         guard tunnels.contains(where: { $0.contains { $0.name == "tinyproxy" } }) else {
             throw fail("no tunnel to APNs")
         }

@@ -9,7 +9,9 @@ import Glibc
 /// relay.json a scenario uses is pointed at it (the only edit made to a documented file). Then every block of every
 /// local scenario must have run. A failed check prints one line, `doc-test: FAIL: SCENARIO: WHAT`, and exits 1.
 /// Grants, tokens and keys stay in memory and in the run's files; none is printed.
-final class DocTestRun {
+final class DocTestRun: RecipeRun {
+    static let program = "doc-test"
+
     let repo: String
     let work: String
     let home: String
@@ -58,8 +60,8 @@ final class DocTestRun {
             let run = try DocTestRun(repo: repo, work: work)
             try run.runAll()
             return 0
-        } catch let failure as DocTestFailure {
-            printError(failure.line)
+        } catch let failure as RecipeFailure {
+            printError(failure.docTestLine)
         } catch is RecipeError {
             // Already printed, with each unmarked block's line.
         } catch {
@@ -74,7 +76,7 @@ final class DocTestRun {
         for step in steps {
             do {
                 try step()
-            } catch let failure as DocTestFailure {
+            } catch let failure as RecipeFailure {
                 throw failure
             } catch {
                 // A file the scenario could not copy or write: named with the scenario too.
@@ -83,7 +85,7 @@ final class DocTestRun {
         }
         scenario = "doc-test"
         if let block = RecipeBlocks.firstNotRun(blocks, ran: ran) {
-            throw DocTestFailure(
+            throw RecipeFailure(
                 scenario: block.scenario, what: "block \(block.number) (\(block.location)) is never run")
         }
         say("every command block of README.md and OPERATIONS.md is run here or by scripts/container-test")
@@ -91,12 +93,7 @@ final class DocTestRun {
 
     // MARK: - The scenarios' tools
 
-    func fail(_ what: String) -> DocTestFailure { DocTestFailure(scenario: scenario, what: what) }
-
-    func say(_ text: String) {
-        let line = "doc-test: \(text)\n"
-        _ = line.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
-    }
+    func fail(_ what: String) -> RecipeFailure { RecipeFailure(scenario: scenario, what: what) }
 
     /// The scenario's block `number`, as a file; recorded as run.
     func block(_ number: Int) throws -> String {
@@ -112,8 +109,6 @@ final class DocTestRun {
         blocks.first { $0.scenario == scenario && $0.number == number }?.location ?? "?"
     }
 
-    func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-
     /// The last `count` lines of each file, to standard error (what went wrong, before the FAIL line).
     func show(_ paths: [String], last count: Int? = nil) {
         for path in paths {
@@ -125,13 +120,13 @@ final class DocTestRun {
 
     /// Whether 127.0.0.1:`port` answers `path` 200 within `seconds`.
     func waitHTTP(_ port: Int, _ path: String, seconds: Double = 30) -> Bool {
-        DocTestClock.within(seconds) { LoopbackHTTP.request("GET", port: port, path: path, seconds: 2)?.status == 200 }
+        RecipeHTTP.answers200(port: port, path: path, within: seconds)
     }
 
     /// Whether `file` holds `text` within `seconds`, while `child` (if any) runs.
-    func waitFile(_ file: String, _ text: String, seconds: Double, while child: DocTestChild? = nil) -> Bool {
+    func waitFile(_ file: String, _ text: String, seconds: Double, while child: RecipeProcess? = nil) -> Bool {
         var ended = false
-        return DocTestClock.within(seconds) {
+        return RecipeClock.within(seconds) {
             if read(file).contains(text) { return true }
             ended = child.map { !$0.isRunning } ?? false
             return ended
@@ -140,20 +135,15 @@ final class DocTestRun {
 
     /// Whether the relay at 127.0.0.1:`port` (its metrics listener) says on /readyz that it counts in Redis.
     func limitsShared(_ port: Int) -> Bool {
-        LoopbackHTTP.request("GET", port: port, path: "/readyz", seconds: 5).map {
+        RecipeHTTP.request("GET", port: port, path: "/readyz", seconds: 5).map {
             DocTestReadings.limitsShared($0.body)
         } ?? false
-    }
-
-    static func randomHex(_ count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
     /// A grant for a fresh token from the relay at 127.0.0.1:`port`, asked as if from `address`.
     func grant(_ port: Int, from address: String = "192.0.2.1") throws -> String {
         let body = #"{"token":""# + Self.randomHex(32) + #"","environment":"production"}"#
-        let answer = LoopbackHTTP.request(
+        let answer = RecipeHTTP.request(
             "POST", port: port, path: "/v1/grant",
             headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)], body: Array(body.utf8),
             seconds: 10)
@@ -169,11 +159,18 @@ final class DocTestRun {
         var generator = SystemRandomNumberGenerator()
         let sealed = Data((0..<RelayPush.sealedByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let push = RelayPush(sealed: sealed, id: Self.randomHex(32), thread: Self.randomHex(32))
-        let answer = LoopbackHTTP.request(
+        let answer = RecipeHTTP.request(
             "POST", port: port, path: "/v1/push",
             headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
             body: Array(push.body(grant: grant)), seconds: 20)
         return answer?.status ?? 0
+    }
+
+    /// One push with `grant` through the relay at 127.0.0.1:`port`, answered 200 (else `failure`) and delivered.
+    func pushDelivered(_ port: Int, _ grant: String, else failure: String) throws {
+        let before = deliveries()
+        guard pushStatus(port, grant) == 200 else { throw fail(failure) }
+        guard deliveries() == before + 1 else { throw fail("the push did not reach APNs") }
     }
 
     /// The pushes the simulator has delivered so far.
@@ -201,7 +198,10 @@ final class DocTestRun {
         try "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
             toFile: apns + "/sim.ext", atomically: true, encoding: .utf8)
         for step in steps {
-            guard DocTestChild.run("openssl", step, directory: apns, output: .discard, error: .discard) == 0 else {
+            guard
+                (try? RecipeProcess.run("openssl", step, directory: apns, output: .discard, error: .discard))?.status
+                    == 0
+            else {
                 throw fail("openssl \(step[0]) failed")
             }
         }
@@ -209,7 +209,7 @@ final class DocTestRun {
         guard FileManager.default.createFile(atPath: apns + "/deliveries.jsonl", contents: nil) else {
             throw fail("cannot write \(apns)/deliveries.jsonl")
         }
-        let simulator = try DocTestChild(
+        let simulator = try RecipeProcess(
             repo + "/.build/release/duo-relay",
             [
                 "apns-sim", "--listen", "127.0.0.1:8443", "--team-id", "ABCDE12345", "--key-id", "KEYID12345",
@@ -233,9 +233,9 @@ final class DocTestRun {
 
     /// Rewrites the JSON file at `path` with the jq `filter`.
     func editJSON(_ path: String, _ filter: String, _ arguments: [String] = []) throws {
-        let edited = DocTestChild.capture("jq", arguments + [filter, path], withError: false)
-        guard edited.status == 0 else { throw fail("jq could not edit \(path): \(edited.text)") }
-        try edited.text.write(toFile: path, atomically: true, encoding: .utf8)
+        let edited = try RecipeProcess.run("jq", arguments + [filter, path], error: .inherited)
+        guard edited.status == 0 else { throw fail("jq could not edit \(path): \(edited.output)") }
+        try edited.output.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
     /// The environment of a shell in which README's Secrets block ran: RELAY_KEYS, the APNs ids and the key, and
@@ -251,9 +251,9 @@ final class DocTestRun {
 
     /// Relay keys from the installed `duo-relay keygen --id 1`.
     func keygen() throws -> String {
-        let keys = DocTestChild.capture(home + "/.local/bin/duo-relay", ["keygen", "--id", "1"], withError: false)
+        let keys = try RecipeProcess.run(home + "/.local/bin/duo-relay", ["keygen", "--id", "1"], error: .inherited)
         guard keys.status == 0 else { throw fail("duo-relay keygen failed") }
-        return trimmed(keys.text)
+        return trimmed(keys.output)
     }
 
     /// Text without its trailing newlines, as `$(...)` gives it.

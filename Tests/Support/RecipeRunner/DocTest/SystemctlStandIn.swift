@@ -73,8 +73,11 @@ enum SystemctlStandIn {
             var variables = environment()
             variables["MAINPID"] = mainPID.map(String.init) ?? ""
             for line in unit.values(key) where !line.isEmpty {
-                let status = DocTestChild.run(
-                    "/bin/bash", ["-c", line], environment: variables, output: .append(paths.journal))
+                let status =
+                    (try? RecipeProcess.run(
+                        "/bin/bash", ["-c", line], environment: variables, output: .append(paths.journal),
+                        error: .output
+                    ))?.status ?? 127
                 guard status == 0 else {
                     printError("duo-relay.service: \(key) failed: \(line)")
                     return 1
@@ -106,8 +109,9 @@ enum SystemctlStandIn {
             guard runEach("ExecStartPre") == 0 else { return 1 }
             let command = unit.start
             guard let executable = command.first,
-                let service = try? DocTestChild(
-                    executable, Array(command.dropFirst()), environment: environment(), output: .append(paths.journal))
+                let service = try? RecipeProcess(
+                    executable, Array(command.dropFirst()), environment: environment(), output: .append(paths.journal),
+                    error: .output)
             else {
                 printError("duo-relay.service: ExecStart did not start")
                 return 1
@@ -127,7 +131,7 @@ enum SystemctlStandIn {
             kill(pid, signal)
             // TimeoutStopSec is 30 s; the relay's shutdown grace is 10 s.
             // (The service is this process's child when the same stand-in started it: then it is reaped here.)
-            guard DocTestClock.within(60, { waitpid(pid, nil, WNOHANG) == pid || !ProcessTable.isRunning(pid) }) else {
+            guard RecipeClock.within(60, { waitpid(pid, nil, WNOHANG) == pid || !ProcessTable.isRunning(pid) }) else {
                 printError("duo-relay.service: did not stop within 60 s")
                 return 1
             }

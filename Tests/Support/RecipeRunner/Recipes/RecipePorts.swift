@@ -1,6 +1,9 @@
+import Foundation
+
 /// Free TCP ports for what a run publishes on the host: a random one of 20000 to 29999 that no socket of this
-/// machine has as its local port (`/proc/net/tcp` and `tcp6`), and not handed out before in this run.
-struct ContainerPorts {
+/// machine has as its local port (`/proc/net/tcp` and `tcp6`), and not handed out before in this run. (doc-test's
+/// ports are the documents' own.)
+struct RecipePorts {
     static let range = 20000...29999
     private var given: Set<Int> = []
 
@@ -18,8 +21,17 @@ struct ContainerPorts {
         return ports
     }
 
+    /// The local ports of this machine's TCP sockets now.
+    static func used() -> Set<Int> {
+        ["/proc/net/tcp", "/proc/net/tcp6"].reduce(into: Set<Int>()) { ports, table in
+            ports.formUnion(localPorts(procNetTCP: (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""))
+        }
+    }
+
     /// A free port of `range`, given `used` (the sockets' ports); nil if there is none.
-    mutating func next(used: Set<Int>, random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Int? {
+    mutating func next(used: Set<Int> = RecipePorts.used(), random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) })
+        -> Int?
+    {
         let taken = used.union(given)
         guard taken.filter({ Self.range.contains($0) }).count < Self.range.count else { return nil }
         // Bounded: a random pick, then the first free one after it.

@@ -2,12 +2,41 @@ import Foundation
 import Glibc
 
 /// HTTP/1.1 over TCP to 127.0.0.1, one request per connection (`Connection: close`), bounded by a deadline: the
-/// relays' /healthz and /readyz, grants and pushes with the client address a header names, and tinyproxy's answer
-/// to a CONNECT.
-enum LoopbackHTTP {
+/// relays' /healthz, /readyz and /metrics, grants and pushes with the client address a header names, and
+/// tinyproxy's answer to a CONNECT.
+enum RecipeHTTP {
     struct Answer: Equatable {
         var status: Int
         var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// One GET of `url` (`http://127.0.0.1:PORT/PATH`); nil when it names another host or no whole answer came
+    /// within `seconds`.
+    static func get(_ url: String, seconds: Double = 2) -> Answer? {
+        guard let (port, path) = loopback(url) else { return nil }
+        return request("GET", port: port, path: path, seconds: seconds)
+    }
+
+    /// The port and path of a URL of 127.0.0.1 (`http://127.0.0.1:8787/healthz`); nil for any other.
+    static func loopback(_ url: String) -> (port: Int, path: String)? {
+        let prefix = "http://127.0.0.1:"
+        guard url.hasPrefix(prefix) else { return nil }
+        let rest = url.dropFirst(prefix.count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        guard let port = Int(rest[..<slash]), (1...65535).contains(port) else { return nil }
+        return (port, slash == rest.endIndex ? "/" : String(rest[slash...]))
+    }
+
+    /// Whether 127.0.0.1:`port` answers `path` 200 within `seconds` (each try bounded to 2 s).
+    static func answers200(port: Int, path: String, within seconds: Double = 30) -> Bool {
+        RecipeClock.within(seconds) { request("GET", port: port, path: path, seconds: 2)?.status == 200 }
+    }
+
+    /// Whether `url` (`http://127.0.0.1:PORT/PATH`) answers 200 within `seconds`.
+    static func answers200(_ url: String, within seconds: Double = 30) -> Bool {
+        guard let (port, path) = loopback(url) else { return false }
+        return answers200(port: port, path: path, within: seconds)
     }
 
     /// One request to 127.0.0.1:`port`; nil if no whole answer came within `seconds`.
@@ -106,7 +135,7 @@ enum LoopbackHTTP {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        let deadline = DocTestClock.now() + seconds
+        let deadline = RecipeClock.now() + seconds
         var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -130,7 +159,7 @@ enum LoopbackHTTP {
         }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        while DocTestClock.now() < deadline {
+        while RecipeClock.now() < deadline {
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count == 0 { return answer }
             guard count > 0 else { return nil }
