@@ -32,6 +32,7 @@ public enum Poll {
             let expired = ContinuousClock.now >= deadline
             if let value = try produce() { return value }
             if expired { return nil }
+            // A deliberate pace: what is waited for is another process's or thread's doing, seen only by looking.
             Thread.sleep(forTimeInterval: interval.seconds)
         }
     }
