@@ -1,14 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layout (README.md, "Layout", has a line per module): Sources/C holds one thin system-library module per C
-// library; RelayCrypto is the cryptography over OpenSSL, RelayCore the pure logic (no I/O, no C import), JSON the
-// one strict JSON reader and HTTP1 the pure HTTP/1.1 parser and connection machine; TLS (the only other importer of OpenSSL) and HTTP2Wire are the C
-// plumbing the network modules share; HTTPServer, HTTP2Client, RedisClient and APNsSimulator wrap the network
-// libraries; RelayServer wires them; PushClient is `duo-relay push`'s client; DuoRelayCLI only parses arguments.
-// Beside them: DuoRelayClient (for channels), LoadGenerator (the benchmark) and RelayVersion. The tests' helpers,
-// RedisTestSupport and RelayTestSupport, and the documents' recipe runner (RecipeRunner) live under Tests/Support: no
-// shipped product depends on them.
+// Layout (README.md, "Layout", has a line per module): the folders under Sources/ are the layers a push passes
+// through. C: one thin system-library module per C library. Base: the error shape, the clock's value, the version.
+// Crypto: OpenSSL's cryptography and TLS (the only importers of COpenSSL). Protocols: the pure HTTP/1.1 parser and
+// connection machine and the one JSON reader. Network: the event loop, client streams, the HTTP server, the HTTP/2
+// (APNs) and Redis clients. Relay: the pure core, the server that wires the workers, the `duo-relay` command and its
+// push client. Library: DuoRelayClient, for channels. Simulator: the APNs simulator and the fault-injecting TCP
+// forwarder. Outside Sources/: the benchmark and load tool (Benchmarks/), the version's build-tool plugin (Plugins/),
+// and the tests' helpers and the documents' recipe runner (Tests/Support: no shipped product depends on them).
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 // The relay binary allocates with jemalloc (BENCHMARKS.md, "The allocator"). Sanitizer builds
@@ -47,81 +47,101 @@ let package = Package(
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
         // The version (a checked-in release number) and, when built from git, the commit.
-        .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Sources/RelayVersionPlugin"),
-        .target(name: "RelayVersion", swiftSettings: strict, plugins: ["RelayVersionPlugin"]),
+        .plugin(name: "RelayVersionPlugin", capability: .buildTool(), path: "Plugins/RelayVersionPlugin"),
+        .target(
+            name: "RelayVersion", path: "Sources/Base/RelayVersion", swiftSettings: strict,
+            plugins: ["RelayVersionPlugin"]),
         // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
         // equality by code.
-        .target(name: "ErrorCodes", swiftSettings: strict),
+        .target(name: "ErrorCodes", path: "Sources/Base/ErrorCodes", swiftSettings: strict),
         // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input.
-        .target(name: "MonotonicTime", swiftSettings: strict),
+        .target(name: "MonotonicTime", path: "Sources/Base/MonotonicTime", swiftSettings: strict),
         // TLS over OpenSSL, client and server side: the contexts (peer verification, the server's certificate),
         // sessions (the handshake step, reads and writes, ALPN), the client stream's BIO, the error queue read into
         // text, the thread-exit cleanup and throwaway certificates (LocalPKI). With RelayCrypto, the only importer of
         // COpenSSL.
-        .target(name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], swiftSettings: strict),
-        .target(name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], path: "Sources/Crypto/TLS", swiftSettings: strict),
+        .target(
+            name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], path: "Sources/Crypto/RelayCrypto",
+            swiftSettings: strict),
         // The one JSON reader, strict and pure: the configuration, RELAY_KEYS and APNs' GOAWAY debug data.
-        .target(name: "JSON", dependencies: ["ErrorCodes"], swiftSettings: strict),
+        .target(name: "JSON", dependencies: ["ErrorCodes"], path: "Sources/Protocols/JSON", swiftSettings: strict),
         .target(
             name: "RelayCore", dependencies: ["RelayCrypto", "JSON", "ErrorCodes", "MonotonicTime"],
+            path: "Sources/Relay/RelayCore",
             swiftSettings: strict),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
+            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"],
+            path: "Sources/Network/HTTPServer", swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
-        .target(name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], swiftSettings: strict),
+        .target(
+            name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], path: "Sources/Network/Loop",
+            swiftSettings: strict),
         // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
         // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
-        .target(name: "HTTP1", dependencies: ["ErrorCodes", "MonotonicTime"], swiftSettings: strict),
-        .target(name: "DuoRelayClient", dependencies: ["ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "HTTP1", dependencies: ["ErrorCodes", "MonotonicTime"], path: "Sources/Protocols/HTTP1",
+            swiftSettings: strict),
+        .target(
+            name: "DuoRelayClient", dependencies: ["ErrorCodes"], path: "Sources/Library/DuoRelayClient",
+            swiftSettings: strict),
         // What the APNs client and the simulator share over nghttp2: how a session finds its owner
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
         // to OpenSSL in batches (the simulator's).
-        .target(name: "HTTP2Wire", dependencies: ["CNGHTTP2", "TLS"], swiftSettings: strict),
+        .target(
+            name: "HTTP2Wire", dependencies: ["CNGHTTP2", "TLS"], path: "Sources/Network/HTTP2Wire",
+            swiftSettings: strict),
         // A client connection on a loop, plain TCP or TLS (TLS's session through its stream BIO) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
-        .target(name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime", "ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime", "ErrorCodes"],
+            path: "Sources/Network/LoopTLS", swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
             name: "HTTP2Client",
             dependencies: [
                 "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "JSON", "ErrorCodes", "MonotonicTime",
-            ],
+            ], path: "Sources/Network/HTTP2Client",
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
         // (hiredis's RESP reader and formatter, LoopTLS's client stream).
         .target(
             name: "RedisClient",
             dependencies: ["CHiredis", "RelayCrypto", "TLS", "Loop", "LoopTLS", "ErrorCodes", "MonotonicTime"],
+            path: "Sources/Network/RedisClient",
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
             dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes"],
+            path: "Sources/Simulator/APNsSimulator",
             swiftSettings: strict),
         .target(
             name: "RelayServer",
             dependencies: [
                 "CSystem", "TLS", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
                 "RelayVersion", "Loop", "LoopTLS", "MonotonicTime",
-            ],
+            ], path: "Sources/Relay/RelayServer",
             swiftSettings: strict),
         .executableTarget(
             name: "DuoRelayCLI",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
                 "ErrorCodes", "PushClient",
-            ] + allocator,
+            ] + allocator, path: "Sources/Relay/DuoRelayCLI",
             swiftSettings: strict),
         // `duo-relay push`'s client: one request to a relay and its HTTP/1.1 answer, over a connection of its own on a
         // loop (plain or TLS, a CA of the operator's beside the system's roots); the answer reader and the exchange's
         // machine are pure.
         .target(
-            name: "PushClient", dependencies: ["DuoRelayClient", "Loop", "LoopTLS", "TLS"], swiftSettings: strict),
+            name: "PushClient", dependencies: ["DuoRelayClient", "Loop", "LoopTLS", "TLS"],
+            path: "Sources/Relay/PushClient", swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
             dependencies: [
                 "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder", "ErrorCodes",
-            ],
+            ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
         // The documents' recipes run as written: the blocks taken from README.md and OPERATIONS.md, the
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
@@ -136,7 +156,9 @@ let package = Package(
             path: "Tests/Support/RelayTestSupport", swiftSettings: strict),
         // A TCP forwarder on loopback that delays, resets or forgets connections: the benchmark's Redis hop and
         // the tests' network faults (its listener is the tests' loopback listener too).
-        .target(name: "TCPForwarder", dependencies: ["ErrorCodes"], swiftSettings: strict),
+        .target(
+            name: "TCPForwarder", dependencies: ["ErrorCodes"], path: "Sources/Simulator/TCPForwarder",
+            swiftSettings: strict),
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),

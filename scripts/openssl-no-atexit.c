@@ -1,6 +1,6 @@
 // Initializes OpenSSL without its exit-time cleanup in every process of a scripts/sanitize run,
 // before anything else in the process uses OpenSSL; loaded with LD_PRELOAD. Not part of duo-relay
-// (the relay does the same first thing in main: see Sources/RelayCrypto/OpenSSLLibrary.swift).
+// (the relay does the same first thing in main: see Sources/Crypto/RelayCrypto/OpenSSLLibrary.swift).
 //
 // Why: OpenSSL frees its global state in an atexit handler, which runs before LeakSanitizer's
 // check. A thread that ends between the two (an idle dispatch worker that once drew random

@@ -439,7 +439,7 @@ import Testing
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         #expect(lines.first == "*", "everything is excluded first")
         let included = lines.filter { $0.hasPrefix("!") }.map { String($0.dropFirst()) }
-        #expect(Set(included) == ["Package.swift", "Sources/", "Tests/"])
+        #expect(Set(included) == ["Package.swift", "Sources/", "Plugins/", "Benchmarks/", "Tests/"])
         #expect(lines.contains("**/*.p8"))
         let build = try #require(Dockerfile(try Repository.text(Self.dockerfile)).stages.first)
         for copy in build.all("COPY") {

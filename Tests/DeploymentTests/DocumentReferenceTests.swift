@@ -29,7 +29,7 @@ struct DocumentReferenceTests {
             "README" + ".md": "# duo\n\n## Layout\n",
         ]
         let read = { (path: String) in documents[path] }
-        func broken(_ text: String, in file: String = "Sources/HTTP1/Parser.swift") -> [String] {
+        func broken(_ text: String, in file: String = "Sources/Protocols/HTTP1/Parser.swift") -> [String] {
             DocumentReferences.check(text, in: file, reading: read).broken.map(\.reference)
         }
         #expect(broken("/// (\(design), \"The HTTP front\")").isEmpty)

@@ -28,9 +28,15 @@ extension ContainerTestRun {
         try expect(try run("git", ["archive", "-o", work + "/checkout.tar", "HEAD"]).succeeded, "git archive HEAD")
         try expect(try run("tar", ["-x", "-f", work + "/checkout.tar", "-C", checkout]).succeeded, "git archive HEAD")
         let changed = try run(
-            "git", ["status", "--porcelain", "--", "Package.swift", "Sources", "Tests", "deploy/container"])
+            "git",
+            [
+                "status", "--porcelain", "--", "Package.swift", "Sources", "Plugins", "Benchmarks", "Tests",
+                "deploy/container",
+            ])
         if !changed.output.isEmpty {
-            say("note: uncommitted changes in Package.swift, Sources, Tests or deploy/container are not in the image")
+            say(
+                "note: uncommitted changes to what the image builds from are not in the image"
+            )
         }
         let imagesBefore = try images(all: true)
         let buildBegan = Int(Date().timeIntervalSince1970)

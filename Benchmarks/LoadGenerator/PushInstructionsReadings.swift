@@ -72,7 +72,7 @@ enum PushInstructionsReadings {
         return kept.dropFirst(2).prefix(count).map { String(shortened(String($0)).prefix(160)) }
     }
 
-    /// `…/Sources/Module/File.swift` as `Module/File.swift`, ` [/usr/lib/libx.so]` as ` [libx.so]`.
+    /// `…/Sources/Layer/Module/File.swift` as `Layer/Module/File.swift`, ` [/usr/lib/libx.so]` as ` [libx.so]`.
     static func shortened(_ line: String) -> String {
         var line = line
         // The first path (a run without spaces) holding `/Sources/` after its first slash loses all up to its
