@@ -103,7 +103,7 @@ import Testing
     @Test func theDocumentsBlocksAreAllMarkedForKnownScenarios() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
-        let documents = try RecipeExtract.documents.map {
+        let documents = try RecipeExtract.documents(in: root).map {
             (name: $0, text: try String(contentsOfFile: "\(root)/\($0)", encoding: .utf8))
         }
         let blocks = try RecipeBlocks.blocks(of: documents)

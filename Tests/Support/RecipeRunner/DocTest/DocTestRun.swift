@@ -31,7 +31,7 @@ final class DocTestRun: RecipeRun {
         apns = work + "/apns"
         systemd = work + "/systemd"
         do {
-            blocks = try RecipeExtract.blocks(of: RecipeExtract.documents, in: repo)
+            blocks = try RecipeExtract.blocks(of: RecipeExtract.documents(in: repo), in: repo)
         } catch {
             RecipeExtract.failExtract(error)
             throw error

@@ -1,17 +1,25 @@
 import Foundation
 
-/// `extract DIR [DOCUMENT...]`: checks the marks of the documents (README.md and OPERATIONS.md by default) and
+/// `extract DIR [DOCUMENT...]`: checks the marks of the documents (by default README.md, OPERATIONS.md and every
+/// page of docs/operations/) and
 /// writes each block to DIR/NAME.N.sh and its `DOCUMENT:LINE` as line N of DIR/NAME.where: what
 /// scripts/container-test runs, through `scripts/doc-test --extract DIR`.
 enum RecipeExtract {
-    static let documents = ["README.md", "OPERATIONS.md"]
+    /// The documents whose blocks are run, in this order: README.md, OPERATIONS.md, then docs/operations/'s pages
+    /// by name, so that a new operations page is run without being listed here.
+    static func documents(in directory: String? = nil) -> [String] {
+        let base = directory.map { $0 + "/" } ?? ""
+        let pages = (try? FileManager.default.contentsOfDirectory(atPath: base + "docs/operations")) ?? []
+        let front = ["README.md", "OPERATIONS.md"].filter { FileManager.default.fileExists(atPath: base + $0) }
+        return front + pages.filter { $0.hasSuffix(".md") }.sorted().map { "docs/operations/" + $0 }
+    }
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let directory = arguments.first else {
             printError("usage: duo-relay-recipes extract DIR [DOCUMENT...]")
             return 2
         }
-        let documents = arguments.count > 1 ? Array(arguments.dropFirst()) : Self.documents
+        let documents = arguments.count > 1 ? Array(arguments.dropFirst()) : Self.documents()
         do {
             let blocks = try blocks(of: documents)
             try write(blocks, to: directory)
