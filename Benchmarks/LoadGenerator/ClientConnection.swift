@@ -23,6 +23,8 @@ final class ClientConnection: TCPConnectionDelegate {
     let index: Int
     /// When the request in flight was due (open loop) or sent (closed loop), monotonic nanoseconds.
     var requestStart: UInt64 = 0
+    /// The `Retry-After` of the answer being handed to the owner (read it in `didReceive`).
+    private(set) var retryAfter: Int?
     /// Whether a request is in flight.
     private(set) var busy = false
     private(set) var connected = false
@@ -99,6 +101,7 @@ final class ClientConnection: TCPConnectionDelegate {
                 rebasing: bytes[(consumed + response.body.lowerBound)..<(consumed + response.body.upperBound)])
             consumed += response.length
             busy = false
+            retryAfter = response.retryAfter
             owner.client(self, didReceive: response.status, body: body, at: instant)
         }
         return consumed

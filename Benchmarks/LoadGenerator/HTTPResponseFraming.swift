@@ -9,6 +9,8 @@ enum HTTPResponseFraming {
         var body: Range<Int>
         /// How many bytes the whole answer takes.
         var length: Int
+        /// `Retry-After` in whole seconds (the relay's form), nil when absent.
+        var retryAfter: Int? = nil
     }
 
     /// The complete answer at the start of `bytes`, or nil while it is incomplete.
@@ -21,34 +23,41 @@ enum HTTPResponseFraming {
             status = status * 10 + Int(bytes[index] &- 48)
         }
         var contentLength = 0
+        var retryAfter: Int?
         var lineStart = 0
         while lineStart < headEnd {
             var lineEnd = lineStart
             while lineEnd < headEnd && bytes[lineEnd] != 13 { lineEnd += 1 }
-            if lineEnd - lineStart > contentLengthName.count {
-                var matches = true
-                for (offset, expected) in contentLengthName.enumerated()
-                where bytes[lineStart + offset] | 0x20 != expected {
-                    matches = false
-                    break
-                }
-                if matches {
-                    contentLength = 0
-                    for byte in bytes[(lineStart + contentLengthName.count)..<lineEnd] where byte >= 48 && byte <= 57 {
-                        contentLength = contentLength * 10 + Int(byte - 48)
-                    }
-                }
+            if let value = number(named: contentLengthName, in: bytes, line: lineStart..<lineEnd) {
+                contentLength = value
+            } else if let value = number(named: retryAfterName, in: bytes, line: lineStart..<lineEnd) {
+                retryAfter = value
             }
             lineStart = lineEnd + 2
         }
         let bodyStart = headEnd + 4
         guard bytes.count - bodyStart >= contentLength else { return nil }
         return Response(
-            status: status, body: bodyStart..<bodyStart + contentLength, length: bodyStart + contentLength)
+            status: status, body: bodyStart..<bodyStart + contentLength, length: bodyStart + contentLength,
+            retryAfter: retryAfter)
+    }
+
+    /// The digits of a header line named `name` (lower case, with its colon), or nil if the line has another name.
+    private static func number(named name: [UInt8], in bytes: UnsafeRawBufferPointer, line: Range<Int>) -> Int? {
+        guard line.count > name.count else { return nil }
+        for (offset, expected) in name.enumerated() where bytes[line.lowerBound + offset] | 0x20 != expected {
+            return nil
+        }
+        var value = 0
+        for byte in bytes[(line.lowerBound + name.count)..<line.upperBound] where byte >= 48 && byte <= 57 {
+            value = value * 10 + Int(byte - 48)
+        }
+        return value
     }
 
     /// Lower case, compared with each byte `| 0x20` (which leaves `-` and `:` as they are).
     private static let contentLengthName: [UInt8] = Array("content-length:".utf8)
+    private static let retryAfterName: [UInt8] = Array("retry-after:".utf8)
 
     /// The offset of the first CR LF CR LF.
     private static func endOfHead(in bytes: UnsafeRawBufferPointer) -> Int? {

@@ -51,6 +51,12 @@ enum LoadCommand {
                 [--nginx 1] [--keep DIR] [--callgrind-by-library FILE]
                                            the relay's instructions per push under callgrind
                                            (scripts/push-instructions)
+          soak --relay-bin FILE [--seconds S] [--rate R] [--seed N] [--gap-min S] [--gap-max S] [--warmup S]
+               [--tail S] [--proxy tinyproxy|none] [--connections C] [--every-kind 1] [--out DIR] [--keep DIR]
+                                           two relays, Redis with Sentinel, the APNs simulator and a proxy under
+                                           load while a seeded schedule injects faults; checks every promise,
+                                           writes DIR/soak.svg and prints one JSON line; exits 1 on a broken one
+                                           (scripts/soak)
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -92,6 +98,8 @@ enum LoadCommand {
                 return try BenchRun.run(options)
             case "push-instructions":
                 return try PushInstructions.run(options)
+            case "soak":
+                return try SoakRun.run(options)
             default:
                 throw LoadError(.usage, "unknown command '\(command)'\n" + usage)
             }

@@ -1,0 +1,255 @@
+import Testing
+
+@testable import LoadGenerator
+
+@Suite struct SoakScheduleTests {
+    @Test func aSeedReplaysTheSameScheduleAndAnotherSeedDoesNot() {
+        let kinds = SoakFault.allCases
+        let first = SoakSchedule(seed: 42, seconds: 180, warmup: 10, tail: 15, gap: 8...13, kinds: kinds)
+        let again = SoakSchedule(seed: 42, seconds: 180, warmup: 10, tail: 15, gap: 8...13, kinds: kinds)
+        let other = SoakSchedule(seed: 43, seconds: 180, warmup: 10, tail: 15, gap: 8...13, kinds: kinds)
+        #expect(first == again)
+        #expect(first.text == again.text)
+        #expect(first.entries != other.entries)
+    }
+
+    @Test func faultsStayBetweenTheWarmUpAndTheTailAndTheirGapsInRange() {
+        for seed in UInt64(0)..<50 {
+            let schedule = SoakSchedule(
+                seed: seed, seconds: 180, warmup: 10, tail: 15, gap: 8...13, kinds: SoakFault.allCases)
+            var previous = 10.0
+            for entry in schedule.entries {
+                #expect(entry.at - previous >= 8 - 1e-9 && entry.at - previous <= 13 + 1e-9)
+                #expect(entry.at <= 165)
+                #expect(entry.relay == 0 || entry.relay == 1)
+                previous = entry.at
+            }
+        }
+    }
+
+    @Test func theSmokesScheduleHoldsEveryKindForEverySeed() {
+        // scripts/soak --smoke: 180 s, 10 s of warm-up, 15 s of tail, a fault every 8 to 13 s.
+        for seed in UInt64(0)..<200 {
+            let schedule = SoakSchedule(
+                seed: seed, seconds: 180, warmup: 10, tail: 15, gap: 8...13, kinds: SoakFault.allCases)
+            #expect(schedule.missing(from: SoakFault.allCases).isEmpty, "seed \(seed)")
+        }
+        let short = SoakSchedule(seed: 1, seconds: 60, warmup: 10, tail: 15, gap: 8...13, kinds: SoakFault.allCases)
+        #expect(!short.missing(from: SoakFault.allCases).isEmpty)
+    }
+
+    @Test func theTextNamesTheSeedAndEveryFault() {
+        let schedule = SoakSchedule(seed: 7, seconds: 60, warmup: 5, tail: 5, gap: 10...10, kinds: [.apnsStall])
+        #expect(
+            schedule.text
+                == "soak schedule: seed 7, 5 faults\n  +15.0s apns-stall\n  +25.0s apns-stall\n  +35.0s apns-stall\n"
+                + "  +45.0s apns-stall\n  +55.0s apns-stall")
+    }
+}
+
+@Suite struct SoakAccountingTests {
+    static let policy = SoakPolicy(deadline: 8, phoneLimit: 3, phonePeriod: 10, instances: 2)
+
+    static func push(
+        _ push: Int, phone: Int = 0, at sent: Double, status: Int, error: String? = nil, limit: String? = nil,
+        apnsID: String? = nil, after: Double = 0.01
+    ) -> SoakAttempt {
+        SoakAttempt(
+            route: .push, push: push, phone: phone, relay: 0, sent: sent, ended: sent + after, ending: .answered,
+            status: status, error: error, limit: limit, apnsID: apnsID)
+    }
+
+    static func verdict(_ attempts: [SoakAttempt], _ deliveries: [SoakDelivery], samples: [SoakSample] = [])
+        -> SoakAccounting.Verdict
+    {
+        SoakAccounting(policy: policy, attempts: attempts, deliveries: deliveries, samples: samples).verdict()
+    }
+
+    static func total(_ verdict: SoakAccounting.Verdict, _ name: String) -> Int? {
+        verdict.totals.first { $0.0 == name }?.1
+    }
+
+    @Test func aCleanRunKeepsEveryPromise() {
+        let attempts = [
+            Self.push(0, at: 1, status: 200, apnsID: "A"),
+            Self.push(1, phone: 1, at: 2, status: 502, error: "apns"),
+            Self.push(1, phone: 1, at: 3.5, status: 200, apnsID: "B"),
+            Self.push(2, phone: 2, at: 4, status: 429, error: "rate_limited", limit: "phone"),
+            SoakAttempt(
+                route: .grant, push: -1, phone: 2, relay: 1, sent: 4, ended: 4.01, ending: .answered, status: 200),
+        ]
+        // Push 1's first send reached APNs (fate unknown to the relay); its resend was delivered too.
+        let deliveries = [
+            SoakDelivery(apnsID: "A", push: 0, at: 1.005), SoakDelivery(apnsID: "X", push: 1, at: 2.005),
+            SoakDelivery(apnsID: "B", push: 1, at: 3.505),
+        ]
+        let verdict = Self.verdict(attempts, deliveries)
+        #expect(verdict.violations.isEmpty)
+        #expect(Self.total(verdict, "ok") == 2)
+        #expect(Self.total(verdict, "deliveries") == 3)
+        #expect(Self.total(verdict, "status_502") == 1)
+    }
+
+    /// The relay that answers 200 without sending: its answer carries an apns-id the simulator never delivered.
+    @Test func aTwoHundredWithoutADeliveryBreaksThePromise() {
+        let attempts = [Self.push(0, at: 1, status: 200, apnsID: "A"), Self.push(1, at: 2, status: 200, apnsID: "B")]
+        let verdict = Self.verdict(attempts, [SoakDelivery(apnsID: "A", push: 0, at: 1.005)])
+        #expect(verdict.violations.map(\.promise) == ["every 200 is a delivery"])
+        #expect(Self.total(verdict, "ok_without_delivery") == 1)
+        // ... and a 200 with no apns-id at all is not taken on trust.
+        let bare = Self.verdict([Self.push(0, at: 1, status: 200)], [])
+        #expect(bare.violations.map(\.promise) == ["every 200 is a delivery"])
+    }
+
+    @Test func aDeliveryAnsweredOtherwiseOrTwiceBreaksThePromise() {
+        // Delivered, but answered 503 (which says nothing was sent): not allowed.
+        let refused = Self.verdict(
+            [Self.push(0, at: 1, status: 503, error: "overloaded")], [SoakDelivery(apnsID: "A", push: 0, at: 1.005)])
+        #expect(refused.violations.map(\.promise) == ["every delivery answered 200 or 502"])
+        // One 200, its apns-id delivered twice.
+        let twice = Self.verdict(
+            [Self.push(0, at: 1, status: 200, apnsID: "A")],
+            [SoakDelivery(apnsID: "A", push: 0, at: 1.005), SoakDelivery(apnsID: "A", push: 0, at: 1.006)])
+        #expect(twice.violations.map(\.promise) == ["exactly one delivery"])
+        // Two deliveries of a push answered 502 once.
+        let more = Self.verdict(
+            [Self.push(0, at: 1, status: 502, error: "apns")],
+            [SoakDelivery(apnsID: "A", push: 0, at: 1.005), SoakDelivery(apnsID: "B", push: 0, at: 1.006)])
+        #expect(more.violations.map(\.promise) == ["every delivery answered 200 or 502"])
+        let stranger = Self.verdict([], [SoakDelivery(apnsID: "A", push: -1, at: 1)])
+        #expect(stranger.violations.map(\.promise) == ["every delivery answered 200 or 502"])
+    }
+
+    @Test func unansweredResetsUndocumentedAndLateAnswersBreakTheirPromises() {
+        let attempts = [
+            SoakAttempt(route: .push, push: 0, phone: 0, relay: 0, sent: 1, ended: 31, ending: .timedOut),
+            SoakAttempt(route: .push, push: 1, phone: 0, relay: 0, sent: 1, ended: 1.2, ending: .closed),
+            Self.push(2, at: 2, status: 500, error: "internal"),
+            Self.push(3, at: 2, status: 429, error: "rate_limited"),
+            Self.push(4, at: 2, status: 502, error: "apns", after: 9),
+        ]
+        let verdict = Self.verdict(attempts, [])
+        #expect(
+            verdict.violations.map(\.promise) == [
+                "every request answered", "no reset", "documented answers only", "answered within the deadline",
+            ])
+        #expect(Self.total(verdict, "undocumented") == 2)
+    }
+
+    @Test func aPhonesBudgetHoldsPerWindowAndWidensOnlyDuringAFailover() {
+        // Limit 3 per 10 s. Window from 0: three admitted, then 429s; the next window from 10.5 admits three more.
+        var attempts = (0..<3).map { Self.push($0, at: Double($0), status: 200, apnsID: "A\($0)") }
+        attempts.append(Self.push(3, at: 4, status: 429, error: "rate_limited", limit: "phone"))
+        attempts += (4..<7).map { Self.push($0, at: 10.5 + Double($0), status: 200, apnsID: "A\($0)") }
+        let deliveries = attempts.compactMap { attempt in
+            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
+        }
+        #expect(Self.verdict(attempts, deliveries).violations.isEmpty)
+        // A fourth in the first window, with limits shared throughout: over the budget.
+        let over = attempts + [Self.push(7, at: 5, status: 502, error: "apns")]
+        let shared = (0..<30).map {
+            SoakSample(
+                at: Double($0), relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: "shared")
+        }
+        #expect(Self.verdict(over, deliveries, samples: shared).violations.map(\.promise) == ["phone budgets"])
+        // The same while a relay counted alone: the limit plus each instance's own (3 + 2 * 3) is allowed ...
+        var failover = shared
+        failover[3].limits = "local"
+        #expect(Self.verdict(over, deliveries, samples: failover).violations.isEmpty)
+        // (A relay that decided a phone's limit without Redis since its last sample counted alone too, whatever
+        // `/readyz` said.)
+        var fellBack = shared
+        for index in fellBack.indices { fellBack[index].fallbacks = index < 4 ? 0 : 7 }
+        #expect(Self.verdict(over, deliveries, samples: fellBack).violations.isEmpty)
+        // ... and no more: a fresh shared budget on top of the instances' own is over it.
+        let fresh = over + (8..<14).map { Self.push($0, at: 5 + Double($0 - 8) * 0.1, status: 200, apnsID: "F\($0)") }
+        let freshDeliveries =
+            deliveries + (8..<14).map { SoakDelivery(apnsID: "F\($0)", push: $0, at: 5 + Double($0 - 8) * 0.1) }
+        #expect(
+            Self.verdict(fresh, freshDeliveries, samples: failover).violations.map(\.promise) == ["phone budgets"])
+    }
+
+    @Test func growthAfterWarmUpIsMeasuredPerRelayStart() {
+        // Relay 0 lives 100 s with flat memory; relay 1 grows 200 kB a second; a short-lived start is not judged.
+        var samples: [SoakSample] = []
+        for second in 0..<100 {
+            samples.append(
+                SoakSample(
+                    at: Double(second), relay: 0, incarnation: 0, rssKilobytes: 50_000, descriptors: 40, threads: 6,
+                    limits: "shared"))
+            samples.append(
+                SoakSample(
+                    at: Double(second), relay: 1, incarnation: 0, rssKilobytes: 50_000 + 200 * second,
+                    descriptors: second < 50 ? 40 : 80, threads: second < 90 ? 6 : 7, limits: "shared"))
+        }
+        for second in 0..<20 {
+            samples.append(
+                SoakSample(
+                    at: Double(second), relay: 0, incarnation: 1, rssKilobytes: 1000 * second, descriptors: 1,
+                    threads: 1, limits: "shared"))
+        }
+        let verdict = SoakAccounting(policy: Self.policy, attempts: [], deliveries: [], samples: samples).verdict()
+        #expect(verdict.growth.count == 2)
+        #expect(verdict.growth[0].rssKilobytes == 0)
+        #expect(verdict.violations.map(\.promise) == ["flat memory", "flat descriptors", "flat threads"])
+    }
+
+    @Test func aLogLineNamingAnIdentifierIsFound() {
+        let token = String(repeating: "ab", count: 32)
+        let lines: [Substring] = [
+            "2026-12-05T14:00:00Z info duo-relay: listening on 127.0.0.1:8787",
+            "2026-12-05T14:00:01Z warning apns sandbox: GOAWAY (Shutdown)",
+            "2026-12-05T14:00:02Z warning bad token \(token.uppercased())",
+            "grant=AQHxY2_abcdefghijklmnop-q",
+        ]
+        #expect(SoakAccounting.leakingLines(lines, identifiers: [token, "AQHxY2_abcdefghijklmnop-q"]) == 2)
+        #expect(SoakAccounting.leakingLines(lines.prefix(2).map { $0 }, identifiers: [token]) == 0)
+    }
+}
+
+@Suite struct SoakSamplingTests {
+    @Test func theFallbackCountIsTheSumOfThePhoneLimitsDecisionsWithoutRedis() {
+        let metrics = """
+            # TYPE duo_relay_limits_store_fallback_total counter
+            duo_relay_limits_store_fallback_total{limit="address",decision="allowed"} 9
+            duo_relay_limits_store_fallback_total{limit="phone",decision="allowed"} 4
+            duo_relay_limits_store_fallback_total{limit="phone",decision="refused"} 3
+            """
+        #expect(SoakRun.fallbacks(in: metrics) == 7)
+        #expect(SoakRun.fallbacks(in: "duo_relay_up 1\n") == 0)
+        #expect(SoakRun.fallbacks(in: "") == nil)
+    }
+}
+
+@Suite struct SoakPictureTests {
+    @Test func thePictureDrawsEveryStatusTheLatencyTheMemoryAndEveryFault() {
+        let attempts = [
+            SoakAttempt(
+                route: .push, push: 0, phone: 0, relay: 0, sent: 0.5, ended: 0.6, ending: .answered, status: 200),
+            SoakAttempt(
+                route: .push, push: 1, phone: 0, relay: 0, sent: 1.5, ended: 1.7, ending: .answered, status: 502),
+            SoakAttempt(route: .push, push: 2, phone: 0, relay: 0, sent: 1.5, ended: 2.5, ending: .closed),
+        ]
+        let samples = [
+            SoakSample(at: 0, relay: 0, incarnation: 0, rssKilobytes: 20480, descriptors: 1, threads: 1, limits: nil),
+            SoakSample(at: 1, relay: 1, incarnation: 0, rssKilobytes: 30720, descriptors: 1, threads: 1, limits: nil),
+        ]
+        let picture = SoakPicture(
+            seconds: 3, attempts: attempts, samples: samples, relays: 2,
+            marks: [.init(at: 1.2, name: "redis-primary-kill"), .init(at: 2.2, name: "proxy-restart")])
+        #expect(picture.answers[0]["200"] == 1 && picture.answers[1]["502"] == 1 && picture.answers[2]["none"] == 1)
+        #expect(picture.p99[0] != nil && abs(picture.p99[0]! - 100) < 1e-6 && picture.p99[2] == nil)
+        #expect(picture.rss[0][0] == 20 && picture.rss[1][1] == 30)
+        let svg = picture.svg
+        #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+        #expect(svg.hasSuffix("</svg>\n"))
+        for text in [
+            "answers per second by status", "p99 latency", "relay RSS", ">200<", ">502<", ">none<", ">relay 1<",
+            "<title>redis-primary-kill</title>", "<title>proxy-restart</title>",
+        ] {
+            #expect(svg.contains(text), "\(text)")
+        }
+        #expect(svg.components(separatedBy: "<line ").count - 1 == 2)
+    }
+}
