@@ -169,6 +169,9 @@ struct SoakAccounting: Sendable {
         let (budgetViolations, windows) = budgets()
         violations += budgetViolations
         let growth = flatness()
+        if !attempts.isEmpty && samples.isEmpty {
+            violations.append(Violation(promise: "flat memory", detail: "the relays were never sampled"))
+        }
         for item in growth {
             let name = "relay \(item.relay) (start \(item.incarnation + 1))"
             if item.rssKilobytes > policy.rssGrowthKilobytes {
@@ -221,10 +224,12 @@ struct SoakAccounting: Sendable {
 
     /// Each phone's admissions, window by window. A window opens at an admission and lasts the period (the relay's
     /// fixed windows, started by the first push after the last one ended); the next opens at the first admission
-    /// after it. An admission happened between its send and its answer: the answer's time places it, and one whose
-    /// send and answer straddle a window's edge is not held against the window. Beyond the contract: more than the
-    /// limit in a window, or, in a window that meets a second when limits were not shared, more than the limit plus
-    /// each instance's own ("Several instances", Failover).
+    /// after it. The relay decides a push's limit before it calls APNs, so an admission is placed at its send (the
+    /// answer may come seconds later); it happened between its send and its answer, and one that is not surely in the
+    /// window is not held against it: answered after the window's end (decided after it, maybe), or sent before the
+    /// previous window's latest possible end (its opening push decided as late as its answer). Beyond the contract:
+    /// more than the limit in a window, or, in a window that meets a second when limits were not shared, more than the
+    /// limit plus each instance's own ("Several instances", Failover).
     func budgets() -> ([Violation], Int) {
         let unshared = unsharedSeconds()
         var byPhone: [Int: [SoakAttempt]] = [:]
@@ -232,32 +237,32 @@ struct SoakAccounting: Sendable {
         var violations: [Violation] = []
         var windows = 0
         for (phone, admissions) in byPhone.sorted(by: { $0.key < $1.key }) {
-            let sorted = admissions.sorted { $0.ended < $1.ended }
+            let sorted = admissions.sorted { $0.sent < $1.sent }
             var index = 0
+            var previousLatestEnd = -Double.infinity
             while index < sorted.count {
-                let first = index
-                let start = sorted[index].ended
+                let start = sorted[index].sent
                 let end = start + policy.phonePeriod
+                let latestEnd = sorted[index].ended + policy.phonePeriod
                 var count = 0
-                var straddling = 0
-                while index < sorted.count && sorted[index].ended < end {
+                var unsure = 0
+                while index < sorted.count && sorted[index].sent < end {
                     count += 1
-                    // Sent before the window opened: maybe admitted in the one before (not its first: it opens it).
-                    if index > first && sorted[index].sent < start { straddling += 1 }
+                    if sorted[index].ended > end || sorted[index].sent < previousLatestEnd { unsure += 1 }
                     index += 1
                 }
-                // Answered in the next window but sent in this one: maybe admitted here.
-                straddling += sorted[index...].prefix { $0.sent < end }.count
+                previousLatestEnd = latestEnd
                 windows += 1
                 let degraded = unshared.contains { $0 >= start - 1 && $0 <= end + 1 }
                 let bound = degraded ? policy.phoneLimit * (1 + policy.instances) : policy.phoneLimit
-                if count - straddling > bound {
+                if count - unsure > bound {
                     let what = degraded ? "during a failover" : "with shared limits"
                     violations.append(
                         Violation(
                             promise: "phone budgets",
-                            detail: "phone \(phone): \(count) admitted in the window from "
-                                + JSONText.number(start, digits: 1) + " s \(what), over \(bound)"))
+                            detail:
+                                "phone \(phone): \(count) admitted (\(unsure) of them maybe not in it) in the window "
+                                + "from " + JSONText.number(start, digits: 1) + " s \(what), over \(bound)"))
                 }
             }
         }

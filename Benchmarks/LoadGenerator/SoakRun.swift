@@ -194,6 +194,7 @@ final class SoakRun: @unchecked Sendable {
         for kind in kinds where injected[kind, default: 0] == 0 && options.everyKind {
             verdict.violations.append(.init(promise: "every fault kind", detail: "\(kind.rawValue) was never injected"))
         }
+        if options.keep != nil { try keepRecords(records.attempts, samples: samples) }
         let picture = SoakPicture(
             seconds: Int(records.elapsed.rounded(.up)), attempts: records.attempts, samples: samples, relays: 2,
             marks: marks)
@@ -224,6 +225,33 @@ final class SoakRun: @unchecked Sendable {
         fields.append(#""svg":\#(JSONText.string(svgPath))"#)
         LoadCommand.write("{" + fields.joined(separator: ",") + "}")
         return verdict.violations.isEmpty ? 0 : 1
+    }
+
+    /// With `--keep`: every request's record and every sample as CSV beside the logs (numbers and names, no
+    /// identifier), for looking into a broken promise.
+    func keepRecords(_ attempts: [SoakAttempt], samples: [SoakSample]) throws {
+        var lines = ["route,push,phone,relay,sent,ended,ending,status,error,limit"]
+        for attempt in attempts {
+            lines.append(
+                [
+                    "\(attempt.route)", "\(attempt.push)", "\(attempt.phone)", "\(attempt.relay)",
+                    JSONText.number(attempt.sent, digits: 4), JSONText.number(attempt.ended, digits: 4),
+                    "\(attempt.ending)", "\(attempt.status)", attempt.error ?? "", attempt.limit ?? "",
+                ].joined(separator: ","))
+        }
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: work + "/attempts.csv", atomically: true, encoding: .utf8)
+        lines = ["at,relay,incarnation,rss_kb,descriptors,threads,limits,fallbacks"]
+        for sample in samples {
+            lines.append(
+                [
+                    JSONText.number(sample.at, digits: 2), "\(sample.relay)", "\(sample.incarnation)",
+                    "\(sample.rssKilobytes)", "\(sample.descriptors)", "\(sample.threads)", sample.limits ?? "",
+                    sample.fallbacks.map { String($0) } ?? "",
+                ].joined(separator: ","))
+        }
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: work + "/samples.csv", atomically: true, encoding: .utf8)
     }
 
     // MARK: - Sampling the relays
@@ -266,7 +294,7 @@ final class SoakRun: @unchecked Sendable {
 
     static func field(_ name: String, in status: String) -> Int? {
         for line in status.split(separator: "\n") where line.hasPrefix(name) {
-            return Int(line.dropFirst(name.count).split(separator: " ").first ?? "")
+            return Int(line.dropFirst(name.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
         }
         return nil
     }

@@ -59,7 +59,11 @@ import Testing
             status: status, error: error, limit: limit, apnsID: apnsID)
     }
 
-    static func verdict(_ attempts: [SoakAttempt], _ deliveries: [SoakDelivery], samples: [SoakSample] = [])
+    static let sampled = [
+        SoakSample(at: 0, relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1, limits: "shared")
+    ]
+
+    static func verdict(_ attempts: [SoakAttempt], _ deliveries: [SoakDelivery], samples: [SoakSample] = sampled)
         -> SoakAccounting.Verdict
     {
         SoakAccounting(policy: policy, attempts: attempts, deliveries: deliveries, samples: samples).verdict()
@@ -88,6 +92,9 @@ import Testing
         #expect(Self.total(verdict, "ok") == 2)
         #expect(Self.total(verdict, "deliveries") == 3)
         #expect(Self.total(verdict, "status_502") == 1)
+        // Without a single sample of the relays, their flatness is not taken on trust.
+        let unsampled = SoakAccounting(policy: Self.policy, attempts: attempts, deliveries: deliveries, samples: [])
+        #expect(unsampled.verdict().violations.map(\.detail) == ["the relays were never sampled"])
     }
 
     /// The relay that answers 200 without sending: its answer carries an apns-id the simulator never delivered.
@@ -209,6 +216,13 @@ import Testing
 }
 
 @Suite struct SoakSamplingTests {
+    @Test func procStatusFieldsAreRead() {
+        let status = "Name:\tduo-relay\nVmRSS:\t   23456 kB\nThreads:\t9\n"
+        #expect(SoakRun.field("VmRSS:", in: status) == 23456)
+        #expect(SoakRun.field("Threads:", in: status) == 9)
+        #expect(SoakRun.field("VmSwap:", in: status) == nil)
+    }
+
     @Test func theFallbackCountIsTheSumOfThePhoneLimitsDecisionsWithoutRedis() {
         let metrics = """
             # TYPE duo_relay_limits_store_fallback_total counter
