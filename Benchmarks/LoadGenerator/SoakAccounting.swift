@@ -29,6 +29,8 @@ struct SoakAttempt: Equatable, Sendable {
     var error: String? = nil
     var limit: String? = nil
     var apnsID: String? = nil
+    /// `Retry-After` in seconds, when the answer had one.
+    var retryAfter: Int? = nil
 }
 
 /// One notification the APNs simulator delivered (answered 200).
@@ -222,38 +224,68 @@ struct SoakAccounting: Sendable {
         return seconds
     }
 
-    /// Each phone's admissions, window by window. A window opens at an admission and lasts the period (the relay's
-    /// fixed windows, started by the first push after the last one ended); the next opens at the first admission
-    /// after it. The relay decides a push's limit before it calls APNs, so an admission is placed at its send (the
-    /// answer may come seconds later); it happened between its send and its answer, and one that is not surely in the
-    /// window is not held against it: answered after the window's end (decided after it, maybe), or sent before the
-    /// previous window's latest possible end (its opening push decided as late as its answer). Beyond the contract:
-    /// more than the limit in a window, or, in a window that meets a second when limits were not shared, more than the
-    /// limit plus each instance's own ("Several instances", Failover).
+    /// Each phone's admissions, window by window, as the relay's fixed windows run: a window opens at an admission and
+    /// lasts the period; the next opens at the first admission after it. The relay decides a push's limit before it
+    /// calls APNs, so a decision lies between the push's send and its answer, nearer the send. A window's end is known
+    /// within a band: from its opening push's send and answer, narrowed by a refusal inside it (`Retry-After`, whole
+    /// seconds, names the end), or taken from the refusal alone when the two disagree (the window opened where it
+    /// could not be seen: a push decided alone while Redis was away is not in the shared window). An admission that
+    /// is not surely in a window (sent within its end band, or within the previous one's) is not held against it.
+    /// Beyond the contract: more than the limit in a window, or, in a window that meets a second when limits were not
+    /// shared, more than the limit plus each instance's own ("Several instances", Failover).
     func budgets() -> ([Violation], Int) {
         let unshared = unsharedSeconds()
         var byPhone: [Int: [SoakAttempt]] = [:]
-        for attempt in attempts where Self.admitted(attempt) { byPhone[attempt.phone, default: []].append(attempt) }
+        for attempt in attempts where attempt.route == .push && attempt.ending == .answered {
+            if Self.admitted(attempt) || (attempt.status == 429 && attempt.limit == "phone") {
+                byPhone[attempt.phone, default: []].append(attempt)
+            }
+        }
         var violations: [Violation] = []
         var windows = 0
-        for (phone, admissions) in byPhone.sorted(by: { $0.key < $1.key }) {
-            let sorted = admissions.sorted { $0.sent < $1.sent }
+        for (phone, events) in byPhone.sorted(by: { $0.key < $1.key }) {
+            let sorted = events.sorted { $0.sent < $1.sent }
             var index = 0
-            var previousLatestEnd = -Double.infinity
+            var previousBand = -Double.infinity ... -Double.infinity
             while index < sorted.count {
-                let start = sorted[index].sent
-                let end = start + policy.phonePeriod
-                let latestEnd = sorted[index].ended + policy.phonePeriod
+                guard Self.admitted(sorted[index]) else {
+                    index += 1
+                    continue
+                }
+                let first = index
+                let start = sorted[first].sent
+                var band = (start + policy.phonePeriod)...(sorted[first].ended + policy.phonePeriod)
+                var scan = first + 1
+                while scan < sorted.count && sorted[scan].sent < band.upperBound {
+                    let event = sorted[scan]
+                    if !Self.admitted(event), let retryAfter = event.retryAfter {
+                        let told = (event.sent + Double(retryAfter) - 1)...(event.ended + Double(retryAfter))
+                        band = band.overlaps(told) ? band.clamped(to: told) : told
+                    }
+                    scan += 1
+                }
                 var count = 0
                 var unsure = 0
-                while index < sorted.count && sorted[index].sent < end {
-                    count += 1
-                    if sorted[index].ended > end || sorted[index].sent < previousLatestEnd { unsure += 1 }
-                    index += 1
+                scan = first
+                while scan < sorted.count && sorted[scan].sent < band.upperBound {
+                    let event = sorted[scan]
+                    if Self.admitted(event) {
+                        count += 1
+                        if event.sent >= band.lowerBound || event.ended > band.lowerBound
+                            || previousBand.contains(event.sent)
+                        {
+                            unsure += 1
+                        }
+                    }
+                    scan += 1
                 }
-                previousLatestEnd = latestEnd
+                // The next window opens at the first admission from the band's start (one within the band may belong
+                // to either).
+                index = first + 1
+                while index < sorted.count && sorted[index].sent < band.lowerBound { index += 1 }
+                previousBand = band
                 windows += 1
-                let degraded = unshared.contains { $0 >= start - 1 && $0 <= end + 1 }
+                let degraded = unshared.contains { $0 >= start - 1 && $0 <= band.upperBound + 1 }
                 let bound = degraded ? policy.phoneLimit * (1 + policy.instances) : policy.phoneLimit
                 if count - unsure > bound {
                     let what = degraded ? "during a failover" : "with shared limits"
@@ -289,7 +321,8 @@ struct SoakAccounting: Sendable {
                 (
                     key[0], key[1], mean(last, \.rssKilobytes) - mean(first, \.rssKilobytes),
                     mean(last, \.descriptors) - mean(first, \.descriptors),
-                    (last.map(\.threads).max() ?? 0) - (first.map(\.threads).min() ?? 0)
+                    // The fewest threads at each end: a reload's threads come and go, a leaked one stays.
+                    (last.map(\.threads).min() ?? 0) - (first.map(\.threads).min() ?? 0)
                 ))
         }
         return result

@@ -61,6 +61,8 @@ final class SoakChannels: ClientConnectionOwner {
         var waiting: [Int] = []
         let hot: Bool
         let dead: Bool
+        /// This token's number: phones first, then each new token a dropped registration got.
+        var registration: Int
     }
 
     private struct Push {
@@ -75,6 +77,8 @@ final class SoakChannels: ClientConnectionOwner {
     private struct InFlight {
         var job: Job
         var sent: UInt64
+        /// The phone's registration when it was sent (each token a phone has is one; the limit is the token's).
+        var registration: Int
     }
 
     let settings: Settings
@@ -99,6 +103,8 @@ final class SoakChannels: ClientConnectionOwner {
     private var normalScheduled = 0
     private var hotScheduled = 0
     private var abandoned = 0
+    /// The last registration number given.
+    private var registrations: Int
     private var ticker: LoopTimer?
     private var finished = false
 
@@ -110,6 +116,7 @@ final class SoakChannels: ClientConnectionOwner {
         idle = Array(repeating: [], count: settings.relays.count)
         inRotation = Array(repeating: true, count: settings.relays.count)
         begin = settings.begin
+        registrations = settings.phones - 1
         // Sealed bytes are opaque to the relay: a few random ones serve every push.
         sealed = (0..<16).map { _ in Base64.encode(SecureRandom.bytes(count: PushRequest.sealedByteCount)) }
         for index in 0..<settings.phones {
@@ -117,7 +124,7 @@ final class SoakChannels: ClientConnectionOwner {
             phones.append(
                 Phone(
                     token: token(dead: dead), thread: Hex.encode(SecureRandom.bytes(count: 32)),
-                    hot: index < settings.hotPhones, dead: dead))
+                    hot: index < settings.hotPhones, dead: dead, registration: index))
             identifiers.append(phones[index].token)
             identifiers.append(phones[index].thread)
         }
@@ -307,24 +314,26 @@ final class SoakChannels: ClientConnectionOwner {
             body = #"{"token":"\#(phones[phone].token)","environment":"sandbox"}"#
         }
         let now = MonotonicClock.now()
-        inFlight[index] = InFlight(job: job, sent: now)
+        let phone =
+            switch job {
+            case .push(let number): pushes[number].phone
+            case .grant(let phone): phone
+            }
+        inFlight[index] = InFlight(job: job, sent: now, registration: phones[phone].registration)
         pool[index]?.send(HTTPRequestBytes.post(path: path, host: settings.relays[relay].host, body: Array(body.utf8)))
     }
 
     private func record(
         _ flight: InFlight, relay: Int, at now: UInt64, ending: SoakAttempt.Ending, status: Int = 0,
-        error: String? = nil, limit: String? = nil, apnsID: String? = nil
+        error: String? = nil, limit: String? = nil, apnsID: String? = nil, retryAfter: Int? = nil
     ) {
         var attempt = SoakAttempt(
-            route: .push, push: -1, phone: 0, relay: relay, sent: seconds(flight.sent), ended: seconds(now),
-            ending: ending, status: status, error: error, limit: limit, apnsID: apnsID)
+            route: .push, push: -1, phone: flight.registration, relay: relay, sent: seconds(flight.sent),
+            ended: seconds(now), ending: ending, status: status, error: error, limit: limit, apnsID: apnsID,
+            retryAfter: retryAfter)
         switch flight.job {
-        case .push(let number):
-            attempt.push = number
-            attempt.phone = pushes[number].phone
-        case .grant(let phone):
-            attempt.route = .grant
-            attempt.phone = phone
+        case .push(let number): attempt.push = number
+        case .grant: attempt.route = .grant
         }
         attempts.append(attempt)
     }
@@ -391,7 +400,7 @@ final class SoakChannels: ClientConnectionOwner {
         let limit = Self.value("limit", in: text)
         record(
             flight, relay: relay, at: instant, ending: .answered, status: status, error: error, limit: limit,
-            apnsID: Self.value("apns_id", in: text))
+            apnsID: Self.value("apns_id", in: text), retryAfter: client.retryAfter)
         let wait = Double(max(1, client.retryAfter ?? 1))
         switch flight.job {
         case .grant(let phone):
@@ -443,6 +452,8 @@ final class SoakChannels: ClientConnectionOwner {
         phones[phone].grant = nil
         phones[phone].minting = false
         phones[phone].token = token(dead: phones[phone].dead)
+        registrations += 1
+        phones[phone].registration = registrations
         identifiers.append(phones[phone].token)
     }
 

@@ -177,6 +177,33 @@ import Testing
             Self.verdict(fresh, freshDeliveries, samples: failover).violations.map(\.promise) == ["phone budgets"])
     }
 
+    /// A push decided alone while Redis was away is not in the shared window: the shared window opens later than the
+    /// admissions alone show, and a refusal's `Retry-After` says where it ends.
+    @Test func aRefusalPlacesTheWindowThatAdmissionsAloneWouldMisplace() {
+        var samples = (0..<30).map {
+            SoakSample(
+                at: Double($0), relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: "shared")
+        }
+        samples[0].limits = "local"
+        // Decided alone at 0; the shared window opens at 4 (4, 5, 11; 12 refused until 14); the next at 14.5.
+        var attempts = [0, 4, 5, 11, 14.5, 15, 20].enumerated().map {
+            Self.push($0.offset, at: $0.element, status: 200, apnsID: "A\($0.offset)")
+        }
+        var refused = Self.push(7, at: 12, status: 429, error: "rate_limited", limit: "phone")
+        refused.retryAfter = 2
+        attempts.append(refused)
+        let deliveries = attempts.compactMap { attempt in
+            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
+        }
+        #expect(Self.verdict(attempts, deliveries, samples: samples).violations.isEmpty)
+        // One more in the window from 14.5 is over the limit.
+        let over = attempts + [Self.push(8, at: 16, status: 200, apnsID: "A8")]
+        let overDeliveries = deliveries + [SoakDelivery(apnsID: "A8", push: 8, at: 16.01)]
+        #expect(
+            Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
+    }
+
     @Test func growthAfterWarmUpIsMeasuredPerRelayStart() {
         // Relay 0 lives 100 s with flat memory; relay 1 grows 200 kB a second; a short-lived start is not judged.
         var samples: [SoakSample] = []
