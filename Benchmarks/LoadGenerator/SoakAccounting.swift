@@ -229,7 +229,8 @@ struct SoakAccounting: Sendable {
     /// calls APNs, so a decision lies between the push's send and its answer, nearer the send. A window's end is known
     /// within a band: from its opening push's send and answer, narrowed by a refusal inside it (`Retry-After`, whole
     /// seconds, names the end), or taken from the refusal alone when the two disagree (the window opened where it
-    /// could not be seen: a push decided alone while Redis was away is not in the shared window). An admission that
+    /// could not be seen: a push decided alone while Redis was away is not in the shared window, and never opens
+    /// one; a push answered within a second of a sample that found limits not shared may have been). An admission that
     /// is not surely in a window (sent within its end band, or within the previous one's) is not held against it.
     /// Beyond the contract: more than the limit in a window, or, in a window that meets a second when limits were not
     /// shared, more than the limit plus each instance's own ("Several instances", Failover).
@@ -241,6 +242,9 @@ struct SoakAccounting: Sendable {
                 byPhone[attempt.phone, default: []].append(attempt)
             }
         }
+        func maybeAlone(_ event: SoakAttempt) -> Bool {
+            unshared.contains { $0 >= event.sent - 1 && $0 <= event.ended + 1 }
+        }
         var violations: [Violation] = []
         var windows = 0
         for (phone, events) in byPhone.sorted(by: { $0.key < $1.key }) {
@@ -248,7 +252,8 @@ struct SoakAccounting: Sendable {
             var index = 0
             var previousBand = -Double.infinity ... -Double.infinity
             while index < sorted.count {
-                guard Self.admitted(sorted[index]) else {
+                // A push decided alone (maybe) never opens a shared window: its relay's window was its own.
+                guard Self.admitted(sorted[index]), !maybeAlone(sorted[index]) else {
                     index += 1
                     continue
                 }

@@ -204,6 +204,29 @@ import Testing
             Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
     }
 
+    /// Pushes decided alone during a failover (the relays counted in memory) do not open the shared window: the next
+    /// push counted in Redis does.
+    @Test func pushesDecidedAloneDoNotOpenTheSharedWindow() {
+        var samples = (0..<40).map {
+            SoakSample(
+                at: Double($0), relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: "shared", fallbacks: 0)
+        }
+        for second in 2...3 { samples[second].fallbacks = second * 10 }
+        for second in 4..<40 { samples[second].fallbacks = 30 }
+        // Alone at 2 and 2.5; shared windows from 6 (6, 12, 13) and from 16.5 (16.5, 17, 18).
+        let times = [2, 2.5, 6, 12, 13, 16.5, 17, 18]
+        let attempts = times.enumerated().map {
+            Self.push($0.offset, at: $0.element, status: 200, apnsID: "A\($0.offset)")
+        }
+        let deliveries = attempts.map { SoakDelivery(apnsID: $0.apnsID!, push: $0.push, at: $0.ended) }
+        #expect(Self.verdict(attempts, deliveries, samples: samples).violations.isEmpty)
+        let over = attempts + [Self.push(8, at: 19, status: 200, apnsID: "A8")]
+        let overDeliveries = deliveries + [SoakDelivery(apnsID: "A8", push: 8, at: 19.01)]
+        #expect(
+            Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
+    }
+
     @Test func growthAfterWarmUpIsMeasuredPerRelayStart() {
         // Relay 0 lives 100 s with flat memory; relay 1 grows 200 kB a second; a short-lived start is not judged.
         var samples: [SoakSample] = []
