@@ -168,7 +168,7 @@ struct SoakAccounting: Sendable {
         violate("every delivery answered 200 or 502", unexplained, "deliveries answered neither 200 nor 502")
         violate("every delivery answered 200 or 502", strangers, "deliveries of no push the channels sent")
 
-        let (budgetViolations, windows) = budgets()
+        let (budgetViolations, phonesChecked, unplaced) = budgets()
         violations += budgetViolations
         let growth = flatness()
         if !attempts.isEmpty && samples.isEmpty {
@@ -198,7 +198,8 @@ struct SoakAccounting: Sendable {
             ("answered", answered.count), ("unanswered", timedOut), ("resets", closed), ("undocumented", undocumented),
             ("late", late), ("deliveries", deliveries.count), ("ok", oks.count), ("ok_without_delivery", missing),
             ("duplicate_deliveries", duplicated), ("deliveries_unexplained", unexplained + strangers),
-            ("phone_windows_checked", windows), ("budget_violations", budgetViolations.count),
+            ("phones_checked", phonesChecked), ("phones_unplaced", unplaced),
+            ("budget_violations", budgetViolations.count),
         ]
         var statuses: [Int: Int] = [:]
         for attempt in answered { statuses[attempt.status, default: 0] += 1 }
@@ -224,86 +225,126 @@ struct SoakAccounting: Sendable {
         return seconds
     }
 
-    /// Each phone's admissions, window by window, as the relay's fixed windows run: a window opens at an admission and
-    /// lasts the period; the next opens at the first admission after it. The relay decides a push's limit before it
-    /// calls APNs, so a decision lies between the push's send and its answer, nearer the send. A window's end is known
-    /// within a band: from its opening push's send and answer, narrowed by a refusal inside it (`Retry-After`, whole
-    /// seconds, names the end), or taken from the refusal alone when the two disagree (the window opened where it
-    /// could not be seen: a push decided alone while Redis was away is not in the shared window, and never opens
-    /// one; a push answered within a second of a sample that found limits not shared may have been). An admission that
-    /// is not surely in a window (sent within its end band, or within the previous one's) is not held against it.
-    /// Beyond the contract: more than the limit in a window, or, in a window that meets a second when limits were not
-    /// shared, more than the limit plus each instance's own ("Several instances", Failover).
-    func budgets() -> ([Violation], Int) {
+    /// One way a phone's pushes may have met the relay's shared window, while ``budgets()`` replays them.
+    struct Placement: Hashable {
+        /// The open window's end lies in this band (its opening push was decided between its send and its answer;
+        /// a refusal's `Retry-After` narrows it); nil: no window open.
+        var endLow: Double?
+        var endHigh: Double?
+        /// Admissions the shared window holds: those decided in Redis, and those decided alone while Redis was away
+        /// (the contract adds them to the window they belong to once Redis is back).
+        var count = 0
+        /// Pushes this way had Redis admit beyond the window's limit, and when the first was sent.
+        var over = 0
+        var firstOver: Double?
+    }
+
+    /// The phones' budgets, replayed against the contract's fixed windows ("Limits", "Several instances"). Each push's
+    /// decision lies between its send and its answer; one answered near a second when some relay did not count in
+    /// Redis may have been decided alone; a refusal names its window's end within a second (`Retry-After`). Every way
+    /// the pushes could have met the windows is followed (equal ones merged), and those a refusal contradicts are
+    /// dropped. A push decided in Redis is admitted only while its window holds fewer than the limit, counting the
+    /// window's pushes decided alone: so a window that spans a failover holds at most what it had before plus each
+    /// instance's own admissions, and nothing more until it ends. A phone breaks its budget when every way left
+    /// admits beyond that; a phone no way explains is counted as unplaced, not judged.
+    func budgets() -> (violations: [Violation], phones: Int, unplaced: Int) {
         let unshared = unsharedSeconds()
+        func maybeAlone(_ event: SoakAttempt) -> Bool {
+            unshared.contains { $0 >= event.sent - 1 && $0 <= event.ended + 1 }
+        }
         var byPhone: [Int: [SoakAttempt]] = [:]
         for attempt in attempts where attempt.route == .push && attempt.ending == .answered {
             if Self.admitted(attempt) || (attempt.status == 429 && attempt.limit == "phone") {
                 byPhone[attempt.phone, default: []].append(attempt)
             }
         }
-        func maybeAlone(_ event: SoakAttempt) -> Bool {
-            unshared.contains { $0 >= event.sent - 1 && $0 <= event.ended + 1 }
-        }
         var violations: [Violation] = []
-        var windows = 0
+        var unplaced = 0
+        let period = policy.phonePeriod
+        let limit = policy.phoneLimit
         for (phone, events) in byPhone.sorted(by: { $0.key < $1.key }) {
-            let sorted = events.sorted { $0.sent < $1.sent }
-            var index = 0
-            var previousBand = -Double.infinity ... -Double.infinity
-            while index < sorted.count {
-                // A push decided alone (maybe) never opens a shared window: its relay's window was its own.
-                guard Self.admitted(sorted[index]), !maybeAlone(sorted[index]) else {
-                    index += 1
-                    continue
-                }
-                let first = index
-                let start = sorted[first].sent
-                var band = (start + policy.phonePeriod)...(sorted[first].ended + policy.phonePeriod)
-                var scan = first + 1
-                while scan < sorted.count && sorted[scan].sent < band.upperBound {
-                    let event = sorted[scan]
-                    if !Self.admitted(event), let retryAfter = event.retryAfter {
-                        let told = (event.sent + Double(retryAfter) - 1)...(event.ended + Double(retryAfter))
-                        band = band.overlaps(told) ? band.clamped(to: told) : told
+            var ways: Set<Placement> = [Placement()]
+            for event in events.sorted(by: { $0.sent < $1.sent }) {
+                var next: Set<Placement> = []
+                for way in ways {
+                    // Whether the event falls in the open window, after it, or either.
+                    var positions: [Bool] = []  // true: inside the open window
+                    if let low = way.endLow, let high = way.endHigh {
+                        if event.ended < low {
+                            positions = [true]
+                        } else if event.sent >= high {
+                            positions = [false]
+                        } else {
+                            positions = [true, false]
+                        }
+                    } else {
+                        positions = [false]
                     }
-                    scan += 1
-                }
-                var count = 0
-                var unsure = 0
-                scan = first
-                while scan < sorted.count && sorted[scan].sent < band.upperBound {
-                    let event = sorted[scan]
-                    if Self.admitted(event) {
-                        count += 1
-                        if event.sent >= band.lowerBound || event.ended > band.lowerBound
-                            || previousBand.contains(event.sent)
-                        {
-                            unsure += 1
+                    for inside in positions {
+                        var base = way
+                        if !inside {
+                            base.endLow = nil
+                            base.endHigh = nil
+                            base.count = 0
+                        }
+                        if Self.admitted(event) {
+                            if maybeAlone(event) {
+                                // Decided alone: counted in the open window, if one is open; it opens none.
+                                var alone = base
+                                if alone.endLow != nil { alone.count += 1 }
+                                next.insert(alone)
+                            }
+                            var shared = base
+                            if shared.endLow == nil {
+                                shared.endLow = event.sent + period
+                                shared.endHigh = event.ended + period
+                                shared.count = 1
+                            } else {
+                                if shared.count >= limit {
+                                    shared.over += 1
+                                    shared.firstOver = shared.firstOver ?? event.sent
+                                }
+                                shared.count += 1
+                            }
+                            next.insert(shared)
+                        } else {
+                            // A refusal: decided alone, or by a full open window whose end it names.
+                            if maybeAlone(event) { next.insert(base) }
+                            guard let low = base.endLow, let high = base.endHigh, base.count >= limit else { continue }
+                            guard let retryAfter = event.retryAfter else {
+                                next.insert(base)
+                                continue
+                            }
+                            let toldLow = event.sent + Double(retryAfter) - 1
+                            let toldHigh = event.ended + Double(retryAfter)
+                            guard toldLow <= high && low <= toldHigh else { continue }
+                            var refused = base
+                            refused.endLow = max(low, toldLow)
+                            refused.endHigh = min(high, toldHigh)
+                            next.insert(refused)
                         }
                     }
-                    scan += 1
                 }
-                // The next window opens at the first admission from the band's start (one within the band may belong
-                // to either).
-                index = first + 1
-                while index < sorted.count && sorted[index].sent < band.lowerBound { index += 1 }
-                previousBand = band
-                windows += 1
-                let degraded = unshared.contains { $0 >= start - 1 && $0 <= band.upperBound + 1 }
-                let bound = degraded ? policy.phoneLimit * (1 + policy.instances) : policy.phoneLimit
-                if count - unsure > bound {
-                    let what = degraded ? "during a failover" : "with shared limits"
-                    violations.append(
-                        Violation(
-                            promise: "phone budgets",
-                            detail:
-                                "phone \(phone): \(count) admitted (\(unsure) of them maybe not in it) in the window "
-                                + "from " + JSONText.number(start, digits: 1) + " s \(what), over \(bound)"))
+                // The ways with the fewest admissions over the limit are kept when there are too many.
+                if next.count > 256 {
+                    next = Set(next.sorted { ($0.over, $0.count) < ($1.over, $1.count) }.prefix(256))
                 }
+                ways = next
+                if ways.isEmpty { break }
+            }
+            guard let best = ways.min(by: { $0.over < $1.over }) else {
+                unplaced += 1
+                continue
+            }
+            if best.over > 0 {
+                violations.append(
+                    Violation(
+                        promise: "phone budgets",
+                        detail: "phone \(phone): admitted beyond its window's limit \(best.over) times, first at "
+                            + JSONText.number(best.firstOver ?? 0, digits: 1) + " s"))
             }
         }
-        return (violations, windows)
+        return (violations, byPhone.count, unplaced)
     }
 
     /// Per relay start with enough life after its warm-up: RSS, descriptors and threads at the end (averaged over

@@ -230,13 +230,14 @@ final class SoakRun: @unchecked Sendable {
     /// With `--keep`: every request's record and every sample as CSV beside the logs (numbers and names, no
     /// identifier), for looking into a broken promise.
     func keepRecords(_ attempts: [SoakAttempt], samples: [SoakSample]) throws {
-        var lines = ["route,push,phone,relay,sent,ended,ending,status,error,limit"]
+        var lines = ["route,push,phone,relay,sent,ended,ending,status,error,limit,retry_after"]
         for attempt in attempts {
             lines.append(
                 [
                     "\(attempt.route)", "\(attempt.push)", "\(attempt.phone)", "\(attempt.relay)",
                     JSONText.number(attempt.sent, digits: 4), JSONText.number(attempt.ended, digits: 4),
                     "\(attempt.ending)", "\(attempt.status)", attempt.error ?? "", attempt.limit ?? "",
+                    attempt.retryAfter.map { String($0) } ?? "",
                 ].joined(separator: ","))
         }
         try (lines.joined(separator: "\n") + "\n").write(

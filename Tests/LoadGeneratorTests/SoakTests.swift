@@ -146,7 +146,9 @@ import Testing
     @Test func aPhonesBudgetHoldsPerWindowAndWidensOnlyDuringAFailover() {
         // Limit 3 per 10 s. Window from 0: three admitted, then 429s; the next window from 10.5 admits three more.
         var attempts = (0..<3).map { Self.push($0, at: Double($0), status: 200, apnsID: "A\($0)") }
-        attempts.append(Self.push(3, at: 4, status: 429, error: "rate_limited", limit: "phone"))
+        var refused = Self.push(3, at: 4, status: 429, error: "rate_limited", limit: "phone")
+        refused.retryAfter = 6
+        attempts.append(refused)
         attempts += (4..<7).map { Self.push($0, at: 10.5 + Double($0), status: 200, apnsID: "A\($0)") }
         let deliveries = attempts.compactMap { attempt in
             attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
@@ -160,19 +162,18 @@ import Testing
                 limits: "shared")
         }
         #expect(Self.verdict(over, deliveries, samples: shared).violations.map(\.promise) == ["phone budgets"])
-        // The same while a relay counted alone: the limit plus each instance's own (3 + 2 * 3) is allowed ...
+        // The same while a relay counted alone: each instance's own admissions come on top of the shared count ...
         var failover = shared
-        failover[3].limits = "local"
+        failover[5].limits = "local"
         #expect(Self.verdict(over, deliveries, samples: failover).violations.isEmpty)
         // (A relay that decided a phone's limit without Redis since its last sample counted alone too, whatever
         // `/readyz` said.)
         var fellBack = shared
-        for index in fellBack.indices { fellBack[index].fallbacks = index < 4 ? 0 : 7 }
+        for index in fellBack.indices { fellBack[index].fallbacks = index < 5 ? 0 : 7 }
         #expect(Self.verdict(over, deliveries, samples: fellBack).violations.isEmpty)
-        // ... and no more: a fresh shared budget on top of the instances' own is over it.
-        let fresh = over + (8..<14).map { Self.push($0, at: 5 + Double($0 - 8) * 0.1, status: 200, apnsID: "F\($0)") }
-        let freshDeliveries =
-            deliveries + (8..<14).map { SoakDelivery(apnsID: "F\($0)", push: $0, at: 5 + Double($0 - 8) * 0.1) }
+        // ... and nothing more in that window once Redis is back: no fresh shared budget on top of them.
+        let fresh = over + [Self.push(8, at: 7.5, status: 200, apnsID: "F8")]
+        let freshDeliveries = deliveries + [SoakDelivery(apnsID: "F8", push: 8, at: 7.51)]
         #expect(
             Self.verdict(fresh, freshDeliveries, samples: failover).violations.map(\.promise) == ["phone budgets"])
     }
