@@ -374,6 +374,17 @@ struct SoakAccounting: Sendable {
         return result
     }
 
+    /// How many lines of `lines` name a loopback address with a port that none of the soak's servers listens on: a
+    /// client's address (every client here is 127.0.0.1, on a port of its own).
+    static func addressLines(_ lines: [Substring], serverPorts: Set<Int>) -> Int {
+        lines.count { line in
+            line.components(separatedBy: "127.0.0.1:").dropFirst().contains { rest in
+                guard let port = Int(rest.prefix { $0.isNumber }) else { return false }
+                return !serverPorts.contains(port)
+            }
+        }
+    }
+
     /// How many lines of `lines` hold one of `identifiers` (tokens, grants, ids, threads, in the case they were
     /// sent): each line is cut into runs of letters, digits, `-` and `_`, and each run looked up.
     static func leakingLines(_ lines: [Substring], identifiers: Set<String>) -> Int {

@@ -188,6 +188,14 @@ final class SoakRun: @unchecked Sendable {
         }
         let identifiers = Set(records.identifiers + records.ids)
         let leaks = SoakAccounting.leakingLines(lines, identifiers: identifiers)
+        var ports = Set(relayPorts + metricsPorts + redisPorts + sentinelPorts + [proxyPort])
+        if let forwarder { ports.insert(Int(forwarder.port)) }
+        if let simulator { ports.insert(Int(simulator.port)) }
+        let addresses = SoakAccounting.addressLines(lines, serverPorts: ports)
+        if addresses > 0 {
+            verdict.violations.append(
+                .init(promise: "no identifier in a log", detail: "\(addresses) log lines name a client's address"))
+        }
         if leaks > 0 {
             verdict.violations.append(.init(promise: "no identifier in a log", detail: "\(leaks) log lines name one"))
         }
@@ -214,7 +222,8 @@ final class SoakRun: @unchecked Sendable {
             #""rate":\#(JSONText.number(options.rate, digits: 0))"#,
             #""requests_per_second":\#(JSONText.number(measured, digits: 1))"#, #""new_pushes":\#(records.scheduled)"#,
             #""faults":\#(marks.count)"#,
-            #""log_lines":\#(lines.count)"#, #""log_leaks":\#(leaks)"#, #""abandoned":\#(records.abandoned)"#,
+            #""log_lines":\#(lines.count)"#, #""log_leaks":\#(leaks + addresses)"#,
+            #""abandoned":\#(records.abandoned)"#,
         ]
         fields += verdict.totals.map { "\(JSONText.string($0.0)):\($0.1)" }
         let kinds = injected.sorted { $0.key.rawValue < $1.key.rawValue }.map {

@@ -263,6 +263,12 @@ import Testing
         ]
         #expect(SoakAccounting.leakingLines(lines, identifiers: [token, "AQHxY2_abcdefghijklmnop-q"]) == 2)
         #expect(SoakAccounting.leakingLines(lines.prefix(2).map { $0 }, identifiers: [token]) == 0)
+        // A server's address is configuration; a client's (another port) is an identifier.
+        let addresses: [Substring] = [
+            "limits store: connected to Redis at 127.0.0.1:6379", "listening on 127.0.0.1:8787",
+            "refused 127.0.0.1:51234",
+        ]
+        #expect(SoakAccounting.addressLines(addresses, serverPorts: [6379, 8787]) == 1)
     }
 }
 
