@@ -241,7 +241,8 @@ struct SoakAccounting: Sendable {
 
     /// The phones' budgets, replayed against the contract's fixed windows ("Limits", "Several instances"). Each push's
     /// decision lies between its send and its answer; one answered near a second when some relay did not count in
-    /// Redis may have been decided alone; a refusal names its window's end within a second (`Retry-After`). Every way
+    /// Redis may have been decided alone; a refusal names its window's end within a second (`Retry-After`), and is
+    /// taken in turn at its answer (requests sent together are decided in any order). Every way
     /// the pushes could have met the windows is followed (equal ones merged), and those a refusal contradicts are
     /// dropped. A push decided in Redis is admitted only while its window holds fewer than the limit, counting the
     /// window's pushes decided alone: so a window that spans a failover holds at most what it had before plus each
@@ -264,7 +265,11 @@ struct SoakAccounting: Sendable {
         let limit = policy.phoneLimit
         for (phone, events) in byPhone.sorted(by: { $0.key < $1.key }) {
             var ways: Set<Placement> = [Placement()]
-            for event in events.sorted(by: { $0.sent < $1.sent }) {
+            // In the order the relay decided them, as near as the records tell: an admission soon after its send (its
+            // answer waits for APNs), a refusal just before its answer (it waits for nothing). Requests sent together
+            // reach Redis in any order, and a refusal answered first may have been decided after them.
+            func decided(_ event: SoakAttempt) -> Double { Self.admitted(event) ? event.sent : event.ended }
+            for event in events.sorted(by: { decided($0) < decided($1) }) {
                 var next: Set<Placement> = []
                 for way in ways {
                     // Whether the event falls in the open window, after it, or either.

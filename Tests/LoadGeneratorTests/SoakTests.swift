@@ -228,6 +228,21 @@ import Testing
             Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
     }
 
+    /// Requests sent at once reach Redis in any order: a refusal answered before two admissions (which waited for
+    /// APNs) may have been decided after them.
+    @Test func aRefusalAnsweredFirstMayHaveBeenDecidedLast() {
+        var attempts = [Self.push(0, at: 0, status: 200, apnsID: "A0")]
+        attempts += (1..<3).map { Self.push($0, at: 5, status: 200, apnsID: "A\($0)", after: 0.1) }
+        var refused = Self.push(3, at: 5, status: 429, error: "rate_limited", limit: "phone", after: 0.03)
+        refused.retryAfter = 5
+        attempts.append(refused)
+        let deliveries = attempts.compactMap { attempt in
+            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
+        }
+        #expect(Self.verdict(attempts, deliveries).violations.isEmpty)
+        #expect(Self.total(Self.verdict(attempts, deliveries), "phones_unplaced") == 0)
+    }
+
     @Test func growthAfterWarmUpIsMeasuredPerRelayStart() {
         // Relay 0 lives 100 s with flat memory; relay 1 grows 200 kB a second; a short-lived start is not judged.
         var samples: [SoakSample] = []
