@@ -16,7 +16,8 @@ enum SoakFault: String, CaseIterable, Sendable, Equatable {
     case linkStall = "link-stall"
     /// The simulator rejects one push's provider token with 403 ExpiredProviderToken.
     case providerTokenRejected = "provider-token-rejected"
-    /// A new relay key is added and made the grant key, the oldest but the first is removed; SIGHUP to both relays.
+    /// A new relay key is made the grant key and the previous one retired (its grants answer 401 and are renewed);
+    /// SIGHUP to both relays.
     case relayKeyRotation = "relay-key-rotation"
     /// One relay is taken out of rotation, stopped (SIGTERM: it drains) and started again.
     case relayRollingRestart = "relay-rolling-restart"

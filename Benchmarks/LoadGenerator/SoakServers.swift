@@ -258,9 +258,9 @@ extension SoakRun {
             let before = (0..<2).map(reloads)
             let id = keys.last!.id + 1
             keys.append((id, Base64.urlEncode(SecureRandom.bytes(count: 32))))
-            // The first key stays (the address limiter's shared key comes from the lowest id); the one before the
-            // previous goes, so grants sealed with it are refused and renewed.
-            if keys.count > 3 { keys.remove(at: 1) }
+            // The first key stays (the address limiter's shared key comes from the lowest id); the previous grant key
+            // is retired at once, so every grant sealed with it is refused (401) and the channels renew it.
+            keys = [keys[0], keys[keys.count - 1]]
             try writeKeys()
             for relay in 0..<2 { if let pid = relays[relay]?.pid { kill(pid, SIGHUP) } }
             guard
