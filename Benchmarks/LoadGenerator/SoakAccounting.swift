@@ -207,22 +207,21 @@ struct SoakAccounting: Sendable {
         return Verdict(totals: totals, violations: violations, growth: growth)
     }
 
-    /// The seconds during which some relay did not count in Redis (each sample stands for the second before it): its
-    /// `/readyz` did not say `shared`, or it decided a phone's limit without Redis since the sample before. A window
-    /// that meets one may hold each instance's own limit besides the shared count before it.
-    func unsharedSeconds() -> [Double] {
-        var previous: [[Int]: Int] = [:]
-        var seconds: [Double] = []
+    /// The stretches of time during which some relay may not have counted in Redis: from a sample to the next (of the
+    /// same relay start) that found its `/readyz` not saying `shared`, or its count of decisions taken without Redis
+    /// grown (the sampler can fall behind: a stretch is as long as the gap between the two samples).
+    func unsharedStretches() -> [ClosedRange<Double>] {
+        var previous: [[Int]: (at: Double, fallbacks: Int)] = [:]
+        var stretches: [ClosedRange<Double>] = []
         for sample in samples.sorted(by: { $0.at < $1.at }) {
             let key = [sample.relay, sample.incarnation]
+            let before = previous[key]
             var alone = sample.limits != "shared"
-            if let fallbacks = sample.fallbacks {
-                if fallbacks > previous[key, default: 0] { alone = true }
-                previous[key] = fallbacks
-            }
-            if alone { seconds.append(sample.at) }
+            if let fallbacks = sample.fallbacks, fallbacks > (before?.fallbacks ?? 0) { alone = true }
+            if alone { stretches.append(min(before?.at ?? sample.at - 1, sample.at)...sample.at) }
+            previous[key] = (sample.at, sample.fallbacks ?? before?.fallbacks ?? 0)
         }
-        return seconds
+        return stretches
     }
 
     /// One way a phone's pushes may have met the relay's shared window, while ``budgets()`` replays them.
@@ -240,18 +239,20 @@ struct SoakAccounting: Sendable {
     }
 
     /// The phones' budgets, replayed against the contract's fixed windows ("Limits", "Several instances"). Each push's
-    /// decision lies between its send and its answer; one answered near a second when some relay did not count in
-    /// Redis may have been decided alone; a refusal names its window's end within a second (`Retry-After`), and is
-    /// taken in turn at its answer (requests sent together are decided in any order). Every way
+    /// decision lies between its send and its answer; one within half a second of a stretch when some relay may not
+    /// have counted in Redis (``unsharedStretches()``) may have been decided alone; a refusal names its window's end
+    /// within a second (`Retry-After`), and is taken in turn at its answer (requests sent together are decided in any
+    /// order). Every way
     /// the pushes could have met the windows is followed (equal ones merged), and those a refusal contradicts are
     /// dropped. A push decided in Redis is admitted only while its window holds fewer than the limit, counting the
     /// window's pushes decided alone: so a window that spans a failover holds at most what it had before plus each
     /// instance's own admissions, and nothing more until it ends. A phone breaks its budget when every way left
     /// admits beyond that; a phone no way explains is counted as unplaced, not judged.
     func budgets() -> (violations: [Violation], phones: Int, unplaced: Int) {
-        let unshared = unsharedSeconds()
+        let unshared = unsharedStretches()
         func maybeAlone(_ event: SoakAttempt) -> Bool {
-            unshared.contains { $0 >= event.sent - 1 && $0 <= event.ended + 1 }
+            let decided = (event.sent - 0.5)...(event.ended + 0.5)
+            return unshared.contains { $0.overlaps(decided) }
         }
         var byPhone: [Int: [SoakAttempt]] = [:]
         for attempt in attempts where attempt.route == .push && attempt.ending == .answered {

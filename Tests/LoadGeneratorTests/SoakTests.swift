@@ -295,6 +295,24 @@ import Testing
         #expect(SoakRun.field("VmSwap:", in: status) == nil)
     }
 
+    @Test func aStretchWithoutRedisRunsFromTheSampleBeforeToTheOneThatSawIt() {
+        func sample(_ at: Double, relay: Int, _ limits: String, _ fallbacks: Int) -> SoakSample {
+            SoakSample(
+                at: at, relay: relay, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1, limits: limits,
+                fallbacks: fallbacks)
+        }
+        // Relay 0's sampler fell behind from 1 to 4, and decisions without Redis grew meanwhile; relay 1 said
+        // `local` at 2.
+        let samples = [
+            sample(1, relay: 0, "shared", 3), sample(4, relay: 0, "shared", 9), sample(5, relay: 0, "shared", 9),
+            sample(1, relay: 1, "shared", 0), sample(2, relay: 1, "local", 0), sample(3, relay: 1, "shared", 0),
+        ]
+        let accounting = SoakAccounting(
+            policy: SoakAccountingTests.policy, attempts: [], deliveries: [], samples: samples)
+        // (Relay 0's first sample already counts 3: the second before it is a stretch too.)
+        #expect(accounting.unsharedStretches() == [0...1, 1...2, 1...4])
+    }
+
     @Test func theFallbackCountIsTheSumOfThePhoneLimitsDecisionsWithoutRedis() {
         let metrics = """
             # TYPE duo_relay_limits_store_fallback_total counter
