@@ -19,7 +19,7 @@ import Testing
         let result = try CommandRun.run(["check", "--config", config], environment: environment)
         #expect(result.status == 1)
         #expect(result.standardOutput.isEmpty, "\(result.standardOutput)")
-        let lines = result.standardError.split(separator: "\n").map(String.init)
+        let lines = result.logMessages
         let subjects = ["grant_lifetme_s", "server.threads", "RELAY_KEYS", "APNS_TEAM_ID", "apns.ca_file"]
         #expect(lines.count == subjects.count, "\(result.standardError)")
         for subject in subjects {
@@ -102,7 +102,7 @@ import Testing
         withKey["RELAY_KEYS"] = nil
         let keygen = try CommandRun.run(["check", "--config", config], environment: withKey)
         #expect(keygen.status == 1)
-        let line = keygen.standardError.split(separator: "\n").first { $0.contains("RELAY_KEYS") } ?? ""
+        let line = keygen.logMessages.first { $0.contains("RELAY_KEYS") } ?? ""
         #expect(line.hasPrefix("check failed: RELAY_KEYS: is not set: run `"), "\(keygen.output)")
         #expect(!line.contains("--credentials-dir"), "\(line)")
 

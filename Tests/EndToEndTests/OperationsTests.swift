@@ -177,7 +177,7 @@ import Testing
     @Test func theRelayRunsOnJemalloc() throws {
         let fixture = try PushFixture()
         let systemMalloc = ProcessInfo.processInfo.environment["DUO_RELAY_SYSTEM_MALLOC"] != nil
-        let announced = fixture.relay.standardError.split(separator: "\n").first { $0.contains("memory allocator:") }
+        let announced = fixture.relay.logMessages.first { $0.contains("memory allocator:") }
         // The maps of the same binary running `dev`: `serve` is undumpable (SecretMemory), so a test that does
         // not run as root cannot read its maps. Read to the end: /proc files report a size of 0, and a sized read
         // stops early.
@@ -186,10 +186,10 @@ import Testing
         let mapsFile = try #require(FileHandle(forReadingAtPath: "/proc/\(dev.process.processIdentifier)/maps"))
         let maps = String(decoding: try mapsFile.readToEnd() ?? Data(), as: UTF8.self)
         if systemMalloc {
-            #expect(announced == "duo-relay: memory allocator: the C library's malloc")
+            #expect(announced == "memory allocator: the C library's malloc")
             #expect(!maps.contains("libjemalloc"))
         } else {
-            #expect(announced?.hasPrefix("duo-relay: memory allocator: jemalloc 5.") == true, "\(announced ?? "")")
+            #expect(announced?.hasPrefix("memory allocator: jemalloc 5.") == true, "\(announced ?? "")")
             #expect(maps.contains("libjemalloc.so"))
         }
         let grant = try fixture.grant(token: randomToken())

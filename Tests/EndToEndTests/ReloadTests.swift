@@ -5,8 +5,8 @@ import Testing
 /// SIGHUP says, in its `reloaded: …` line, which changed settings it did not apply.
 @Suite struct ReloadTests {
 
-    func reloadedLines(_ relay: RelayProcess) -> [Substring] {
-        relay.standardError.split(separator: "\n").filter { $0.hasPrefix("duo-relay: reloaded: ") }
+    func reloadedLines(_ relay: RelayProcess) -> [String] {
+        relay.logMessages.filter { $0.hasPrefix("reloaded: ") }
     }
 
     @Test func aReloadNamesTheSettingsThatNeedARestart() throws {
