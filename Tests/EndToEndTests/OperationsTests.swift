@@ -396,11 +396,14 @@ import Testing
         #expect(fixture.waitForDeliveries(4).last?.keyID == "NEWKEY0002")
     }
 
-    @Test func privacyAcrossAFullScenario() throws {
+    /// In either log format: nothing identifying in any line, and every line a log line of that format.
+    @Test(arguments: LogLine.Format.allCases)
+    func privacyAcrossAFullScenario(_ format: LogLine.Format) throws {
         let secrets = TestSecrets()
         let fixture = try PushFixture(
             relayConfig:
-                #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60}"#,
+                #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60},"#
+                + #""log":{"format":"\#(format)"}"#,
             apnsConfig: #""timeout_ms":800"#, secrets: secrets)
         let connection = try fixture.relay.connect()
         let token = randomToken()
@@ -435,9 +438,21 @@ import Testing
         seen.append("127.0.0.1:\(connection.localPort)")
         fixture.relay.signal(SIGTERM)
         #expect(try fixture.relay.waitForExit() == 0)
-        let output = fixture.relay.allOutput
+        // As printed, not as a test reads it back.
+        let output = fixture.relay.standardOutput + fixture.relay.rawStandardError
         #expect(output.contains("stopped"))
         for secret in seen { #expect(!output.contains(secret), "printed: \(secret.prefix(12))…") }
+        let lines = fixture.relay.rawStandardError.split(separator: "\n")
+        #expect(lines.count >= 8, "\(lines)")
+        #expect(RelayProcess.logLineProblems(fixture.relay.rawStandardError, format: format).isEmpty)
+        let parsed = lines.compactMap { LogLine.parse($0) }
+        #expect(parsed.count == lines.count)
+        #expect(
+            parsed.contains {
+                $0.event == "listening" && $0.fields == [LogLine.Field("address", "127.0.0.1:\(fixture.relay.port)")]
+            } || format == .text)
+        #expect(parsed.last?.message.hasPrefix("stopped; ") == true)
+        #expect(parsed.allSatisfy { $0.level == .info || $0.level == .warning }, "\(parsed.map(\.message))")
     }
 }
 
