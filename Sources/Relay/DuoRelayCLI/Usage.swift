@@ -69,7 +69,8 @@ enum Usage {
     }
 
     static func fail(_ problem: String) -> Int32 {
-        // The answer to a person at a terminal, not a log line: no time, no level (README.md, "Logs").
+        // The answer to a person at a terminal, not a log line: no time, no level
+        // (docs/operations/monitoring.md, "Logs").
         Output.error("duo-relay: " + problem + "\nrun `\(Invocation.command) help` for the commands")
         return 64
     }

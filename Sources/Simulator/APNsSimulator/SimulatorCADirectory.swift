@@ -43,7 +43,8 @@ public enum SimulatorCADirectory {
             throw Problem(
                 "--ca-dir: \(directory) holds "
                     + present.map { ($0 as NSString).lastPathComponent }.joined(separator: ", ")
-                    + " but not all of \(caFile), \(certificateFile) and \(privateKeyFile): remove them to make new ones"
+                    + " but not all of \(caFile), \(certificateFile) and \(privateKeyFile): "
+                    + "remove them to make new ones"
             )
         }
         let pki: SimulatorPKI

@@ -169,8 +169,8 @@ final class RelayProcess: @unchecked Sendable {
         text.split(separator: "\n").map { LogLine.parse($0)?.message ?? String($0) }
     }
 
-    /// Commands whose standard error is a log (README.md, "Logs"): the long-running ones, and `check`, which runs
-    /// before them (in a unit's `ExecStartPre`, its lines go to the same journal).
+    /// Commands whose standard error is a log (docs/operations/monitoring.md, "Logs"): the long-running ones, and
+    /// `check`, which runs before them (in a unit's `ExecStartPre`, its lines go to the same journal).
     static let loggingCommands: Set<String> = ["serve", "dev", "apns-sim", "check"]
 
     /// What is wrong with the child's log lines: every line on standard error of a logging command (not one
