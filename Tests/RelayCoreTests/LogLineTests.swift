@@ -44,6 +44,12 @@ import Testing
         let line = LogLine(time: 0, level: .info, message: "memory allocator: jemalloc 5.3.0")
         let parsed = try #require(LogLine.parse(line.rendered(.json)))
         #expect(parsed.event == "message" && parsed.fields.isEmpty)
+        // An event that is not a name (a call site's typo) is the default: the line still reads back.
+        for event in ["", "Reload Refused", "reload-refused", String(repeating: "x", count: 65)] {
+            let odd = LogLine(time: 0, level: .error, event: event, message: "m")
+            #expect(odd.event == "message")
+            #expect(LogLine.parse(odd.rendered(.json)) == odd)
+        }
     }
 
     @Test(arguments: [

@@ -25,9 +25,6 @@ public enum Log {
         state.withLock { $0.format = format }
     }
 
-    /// The format lines are written in now.
-    public static var format: LogLine.Format { state.withLock { $0.format } }
-
     /// Writes one line: `message` (a leading `duo-relay: ` is the line's own prefix, not repeated; embedded
     /// newlines are flattened so one event is one line), at `level`, as `event` with `fields` in JSON.
     public static func line(

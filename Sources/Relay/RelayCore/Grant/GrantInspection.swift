@@ -18,13 +18,13 @@ public struct GrantInspection: Sendable, Equatable {
     public var lines: [String]
 
     /// Whether the grant opened (with keys) or its header read (without).
-    public var isReadable: Bool { keys ? environment != nil : version == GrantCodec.version }
-    private var keys: Bool
+    public var isReadable: Bool { keysGiven ? environment != nil : version == GrantCodec.version }
+    private var keysGiven: Bool
 
     /// Inspects `text` (surrounding white space ignored) at Unix time `now`. `keys` nil: RELAY_KEYS not given.
     /// `lifetime` and `lifetimeSource` say which `grant_lifetime_s` the expiry is computed with.
     public init(_ text: String, keys: RelayKeys?, lifetime: UInt64, lifetimeSource: String, now: UInt64) {
-        self.keys = keys != nil
+        keysGiven = keys != nil
         lines = []
         let trimmed = text.trimmingWhiteSpace
         guard let bytes = Base64.urlDecode(trimmed), bytes.count >= GrantCodec.headerSize else {

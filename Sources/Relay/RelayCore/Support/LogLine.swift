@@ -60,12 +60,13 @@ public struct LogLine: Sendable, Equatable {
     }
 
     /// A line; `message` loses a leading `duo-relay: ` (or `duo-relay `) so that the prefix appears once, and
-    /// its line breaks become spaces (one event is one line).
+    /// its line breaks become spaces (one event is one line). An `event` that is not an event name
+    /// (``isEventName(_:)``) is the default event: a line a pipeline could not read back is never written.
     public init(time: UInt64, level: Level, event: String = LogLine.defaultEvent, message: String, fields: [Field] = [])
     {
         self.time = time
         self.level = level
-        self.event = event.isEmpty ? Self.defaultEvent : event
+        self.event = Self.isEventName(event) ? event : Self.defaultEvent
         self.message = Self.withoutPrefix(Self.flattened(message))
         self.fields = fields.map { Field($0.name, Self.flattened($0.value)) }
     }
