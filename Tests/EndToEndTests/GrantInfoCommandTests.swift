@@ -47,6 +47,15 @@ import Testing
         #expect(fromFile.status == 0, "\(fromFile.output)")
         #expect(fromFile.standardOutput.contains("grant lifetime: 2592000 s (the default; --config FILE gives"))
 
+        // As a systemd credential ($CREDENTIALS_DIRECTORY/RELAY_KEYS).
+        let credentials = fixture.relay.directory.appendingPathComponent("credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try secrets.relayKeysJSON.write(
+            to: credentials.appendingPathComponent("RELAY_KEYS"), atomically: true, encoding: .utf8)
+        let credential = try grantInfo(grant, environment: ["CREDENTIALS_DIRECTORY": credentials.path])
+        #expect(credential.status == 0, "\(credential.output)")
+        #expect(credential.standardOutput.contains("environment: sandbox\n"), "\(credential.output)")
+
         // Without RELAY_KEYS: the header only.
         let header = try grantInfo(grant)
         #expect(header.status == 0, "\(header.output)")
