@@ -11,14 +11,22 @@ Each documented answer of each simulator fault (docs/API.md, "Trying it against 
 the generated client and must come back parsed into its named type, with its `error` (and `limit`) narrowed as the
 document says; so must the answers that need no fault (a grant, a delivery, a refused grant and body, health and
 readiness). An answer the client cannot parse, or a status the document does not list (the client raises on it),
-fails the run. Prints one line per answer, never a token or a grant.
+fails the run. Then the answers no client sends for (a target or head over its limit, framing the relay does not
+trust, an unknown transfer coding, another HTTP version) are provoked on every operation of the document with raw
+requests: each status the relay answers must be one the document lists for that operation. Prints one line per
+answer, never a token or a grant.
 """
+
 import base64
+import os
 import secrets
+import socket
 import sys
 import time
+from urllib.parse import urlsplit
 
 import httpx
+from ruamel.yaml import YAML
 
 from duo_relay_client import Client
 from duo_relay_client.api.grants import mint_grant
@@ -94,7 +102,7 @@ def check(what, response, status, kind, error=None, limit=None):
 
 
 def token(prefix=""):
-    return prefix + secrets.token_hex(32)[len(prefix):]
+    return prefix + secrets.token_hex(32)[len(prefix) :]
 
 
 def sealed():
@@ -104,6 +112,63 @@ def sealed():
 
 def push_request(grant):
     return PushRequest(grant=grant, sealed=sealed(), id=secrets.token_hex(32), thread=secrets.token_hex(32))
+
+
+# Requests no client sends, each with the status the relay answers it and what it is (docs/API.md), on any path.
+PROVOKED = [
+    (414, "a target over 4096 bytes", lambda method, path: f"{method} {path}?{'a' * 5000} HTTP/1.1\r\nHost: relay\r\n"),
+    (
+        431,
+        "a head over 4096 bytes",
+        lambda method, path: f"{method} {path} HTTP/1.1\r\nHost: relay\r\nX-Fill: {'a' * 5000}\r\n",
+    ),
+    (400, "a space before a colon", lambda method, path: f"{method} {path} HTTP/1.1\r\nHost : relay\r\n"),
+    (
+        501,
+        "an unknown transfer coding",
+        lambda method, path: f"{method} {path} HTTP/1.1\r\nHost: relay\r\nTransfer-Encoding: frobnicate\r\n",
+    ),
+    (505, "another HTTP version", lambda method, path: f"{method} {path} HTTP/2.5\r\nHost: relay\r\n"),
+]
+
+
+def raw_status(relay, head):
+    """The status the relay answers a raw request head with (the connection closed after it)."""
+    address = urlsplit(relay)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as connection:
+        connection.sendall((head + "Connection: close\r\n\r\n").encode())
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    line = answer.split(b"\r\n", 1)[0].decode(errors="replace")
+    parts = line.split(" ")
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+
+
+def check_provoked(relay):
+    """Each operation of the document, provoked as PROVOKED says: the answer must be the expected one, and listed."""
+    spec = YAML(typ="safe").load(open(os.path.join(os.path.dirname(__file__), "..", "docs", "openapi.yaml")))
+    count = 0
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            listed = {int(status) for status in operation["responses"]}
+            for status, what, head in PROVOKED:
+                answered = raw_status(relay, head(method.upper(), path))
+                count += 1
+                problems = []
+                if answered != status:
+                    problems.append(f"answered {answered}, not {status}")
+                if answered not in listed:
+                    problems.append(f"{answered} is not among the statuses the document lists ({sorted(listed)})")
+                line = f"{method.upper()} {path} with {what}: {answered}"
+                if problems:
+                    failures.append(f"{line}: " + "; ".join(problems))
+                    line += " -- " + "; ".join(problems)
+                print("api-client-check: " + line)
+    return count
 
 
 def main():
@@ -145,12 +210,17 @@ def main():
         answer = push.sync_detailed(client=client, body=push_request(grant(token(faults[outcome]))))
         check(f"push, simulator {outcome}", answer, status, kind, error, limit)
 
+    provoked = check_provoked(relay)
+
     if failures:
-        print(f"api-client-check: {len(failures)} answers not parsed as documented:", file=sys.stderr)
+        print(f"api-client-check: {len(failures)} answers not as documented:", file=sys.stderr)
         for failure in failures:
             print("  " + failure, file=sys.stderr)
         return 1
-    print(f"api-client-check: every answer parsed into its type ({len(EXPECTED)} simulator faults)")
+    print(
+        f"api-client-check: every answer parsed into its type ({len(EXPECTED)} simulator faults), "
+        f"and {provoked} provoked answers listed for their operations"
+    )
     return 0
 
 
