@@ -276,6 +276,8 @@ struct HTTP1ConversationTests {
                 answer(.json(413, "{}"), now: now)
             case .refused(_, let error, _):
                 answer(.refusal(error), now: now)
+            case .admission:
+                Issue.record("a connection within the caps asked for room")
             }
         }
 

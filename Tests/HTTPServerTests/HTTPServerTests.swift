@@ -192,9 +192,16 @@ struct HTTPServerTests {
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().status == 200)
         }
+        // Over the cap: answered 503 `overloaded` (never a reset), and closed.
         let third = try RawHTTPClient(port: server.port)
-        try? third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        try third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = try third.readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.error == "overloaded")
+        #expect(refused.header("retry-after") == "1")
+        #expect(refused.header("connection")?.lowercased() == "close")
         #expect(third.isClosedByPeer())
+        #expect(server.core.caps.open == 2)
         // Once one closes, a new connection is accepted again.
         _ = consume first
         try Poll.wait(for: "a new connection served", within: .seconds(10)) {
@@ -202,6 +209,43 @@ struct HTTPServerTests {
                 (try? fourth.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")) != nil
             else { return false }
             return (try? fourth.readResponse().status) == 200
+        }
+    }
+
+    /// A connection the server closes stops counting against the caps at once, in the same turn of its loop, not when
+    /// its handle's close callback runs a turn later (another connection may be accepted in between).
+    @Test func aConnectionStopsCountingWhenTheServerClosesIt() throws {
+        let server = try makeServer { $0.threads = 1 }
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        let worker = try #require(server.workers.first)
+        #expect(server.core.caps.open == 1)
+        // The drain closes the idle connection; the count is read before the loop's turn ends.
+        let open = try worker.loop.performAndWait { [core = server.core] in
+            worker.quiesce()
+            return core.caps.open
+        }
+        #expect(open == 0)
+        #expect(client.isClosedByPeer(within: 5))
+    }
+
+    /// A connection stops counting against its cap the moment it closes, not a turn of the loop later: one worker and
+    /// a cap of one, and a client that opens a new connection for each request after closing the last one, is never
+    /// refused (the new connection's accept and the old one's end of stream often reach the loop in one turn).
+    @Test func aClosedConnectionStopsCountingAtOnce() throws {
+        let server = try makeServer {
+            $0.perAddressConnectionLimit = 1
+            $0.threads = 1
+        }
+        defer { server.stop() }
+        for attempt in 0..<500 {
+            let client = try RawHTTPClient(port: server.port, timeoutSeconds: 5)
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let status = try? client.readResponse().status
+            #expect(status == 200, "request \(attempt)")
+            if status != 200 { break }
         }
     }
 
