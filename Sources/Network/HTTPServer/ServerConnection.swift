@@ -157,6 +157,20 @@ final class ServerConnection: TCPConnectionDelegate {
         run(conversation.admission(room: room, now: now))
     }
 
+    /// The wait for room is over: one more try once the loop has read what is ready now, then the machine's answer.
+    /// A loop's timers run before its reads in each turn, so a loop that ran late would otherwise refuse with the
+    /// close that makes room still unread (work enqueued twice runs after the next turn's reads).
+    private func roomWaitEnded() {
+        let loop = socket.loop
+        loop.enqueue { [weak self] in
+            loop.enqueue { [weak self] in
+                guard let self, !closed else { return }
+                askForRoom()
+                if conversation.connection.isAwaitingRoom { run(conversation.deadlineReached(now: now)) }
+            }
+        }
+    }
+
     private func stopWaitingForRoom() {
         guard caps.waiting else { return }
         caps.waiting = false
@@ -213,6 +227,10 @@ final class ServerConnection: TCPConnectionDelegate {
         if timer == nil {
             timer = LoopTimer(on: socket.loop) { [unowned self] in
                 guard !closed else { return }
+                if caps.waiting {
+                    roomWaitEnded()
+                    return
+                }
                 run(conversation.deadlineReached(now: now))
             }
         }

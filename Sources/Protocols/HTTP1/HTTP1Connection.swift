@@ -40,13 +40,17 @@ public struct HTTP1Connection: Sendable {
         public var overCapBufferBytes: Int
         /// The `Retry-After` seconds of the answer to a connection over a cap.
         public var overCapRetryAfterSeconds: Int
+        /// When the server stops (``drain(now:)``), how long a request on its way still has for its head: a new
+        /// connection's first request (the client sent it as its connection was accepted), or a head partly in.
+        public var drainHeadWait: UInt64
 
         /// Creates a configuration; every limit has a production default.
         public init(
             limits: HTTP1RequestParser.Limits = HTTP1RequestParser.Limits(), timeout: UInt64 = 30_000_000_000,
             lingerTimeout: UInt64 = 2_000_000_000, maxBufferedBytes: Int = 64 * 1024,
             discardableBodyBytes: Int = 64 * 1024, overCapHeadTimeout: UInt64 = 1_000_000_000,
-            roomWait: UInt64 = 250_000_000, overCapBufferBytes: Int = 4096, overCapRetryAfterSeconds: Int = 1
+            roomWait: UInt64 = 250_000_000, overCapBufferBytes: Int = 4096, overCapRetryAfterSeconds: Int = 1,
+            drainHeadWait: UInt64 = 1_000_000_000
         ) {
             self.limits = limits
             self.timeout = timeout
@@ -57,6 +61,7 @@ public struct HTTP1Connection: Sendable {
             self.roomWait = roomWait
             self.overCapBufferBytes = overCapBufferBytes
             self.overCapRetryAfterSeconds = overCapRetryAfterSeconds
+            self.drainHeadWait = drainHeadWait
         }
     }
 
@@ -153,6 +158,8 @@ public struct HTTP1Connection: Sendable {
     private var pendingShutdown = false
     /// Set by ``drain(now:)``: the request in progress is the last.
     private var draining = false
+    /// A request's first byte has come on this connection.
+    private var begun = false
 
     /// A connection just accepted at `now`: the idle deadline runs from here. `overCap`: it was accepted over a cap
     /// (docs/DESIGN.md, "The HTTP front", Caps): it holds at most ``Configuration/overCapBufferBytes``, its head must
@@ -305,12 +312,21 @@ public struct HTTP1Connection: Sendable {
     }
 
     /// The server is stopping: the request in progress (if any) still gets its answer, with `connection: close`,
-    /// and the connection then closes; an idle connection, or one in the middle of a head, closes now; one waiting
-    /// for room over a cap is answered 503 `overloaded`.
+    /// and the connection then closes. A request on its way, a new connection's first or a head partly in, has
+    /// ``Configuration/drainHeadWait`` for its head and is answered the same way (its client sent it to a server that
+    /// had accepted the connection); a connection idle after its requests closes now; one waiting for room over a
+    /// cap is answered 503 `overloaded`.
     public mutating func drain(now: Instant) -> Action {
         draining = true
+        let wait = now + configuration.drainHeadWait
         switch state {
-        case .idle, .head: return close()
+        case .idle(let deadline) where !begun:
+            state = .idle(deadline: min(deadline, wait))
+            return action(nil, now: now)
+        case .head(let deadline):
+            state = .head(deadline: min(deadline, wait))
+            return action(nil, now: now)
+        case .idle: return close()
         case .admitting: return refuseOverCap(now: now)
         default: return action(nil, now: now)
         }
@@ -352,8 +368,10 @@ public struct HTTP1Connection: Sendable {
                     return peerClosed ? close() : action(nil, now: now)
                 }
                 // The head's deadline runs from its first byte, or, for a pipelined head already buffered, from
-                // the moment the connection turns to it; over a cap, from the accept.
-                if case .idle(let deadline) = state, !admitted {
+                // the moment the connection turns to it; over a cap, from the accept; while the server stops, from
+                // the drain.
+                begun = true
+                if case .idle(let deadline) = state, !admitted || draining {
                     state = .head(deadline: deadline)
                 } else {
                     state = .head(deadline: now + configuration.timeout)
