@@ -563,6 +563,83 @@ struct HTTPServerTests {
         #expect(try second.readResponse().text == "kept 2")
     }
 
+    // MARK: A passed socket (socket activation)
+
+    /// A server on a passed socket listens on it as on its own; when it stops accepting, the socket is not shut down:
+    /// a connection that comes meanwhile waits in the backlog, unanswered but not reset, and the next server on the
+    /// same socket answers it (what a restart under a socket unit does).
+    @Test func aPassedSocketOutlivesItsServerAndTheNextServerAnswersTheBacklog() throws {
+        let held = try SilentListener(backlog: 128)
+        func serve() throws -> HTTPServer {
+            try makeServer {
+                $0.passedSocket = fcntl(held.descriptor, F_DUPFD_CLOEXEC, 0)
+                $0.threads = 2
+            }
+        }
+        let first = try serve()
+        #expect(first.port == held.port)
+        let client = try RawHTTPClient(port: held.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        first.quiesce()
+        #expect(client.isClosedByPeer(within: 5))
+        let waiting = try RawHTTPClient(port: held.port, timeoutSeconds: 10)
+        try waiting.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        first.stop()
+        // Nobody accepts for a while: the connection waits in the backlog, not reset.
+        var entry = pollfd(fd: waiting.descriptor, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&entry, 1, 300) == 0, "the waiting connection was closed or reset")
+        let second = try serve()
+        defer { second.stop() }
+        let answer = try waiting.readResponse()
+        #expect(answer.status == 200)
+        #expect(answer.text == #"{"hello":"world"}"#)
+    }
+
+    /// What the service manager says is checked before the socket is taken, each refusal naming its cause.
+    @Test func socketActivationTakesExactlyOneSocketMeantForThisProcess() throws {
+        let pid = getpid()
+        #expect(
+            try SocketActivation.passedDescriptor(
+                environment: ["LISTEN_PID": String(pid), "LISTEN_FDS": "1"], processID: pid) == 3)
+        let refusals: [([String: String], String)] = [
+            ([:], "no socket was passed"),
+            (["LISTEN_FDS": "1"], "no socket was passed"),
+            (["LISTEN_PID": String(pid + 1), "LISTEN_FDS": "1"], "meant for another process"),
+            (["LISTEN_PID": String(pid), "LISTEN_FDS": "2"], "exactly one listening socket"),
+            (["LISTEN_PID": String(pid), "LISTEN_FDS": "0"], "exactly one listening socket"),
+        ]
+        for (environment, reason) in refusals {
+            do {
+                _ = try SocketActivation.passedDescriptor(environment: environment, processID: pid)
+                Issue.record("accepted \(environment)")
+            } catch {
+                #expect(error.reason.contains(reason), "\(error.reason)")
+            }
+        }
+    }
+
+    /// The passed descriptor must be a listening TCP socket; anything else is refused, and the descriptor closed.
+    @Test func aPassedDescriptorThatIsNotAListeningTCPSocketIsRefused() throws {
+        let unbound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let datagram = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let file = open("/dev/null", O_RDONLY)
+        for (descriptor, reason) in [
+            (unbound, "not listening"), (datagram, "not a TCP stream socket"), (file, "is not a socket"),
+        ] {
+            do {
+                _ = try makeServer { $0.passedSocket = descriptor }
+                Issue.record("accepted a descriptor that is \(reason)")
+            } catch let error as HTTPServerError {
+                #expect(error == HTTPServerError(.bindFailed, ""))
+                #expect(error.reason.contains(reason), "\(error.reason)")
+            } catch {
+                Issue.record("\(error)")
+            }
+            #expect(fcntl(descriptor, F_GETFD) == -1, "the descriptor was left open")
+        }
+    }
+
     @Test func bindingAPortInUseFails() throws {
         let server = try makeServer()
         defer { server.stop() }
