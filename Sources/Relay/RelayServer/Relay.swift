@@ -85,6 +85,10 @@ public final class Relay: Sendable {
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
         do {
+            if config.listen.isSystemd {
+                serverConfig.passedSocket = try SocketActivation.passedDescriptor(
+                    environment: ProcessInfo.processInfo.environment, processID: getpid())
+            }
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
             for gateway in gateways.values { gateway.shutdown() }

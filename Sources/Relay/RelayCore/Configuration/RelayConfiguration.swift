@@ -96,7 +96,9 @@ public struct RelayConfiguration: Equatable, Sendable {
         var listenRead = true
         problems.attempt { () throws(ConfigurationError) in
             do throws(ConfigurationError) {
-                if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
+                if let text = try root.string("listen") {
+                    config.listen = text == "systemd" ? .systemd : try address(text, key: "listen")
+                }
             } catch {
                 listenRead = false
                 throw error
@@ -193,7 +195,8 @@ public struct RelayConfiguration: Equatable, Sendable {
 
     private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
         guard let address = ListenAddress(text) else {
-            throw ConfigurationError(.invalid, key, "must be host:port or [ipv6]:port")
+            let forms = key == "listen" ? "host:port or [ipv6]:port, or systemd" : "host:port or [ipv6]:port"
+            throw ConfigurationError(.invalid, key, "must be " + forms)
         }
         guard ListenAddress.isIPAddress(address.host) else {
             throw ConfigurationError(
