@@ -16,6 +16,9 @@ final class ServerWorker: @unchecked Sendable {
     private let core: ServerCore
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
+    /// Where a TLS connection's records are decrypted to, one at a time (a record holds at most 16 KiB): lent to each
+    /// connection while it reads, on this loop only.
+    let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
     /// The worker made its loop (and stops it); false for a loop its caller owns.
     private let ownsLoop: Bool
@@ -36,6 +39,10 @@ final class ServerWorker: @unchecked Sendable {
         }
         self.core = core
         ledger = core.ledgers[index]
+    }
+
+    deinit {
+        plaintext.deallocate()
     }
 
     /// Accepts from `descriptor` (the server's listening socket or a duplicate of it), which the worker owns from
