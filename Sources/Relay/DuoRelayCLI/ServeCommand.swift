@@ -57,7 +57,8 @@ enum ServeCommand {
         Log.line("duo-relay: memory allocator: \(Allocator.name)")
         var listen = setup.configuration.listen
         listen.port = relay.port
-        Log.line("duo-relay: listening on \(listen)")
+        Log.line("duo-relay: " + relay.tlsSummary)
+        Log.line("duo-relay: listening on \(relay.tlsCertificate == nil ? "http" : "https")://\(listen)")
         if var metrics = setup.configuration.metricsListen, let port = relay.metricsPort {
             metrics.port = port
             Log.line("duo-relay: metrics on http://\(metrics)/metrics")
