@@ -58,7 +58,8 @@ enum ServeCommand {
         var listen = setup.configuration.listen
         listen.port = relay.port
         Log.line("duo-relay: " + relay.tlsSummary)
-        Log.line("duo-relay: listening on \(relay.tlsCertificate == nil ? "http" : "https")://\(listen)")
+        // The same words with TLS or without (tools read the port from it); the `tls:` line says which.
+        Log.line("duo-relay: listening on \(listen)")
         if var metrics = setup.configuration.metricsListen, let port = relay.metricsPort {
             metrics.port = port
             Log.line("duo-relay: metrics on http://\(metrics)/metrics")
