@@ -21,8 +21,6 @@ extension ModuleError where Domain == TLSErrorDomain {
 extension ErrorCode where Domain == TLSErrorDomain {
     /// The certificate or private key PEM could not be loaded, or does not match.
     public static var invalidCertificate: Self { Self("invalidCertificate") }
-    /// The private key does not match the certificate.
-    public static var keyMismatch: Self { Self("keyMismatch") }
     /// The certificate's validity has ended.
     public static var expiredCertificate: Self { Self("expiredCertificate") }
     /// A client context's extra CA file cannot be read, or holds no certificate OpenSSL loads.

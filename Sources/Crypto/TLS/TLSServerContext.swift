@@ -59,7 +59,7 @@ public final class TLSServerContext: @unchecked Sendable {
         if front { try Self.requireServableKey(key) }
         guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
             OpenSSLErrorQueue.clear()
-            throw TLSError(.keyMismatch, "the private key does not match the certificate")
+            throw TLSError(.invalidCertificate, "the private key does not match the certificate")
         }
         leaf = try CertificateSummary(chain[0])
         if front {
