@@ -13,8 +13,8 @@ import TLS
 /// the way in.
 ///
 /// Ownership: the worker's table and the socket (its delegate) hold the connection until the socket's close callback;
-/// the connection holds its timer and its TLS session (freed there) until then. Responders and pending decisions reach it through a weak
-/// ``ConnectionReference``.
+/// the connection holds its timer and its TLS session (freed there) until then. Responders and pending decisions reach
+/// it through a weak ``ConnectionReference``.
 final class ServerConnection: TCPConnectionDelegate {
     private let core: ServerCore
     private unowned let worker: ServerWorker
