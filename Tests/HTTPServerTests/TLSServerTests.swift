@@ -229,4 +229,41 @@ struct TLSServerTests {
         let newFingerprint = (fixture.server.tlsCertificate?.fingerprint ?? "-").replacingOccurrences(of: ":", with: "")
         #expect(rest.last == "\(newFingerprint) 200", "\(rest)")
     }
+
+    /// A stopping server closes an idle TLS connection and one still handshaking at once, and the drain ends.
+    @Test func quiesceClosesIdleAndHandshakingTLSConnections() throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let handshaking = try RawHTTPClient(port: fixture.server.port)
+        try handshaking.send([0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x00])
+        let script = """
+            import socket, ssl, sys
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as raw:
+                with context.wrap_socket(raw, server_hostname="localhost") as tls:
+                    print("open", flush=True)
+                    print("closed" if tls.recv(1) == b"" else "data", flush=True)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = ["-c", script, String(fixture.server.port), fixture.caFile]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var text = ""
+        while !text.contains("open") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        fixture.server.quiesce()
+        #expect(fixture.server.waitUntilDrained(until: .now() + .seconds(5)))
+        #expect(handshaking.isClosedByPeer(within: 5))
+        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // The idle connection ended with the relay's close_notify, which Python reads as the end of the stream.
+        #expect(text.contains("open\nclosed"), "\(text)")
+        #expect(fixture.server.tlsHandshakeFailures.allSatisfy { $0.count == 0 })
+    }
 }
