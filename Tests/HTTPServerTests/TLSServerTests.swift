@@ -266,4 +266,17 @@ struct TLSServerTests {
         #expect(text.contains("open\nclosed"), "\(text)")
         #expect(fixture.server.tlsHandshakeFailures.allSatisfy { $0.count == 0 })
     }
+
+    /// A connection counts against the caps from its accept, before its handshake: one stalled mid-handshake holds
+    /// its place, and gives it back as soon as it is cut off.
+    @Test func aConnectionCountsAgainstTheCapsFromItsAcceptBeforeItsHandshake() throws {
+        let fixture = try Fixture(timeoutSeconds: 1)
+        defer { fixture.server.stop() }
+        #expect(fixture.server.core.caps.open == 0)
+        let stalled = try RawHTTPClient(port: fixture.server.port)
+        try stalled.send([0x16, 0x03, 0x01])
+        try Poll.wait(for: "the connection counted", within: .seconds(5)) { fixture.server.core.caps.open == 1 }
+        #expect(stalled.isClosedByPeer(within: 5))
+        try Poll.wait(for: "the connection released", within: .seconds(5)) { fixture.server.core.caps.open == 0 }
+    }
 }
