@@ -47,6 +47,8 @@ public final class TLSServerContext: @unchecked Sendable {
         defer { chain.forEach { X509_free($0) } }
         let key = try Self.privateKey(privateKeyPEM)
         defer { EVP_PKEY_free(key) }
+        // Before OpenSSL's own check of the certificate's key, whose words ("ee key too small") say less.
+        if front { try Self.requireServableKey(key) }
         guard SSL_CTX_use_certificate(context, chain[0]) == 1 else {
             throw TLSError.openSSL("the certificate was refused", code: .invalidCertificate)
         }
@@ -56,7 +58,6 @@ public final class TLSServerContext: @unchecked Sendable {
                 throw TLSError.openSSL("a chain certificate was refused", code: .invalidCertificate)
             }
         }
-        if front { try Self.requireServableKey(key) }
         guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
             OpenSSLErrorQueue.clear()
             throw TLSError(.invalidCertificate, "the private key does not match the certificate")
