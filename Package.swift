@@ -72,7 +72,7 @@ let package = Package(
             path: "Sources/Relay/RelayCore",
             swiftSettings: strict),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"],
+            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "TLS", "ErrorCodes", "MonotonicTime"],
             path: "Sources/Network/HTTPServer", swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(

@@ -317,3 +317,44 @@ import Testing
                 == "limits store: memory (this instance only)")
     }
 }
+
+/// `tls` (docs/DESIGN.md, "TLS"): both paths required, null or absent for plain HTTP, unknown keys refused.
+@Suite struct TLSConfigurationTests {
+    func check(_ tls: String) -> (RelayConfiguration, [String]) {
+        let (config, problems) = RelayConfiguration.check(
+            Array(#"{"apns":{"topic":"app.openduo.pocket"},"tls":\#(tls)}"#.utf8))
+        return (config, problems.map(\.description))
+    }
+
+    @Test func bothPathsAreRead() {
+        let (config, problems) = check(#"{"certificate_file":"/etc/relay/fullchain.pem","key_file":"/etc/k.pem"}"#)
+        #expect(problems.isEmpty)
+        #expect(config.tls == .init(certificateFile: "/etc/relay/fullchain.pem", keyFile: "/etc/k.pem"))
+    }
+
+    @Test func nullOrAbsentIsPlainHTTP() throws {
+        let (config, problems) = check("null")
+        #expect(problems.isEmpty)
+        #expect(config.tls == nil)
+        let absent = try RelayConfiguration.parse(Array(#"{"apns":{"topic":"app.openduo.pocket"}}"#.utf8))
+        #expect(absent.tls == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"certificate_file":"/c.pem"}"#, "tls.key_file: is required with tls"),
+        (#"{"key_file":"/k.pem"}"#, "tls.certificate_file: is required with tls"),
+        (#"{"certificate_file":"","key_file":"/k.pem"}"#, "tls.certificate_file: must be a file path"),
+        (
+            #"{"certificate_file":"/c.pem","key_file":"/k.pem","ca_file":"/ca.pem"}"#,
+            "tls.ca_file: is not a known configuration key"
+        ),
+        (#""/c.pem""#, "tls: must be a JSON object"),
+        (#"{"certificate_file":1,"key_file":"/k.pem"}"#, "tls.certificate_file: must be a string"),
+    ])
+    func aProblemNamesItsKey(_ tls: String, _ problem: String) {
+        let (config, problems) = check(tls)
+        #expect(problems == [problem])
+        // A key beside the paths is its own problem; the paths themselves were read.
+        #expect((config.tls == nil) == !problem.contains("not a known"))
+    }
+}

@@ -3,6 +3,7 @@ import Glibc
 import HTTP1
 import Loop
 import Synchronization
+import TLS
 
 /// The relay's HTTP/1.1 server (docs/DESIGN.md, "The HTTP front"), knowing nothing of routes: every request goes to an
 /// ``HTTPHandler``. `threads` workers, each an event loop that accepts from a duplicate of one listening socket (not
@@ -57,7 +58,7 @@ public final class HTTPServer: Sendable {
             handler: handler, connection: connection,
             caps: ConnectionCaps(
                 total: limit, perAddress: configuration.perAddressConnectionLimit, overCapSlots: slots),
-            workers: configuration.threads)
+            workers: configuration.threads, tls: configuration.tls.map(TLSFront.init))
         let backlog = Int32(clamping: min(limit, 4096))
         let socket: ListeningSocket.Opened
         if let passed = configuration.passedSocket {
@@ -184,6 +185,23 @@ public final class HTTPServer: Sendable {
     /// The workers (for tests).
     var workers: [ServerWorker] {
         lifecycle.withLock { $0.workers }
+    }
+
+    /// Connections accepted from now on run their TLS with `context` (a renewed certificate); open connections keep
+    /// theirs. Nothing for a plain server.
+    public func replaceTLSContext(_ context: TLSServerContext) {
+        core.tls?.replace(with: context)
+    }
+
+    /// The certificate new connections are served, nil for a plain server.
+    public var tlsCertificate: CertificateSummary? {
+        core.tls?.current.leaf
+    }
+
+    /// TLS handshakes that failed, by kind (`protocol`, `alpn`, `timeout`, `other`; each present), empty for a plain
+    /// server.
+    public var tlsHandshakeFailures: [(kind: String, count: Int)] {
+        core.tls?.failureCounts ?? []
     }
 
     /// Request contexts the connections hold right now (for leak checks in tests).

@@ -1,3 +1,5 @@
+import TLS
+
 /// How an ``HTTPServer`` listens and which limits it enforces.
 public struct HTTPServerConfiguration: Sendable {
     /// The IP address to listen on: `"127.0.0.1"`, `"::1"`, `"0.0.0.0"`, `"::"` (IPv6 and IPv4), or any other literal.
@@ -26,6 +28,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// its descriptors close, and connections still waiting in the socket's backlog stay there for the next process
     /// that holds it.
     public var passedSocket: Int32?
+    /// HTTPS: every connection runs through a TLS session made from this context (its handshake inside the first
+    /// request's deadline; ``HTTPServer/replaceTLSContext(_:)`` gives later connections another); nil: plain HTTP.
+    public var tls: TLSServerContext? = nil
 
     /// Creates a configuration; every limit has a production default.
     public init(

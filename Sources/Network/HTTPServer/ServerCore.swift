@@ -9,6 +9,8 @@ final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let connection: HTTP1Connection.Configuration
     let caps: ConnectionCaps
+    /// The TLS every connection runs through; nil: plain HTTP.
+    let tls: TLSFront?
     /// Each worker's record of the requests it holds (indexed by ``ServerWorker/index``), added up by the server's
     /// counts; a request context retains its own worker's, so an answer that comes after the server stopped still
     /// counts.
@@ -32,8 +34,12 @@ final class ServerCore: Sendable {
         }
     }
 
-    init(handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps, workers: Int) {
+    init(
+        handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps, workers: Int,
+        tls: TLSFront? = nil
+    ) {
         ledgers = (0..<workers).map { _ in WorkerLedger() }
+        self.tls = tls
         self.handler = handler
         self.connection = connection
         self.caps = caps

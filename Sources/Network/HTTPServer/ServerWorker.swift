@@ -18,6 +18,9 @@ final class ServerWorker: @unchecked Sendable {
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
     /// This worker's connections over a cap that wait for room (``ConnectionCaps``).
     private var waiting: [ObjectIdentifier: ServerConnection] = [:]
+    /// Where a TLS connection's records are decrypted to, one at a time (a record holds at most 16 KiB): lent to each
+    /// connection while it reads, on this loop only.
+    let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
     /// The worker made its loop (and stops it); false for a loop its caller owns.
     private let ownsLoop: Bool
@@ -50,6 +53,10 @@ final class ServerWorker: @unchecked Sendable {
                 _ = loop.execute { self.roomMayHaveCome() }
             }
         }
+    }
+
+    deinit {
+        plaintext.deallocate()
     }
 
     /// Accepts from `descriptor` (the server's listening socket or a duplicate of it), which the worker owns from

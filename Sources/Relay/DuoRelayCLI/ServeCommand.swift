@@ -10,8 +10,8 @@ enum ServeCommand {
         usage: duo-relay serve --config FILE
 
         Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0). SIGHUP re-reads the
-        configuration file and the secrets given as NAME_FILE (variables and credentials keep their
-        start-up values); listen, limits and server settings need a restart. The path is always
+        configuration file, the tls certificate and key files, and the secrets given as NAME_FILE
+        (variables and credentials keep their start-up values); listen, limits and server settings need a restart. The path is always
         explicit: nothing is searched for. Secrets come from the environment (docs/operations/configuration.md, "Secrets"):
         APNS_KEY_SANDBOX, APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION,
         APNS_TEAM_ID, RELAY_KEYS and, with a Redis limits store that requires AUTH, REDIS_PASSWORD
@@ -57,6 +57,8 @@ enum ServeCommand {
         Log.line("memory allocator: \(Allocator.name)", event: "allocator")
         var listen = setup.configuration.listen
         listen.port = relay.port
+        Log.line(relay.tlsSummary, event: "tls")
+        // The same words with TLS or without (tools read the port from it); the `tls` line says which.
         Log.line("listening on \(listen)", event: "listening", fields: ["address": "\(listen)"])
         if var metrics = setup.configuration.metricsListen, let port = relay.metricsPort {
             metrics.port = port

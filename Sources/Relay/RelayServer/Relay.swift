@@ -84,6 +84,16 @@ public final class Relay: Sendable {
         // not, holds a buffer of the header limit plus 4 KiB: 4 KiB of headers makes that 8 KiB
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
+        do throws(ConfigurationError) {
+            serverConfig.tls = try config.tls.map { files throws(ConfigurationError) in
+                try FrontCertificate.load(files, now: Int64(clock.unixSeconds))
+            }
+        } catch {
+            for gateway in gateways.values { gateway.shutdown() }
+            limitsStore?.shutdown()
+            for loop in loops { loop.stop() }
+            throw error
+        }
         do {
             if config.listen.isSystemd {
                 serverConfig.passedSocket = try SocketActivation.passedDescriptor(
@@ -103,7 +113,9 @@ public final class Relay: Sendable {
             do {
                 metricsServer = try HTTPServer(
                     configuration: metricsConfig,
-                    handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
+                    handler: MetricsEndpoint(
+                        service: service, extraCounters: { Self.gatewayCounters(service) },
+                        extraText: { [server] in Self.tlsMetrics(server) }))
             } catch {
                 server.stop()
                 for gateway in gateways.values { gateway.shutdown() }
@@ -283,6 +295,16 @@ public final class Relay: Sendable {
     /// The limiters that count in the shared store (none without one): a test checks that they are freed.
     var sharedLimiters: [SharedRateLimiter] { service.sharedLimiters }
 
+    /// The certificate new connections are served (`tls`), nil without TLS.
+    public var tlsCertificate: CertificateSummary? { server.tlsCertificate }
+
+    /// The start-up summary's `tls:` line: the served certificate's subject, expiry and SHA-256 fingerprint, or that
+    /// the relay serves plain HTTP.
+    public var tlsSummary: String {
+        tlsCertificate.map { "tls: certificate " + $0.description }
+            ?? "tls: none (plain HTTP, for a front; tls not set)"
+    }
+
     /// The bound port (useful when the configuration asked for port 0).
     public var port: UInt16 { server.port }
     /// The metrics listener's bound port, if one is configured.
@@ -416,6 +438,17 @@ public final class Relay: Sendable {
                 event: "reload_refused")
             return
         }
+        // The pair is read again, whether its files changed or not (a renewal writes over them): refused whole
+        // when it does not load, the running pair serving on.
+        var tls: TLSServerContext?
+        if let files = decision.configuration.tls {
+            do throws(ConfigurationError) {
+                tls = try FrontCertificate.load(files, now: Int64(clock.unixSeconds))
+            } catch {
+                Log.line("duo-relay: reload refused, keeping the running configuration and certificate: \(error)")
+                return
+            }
+        }
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
@@ -429,6 +462,7 @@ public final class Relay: Sendable {
             retired.append(gateway)
         }
         service.replace(RelayState(configuration: decision.configuration, secrets: setup.secrets, gateways: gateways))
+        if let tls { server.replaceTLSContext(tls) }
         if !retired.isEmpty {
             let retired = retired
             retiredGateways.withLock { $0 += retired }
@@ -445,6 +479,7 @@ public final class Relay: Sendable {
                 + setup.secrets.environments.map { environment in
                     environment.name + " (key id " + (setup.secrets.credentials(environment)?.keyID ?? "") + ")"
                 }.joined(separator: ", ")
+                + (tls.map { "; tls: certificate " + $0.leaf.description } ?? "")
                 + (decision.needRestart.isEmpty
                     ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")),
             event: "reloaded")
@@ -452,6 +487,22 @@ public final class Relay: Sendable {
 
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
+
+    /// The TLS front's metrics (none without `tls`): the served certificate's expiry and the failed handshakes by
+    /// kind.
+    private static func tlsMetrics(_ server: HTTPServer) -> String {
+        guard let leaf = server.tlsCertificate else { return "" }
+        var out =
+            "# HELP duo_relay_tls_certificate_expiry_timestamp_seconds The served certificate's notAfter, in Unix time.\n"
+            + "# TYPE duo_relay_tls_certificate_expiry_timestamp_seconds gauge\n"
+            + "duo_relay_tls_certificate_expiry_timestamp_seconds \(leaf.notAfter)\n"
+            + "# HELP duo_relay_tls_handshake_failures_total TLS handshakes that failed, by kind (protocol, alpn, "
+            + "timeout, other).\n# TYPE duo_relay_tls_handshake_failures_total counter\n"
+        for (kind, count) in server.tlsHandshakeFailures {
+            out += #"duo_relay_tls_handshake_failures_total{kind="\#(kind)"} "# + "\(count)\n"
+        }
+        return out
+    }
 
     private static func gatewayCounters(_ service: RelayHTTPHandler) -> [CounterSample] {
         var out: [CounterSample] = []
