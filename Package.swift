@@ -182,7 +182,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HTTP2ClientTests",
-            dependencies: ["HTTP2Client", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
+            dependencies: ["HTTP2Client", "HTTP2Wire", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
         // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
         // session.
