@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The rule every I/O component follows (docs/DESIGN.md, "Shape of the code"): a thin shell around a pure machine.
+/// The rule every I/O component follows (docs/DESIGN.md, "Machines and their shells"): a thin shell around a pure machine.
 /// A machine makes no C call; the Redis pipeline's shell decides less than half as much as its machine.
 @Suite("Machines are pure and shells are thin")
 struct MachineShellTests {
