@@ -177,7 +177,7 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "RedisTestSupport",
-                "RelayTestSupport",
+                "RelayTestSupport", "Loop",
             ],
             swiftSettings: strict),
         .testTarget(

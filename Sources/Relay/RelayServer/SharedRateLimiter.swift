@@ -128,13 +128,18 @@ final class SharedLimits: Sendable {
 
     // MARK: Carrying over
 
-    /// The most keys one round of carrying over takes: its requests all leave in one write and are answered well
+    /// One key's admissions to carry over, and its limit.
+    typealias Owed = (limit: SharedRateLimiter, admissions: CarriedAdmissions)
+
+    /// The most keys one batch of carrying over sends: its requests all leave in one write and are answered well
     /// within the store's timeout.
-    static let carryOverRound = SharedLimitsScript.carryOverKeys * 32
+    static let carryOverBatch = SharedLimitsScript.carryOverKeys * 32
 
     /// Adds what this instance admitted alone to Redis, on `pipeline` (on its loop), unless a carry-over is under way
-    /// or nothing is owed: rounds of at most ``carryOverRound`` keys until one finds nothing left, then decisions are
-    /// made in Redis again. A round that is not answered gives its admissions back, to be carried by the next try.
+    /// or nothing is owed: rounds that each take everything owed (one pass over the windows) and send it in batches
+    /// of at most ``carryOverBatch`` keys, one batch after another, until a round finds nothing left; then decisions
+    /// are made in Redis again. A batch not answered gives back its admissions and the round's rest, to be carried
+    /// by the next try.
     func carryOver(on pipeline: RedisPipeline) {
         guard !store.carry.isClear, pipeline.isConnected, store.carry.begin() else { return }
         carryRound(on: pipeline)
@@ -149,19 +154,27 @@ final class SharedLimits: Sendable {
     private func carryRound(on pipeline: RedisPipeline) {
         let through = store.carry.owedSoFar
         let now = clock.monotonicNow
-        var taken = address.local.takeCarryOver(now: now, limit: Self.carryOverRound).map { (limit: address, $0) }
-        if taken.count < Self.carryOverRound {
-            taken += phone.local.takeCarryOver(now: now, limit: Self.carryOverRound - taken.count).map {
-                (limit: phone, $0)
-            }
-        }
-        guard !taken.isEmpty else {
+        let owed: [Owed] =
+            address.local.takeCarryOver(now: now, limit: .max).map { (address, $0) }
+            + phone.local.takeCarryOver(now: now, limit: .max).map { (phone, $0) }
+        guard !owed.isEmpty else {
             // Everything owed up to `through` is in Redis; a local decision made since is carried by another round.
             if store.carry.end(through: through) { carryOver(on: pipeline) }
             return
         }
-        let requests = stride(from: 0, to: taken.count, by: SharedLimitsScript.carryOverKeys).map {
-            Array(taken[$0..<min(taken.count, $0 + SharedLimitsScript.carryOverKeys)])
+        carryBatch(owed[...], through: pipeline)
+    }
+
+    /// Sends the first ``carryOverBatch`` keys of `owed`, then (once all are answered) the rest, then another round.
+    private func carryBatch(_ owed: ArraySlice<Owed>, through pipeline: RedisPipeline) {
+        guard !owed.isEmpty else {
+            carryRound(on: pipeline)
+            return
+        }
+        let batch = Array(owed.prefix(Self.carryOverBatch))
+        let rest = owed.dropFirst(Self.carryOverBatch)
+        let requests = stride(from: 0, to: batch.count, by: SharedLimitsScript.carryOverKeys).map {
+            Array(batch[$0..<min(batch.count, $0 + SharedLimitsScript.carryOverKeys)])
         }
         let round = CarryRound(requests: requests.count)
         for request in requests {
@@ -169,34 +182,41 @@ final class SharedLimits: Sendable {
                 script: SharedLimitsScript.source, keyLengths: request.map { $0.limit.keyLength },
                 arguments: SharedLimitsScript.carryOverArguments(
                     address: address.local.policy, phone: phone.local.policy,
-                    admissions: request.map { (kind: $0.limit === address ? "a" : "p", $0.1.count, $0.1.age) }))
+                    admissions: request.map {
+                        (kind: $0.limit === address ? "a" : "p", $0.admissions.count, $0.admissions.age)
+                    }))
             let sent = pipeline.evaluate(
                 call,
-                writingKeys: { index, target in request[index].limit.writeStoreKey(request[index].1.key, into: target) }
+                writingKeys: { index, target in
+                    request[index].limit.writeStoreKey(request[index].admissions.key, into: target)
+                }
             ) { [self] result in
                 let answered = if case .success(let answer) = result { answer.first >= 0 } else { false }
-                finish(round, request, answered: answered, on: pipeline)
+                finish(round, request, answered: answered, rest: rest, on: pipeline)
             }
-            if !sent { finish(round, request, answered: false, on: pipeline) }
+            if !sent { finish(round, request, answered: false, rest: rest, on: pipeline) }
         }
     }
 
-    /// One carry-over request answered (or not); the last of its round ends the round.
+    /// One carry-over request answered (or not); the last of its batch sends the next, or gives the rest back.
     private func finish(
-        _ round: CarryRound, _ request: [(limit: SharedRateLimiter, CarriedAdmissions)], answered: Bool,
-        on pipeline: RedisPipeline
+        _ round: CarryRound, _ request: [Owed], answered: Bool, rest: ArraySlice<Owed>, on pipeline: RedisPipeline
     ) {
-        if !answered {
-            for limit in [address, phone] {
-                limit.local.restore(request.filter { $0.limit === limit }.map(\.1))
-            }
-        }
+        if !answered { giveBack(request[...]) }
         guard let allAnswered = round.finished(answered: answered) else { return }
         guard allAnswered else {
+            giveBack(rest)
             store.carry.stop()
             return
         }
-        carryRound(on: pipeline)
+        carryBatch(rest, through: pipeline)
+    }
+
+    /// Admissions Redis did not take, back to their windows (to be carried by the next try).
+    private func giveBack(_ owed: ArraySlice<Owed>) {
+        for limit in [address, phone] {
+            limit.local.restore(owed.filter { $0.limit === limit }.map(\.admissions))
+        }
     }
 
     func sweep(now: Instant) {
