@@ -71,6 +71,44 @@ import Testing
         expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
     }
 
+    /// A problem whose cause changes while it lasts: nobody at APNs' port, then a server there whose certificate is
+    /// not trusted. One line names the new cause and the one before; the end is one line, naming the last cause.
+    @Test func aConnectionProblemWhoseCauseChangesGetsALineNamingTheNewCause() throws {
+        let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#)
+        fixture.simulator.stop()
+        let (token, grant) = try pushes(2, relay: fixture.relay)
+        #expect(waitForLine(fixture.relay, "cannot connect to APNs: Connection refused"))
+        var untrusted = fixture.simulatorConfiguration
+        let other = try SimulatorPKI.generate()
+        untrusted.certificatePEM = other.certificatePEM
+        untrusted.privateKeyPEM = other.privateKeyPEM
+        let impostor = try APNsSimulator(configuration: untrusted)
+        let changed = "APNs' TLS certificate is not trusted"
+        #expect(
+            Poll.until(within: .seconds(15), every: .milliseconds(250)) {
+                _ = try? fixture.push(grant: grant)
+                return !lines(fixture.relay, containing: changed).isEmpty
+            })
+        impostor.stop()
+        let change = lines(fixture.relay, containing: changed)
+        #expect(change.count == 1, "\(change)")
+        #expect(
+            change.first?.contains("(the cause changed; before: cannot connect to APNs: Connection refused)") == true,
+            "\(change)")
+        let simulator = try APNsSimulator(configuration: fixture.simulatorConfiguration)
+        defer { simulator.stop() }
+        #expect(
+            Poll.until(within: .seconds(15), every: .milliseconds(250)) {
+                (try? fixture.push(grant: grant).status) == 200
+            })
+        #expect(waitForLine(fixture.relay, "resolved: \(changed)"))
+        // Three lines in all: the start, the change, the end; none per push.
+        #expect(
+            lines(fixture.relay, containing: "apns sandbox: ").count == 3,
+            "\(lines(fixture.relay, containing: "apns "))")
+        expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
+    }
+
     @Test func anUntrustedCertificateIsOneLineWithOpenSSLsReason() throws {
         let simulator = try PushFixture()
         let directory = try RelayProcess.temporaryDirectory()

@@ -15,6 +15,8 @@ public struct RelayConfiguration: Equatable, Sendable {
     public var metricsListen: ListenAddress? = nil
     /// Where the limits are counted: in memory, or shared through Redis.
     public var limitsStore = LimitsStore()
+    /// How log lines are written (`log.format`): text for people, JSON for log pipelines.
+    public var logFormat = LogLine.Format.text
 
     public struct APNs: Equatable, Sendable {
         public var topic: String
@@ -89,7 +91,7 @@ public struct RelayConfiguration: Equatable, Sendable {
         problems.add(
             root.unknownKeys([
                 "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server",
-                "metrics_listen", "limits_store",
+                "metrics_listen", "limits_store", "log",
             ]))
         var listenRead = true
         problems.attempt { () throws(ConfigurationError) in
@@ -174,6 +176,16 @@ public struct RelayConfiguration: Equatable, Sendable {
         problems.attempt { () throws(ConfigurationError) in
             if let store = try root.object("limits_store") {
                 config.limitsStore = LimitsStore.parse(store, into: problems)
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            guard let log = try root.object("log") else { return }
+            problems.add(log.unknownKeys(["format"]))
+            if let text = try log.string("format") {
+                guard let format = LogLine.Format(rawValue: text) else {
+                    throw ConfigurationError(.invalid, log.key("format"), "must be \"text\" or \"json\"")
+                }
+                config.logFormat = format
             }
         }
         return (config, problems.problems)
