@@ -177,12 +177,12 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "RedisTestSupport",
-                "RelayTestSupport",
+                "RelayTestSupport", "Loop",
             ],
             swiftSettings: strict),
         .testTarget(
             name: "HTTP2ClientTests",
-            dependencies: ["HTTP2Client", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
+            dependencies: ["HTTP2Client", "HTTP2Wire", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
         // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
         // session.

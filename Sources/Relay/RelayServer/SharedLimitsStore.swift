@@ -24,6 +24,8 @@ final class SharedLimitsStore: Sendable {
     private let pipelines: [RedisPipeline]
     private let link: Link
     private let fallbacks = Mutex<[FallbackKey: Int]>([:])
+    /// What this instance admitted alone and still owes Redis.
+    let carry: SharedCarryOver
 
     /// The pipelines' states together: a class, so that their event handlers can hold it (and not the store).
     private final class Link: Sendable {
@@ -135,6 +137,8 @@ final class SharedLimitsStore: Sendable {
         let link = Link(location: location, onFailure: settings.onFailure, pipelines: loops.count)
         self.link = link
         let siblings = Siblings()
+        let carry = SharedCarryOver()
+        self.carry = carry
         var pipelines: [RedisPipeline] = []
         for (index, loop) in loops.enumerated() {
             // The events are reported to the link, not the store: a pipeline never holds the store.
@@ -143,6 +147,7 @@ final class SharedLimitsStore: Sendable {
                     configuration: client, loop: loop,
                     onServerEvent: { event, server in
                         link.report(event, server: server, from: index)
+                        if case .connected = event { carry.ready(worker: index) }
                         // The primary has moved for every worker: those without a call since must not stay behind.
                         if case .lost(let error) = event, error.code == .notPrimary {
                             siblings.leave(except: index, because: error)
@@ -197,7 +202,8 @@ final class SharedLimitsStore: Sendable {
     }
 
     var health: Health {
-        if link.shared.load(ordering: .acquiring) { return .shared }
+        // Not while what was admitted alone is being added: decisions are still local then.
+        if link.shared.load(ordering: .acquiring) && carry.isClear { return .shared }
         return settings.onFailure == .local ? .local : .unavailable
     }
 

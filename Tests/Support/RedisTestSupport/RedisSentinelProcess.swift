@@ -21,9 +21,10 @@ public final class RedisSentinelProcess: @unchecked Sendable {
 
     /// A sentinel monitoring `primary` (its `requirepass` as `auth-pass`) under `master`; with `start` false it is
     /// made but not started (``start()`` later, on the same port: sentinels unreachable at first).
+    /// `downAfterMilliseconds`: how long the primary must be silent before it is replaced (the outage a kill makes).
     public init(
         monitoring primary: RedisServerProcess, master: String = "duo-limits", password: String? = nil,
-        start: Bool = true
+        start: Bool = true, downAfterMilliseconds: Int = 1_000
     ) throws {
         guard Self.isInstalled else {
             throw ServerProcess.Unavailable(
@@ -42,7 +43,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
             "logfile \(directory.appendingPathComponent("sentinel.log").path)",
             "sentinel monitor \(master) 127.0.0.1 \(primary.port) 1",
             "sentinel auth-pass \(master) \(primary.password)",
-            "sentinel down-after-milliseconds \(master) 1000",
+            "sentinel down-after-milliseconds \(master) \(downAfterMilliseconds)",
             "sentinel failover-timeout \(master) 5000",
         ]
         if let password { lines.append("requirepass \(password)") }
