@@ -92,11 +92,22 @@ import Testing
         #expect(probe.peerClosed() == .close(nil))
     }
 
-    @Test func aStoppingServerClosesAConnectionStillHandshakingWithoutCountingIt() {
-        var machine = Machine(acceptedAt: 0, timeout: Self.timeout)
-        _ = machine.received(Self.helloStart, now: 0)
-        #expect(machine.drain() == .close(nil))
-        #expect(machine.phase == .closed)
+    /// A client still handshaking when the server stops connected before the stop: it may finish within the drain's
+    /// wait (then its request is answered as a drain answers), and one that does not is closed without counting it.
+    @Test func aStoppingServerLetsAHandshakeFinishWithinItsWaitAndClosesItUncountedAfter() {
+        var finishing = Machine(acceptedAt: 0, timeout: Self.timeout)
+        _ = finishing.received(Self.helloStart, now: 0)
+        #expect(finishing.drain(now: 10, wait: 100) == .wait(deadline: 110))
+        #expect(finishing.stepped(.done, now: 50) == .open)
+        var stalled = Machine(acceptedAt: 0, timeout: Self.timeout)
+        _ = stalled.received(Self.helloStart, now: 0)
+        #expect(stalled.drain(now: 10, wait: 100) == .wait(deadline: 110))
+        #expect(stalled.deadlineReached(now: 109) == .wait(deadline: 110))
+        #expect(stalled.deadlineReached(now: 110) == .close(nil))
+        #expect(stalled.phase == .closed)
+        // The drain never lengthens a deadline that was sooner.
+        var late = Machine(acceptedAt: 0, timeout: 50)
+        #expect(late.drain(now: 10, wait: 100) == .wait(deadline: 50))
     }
 
     /// The handshake is part of the first request's deadline: the conversation, made at the accept, waits for its

@@ -267,6 +267,55 @@ struct TLSServerTests {
         #expect(fixture.server.tlsHandshakeFailures.allSatisfy { $0.count == 0 })
     }
 
+    /// A client that connected before the server stopped, and handshakes after, is still served: its handshake has
+    /// the drain's wait, and its request is answered and the connection closed (as a restart on a held socket needs:
+    /// no client that had already connected fails).
+    @Test func aHandshakeUnderWayWhenTheServerStopsIsFinishedAndItsRequestAnswered() throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let script = """
+            import socket, ssl, sys
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as raw:
+                print("connected", flush=True)
+                sys.stdin.readline()
+                with context.wrap_socket(raw, server_hostname="localhost") as tls:
+                    tls.sendall(b"GET /hello HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n")
+                    answer = b""
+                    while True:
+                        chunk = tls.recv(4096)
+                        if not chunk: break
+                        answer += chunk
+                    head = answer.split(b"\\r\\n\\r\\n")[0].decode().lower()
+                    print(head.split("\\r\\n")[0], "close" if "connection: close" in head else "kept", flush=True)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = ["-c", script, String(fixture.server.port), fixture.caFile]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var text = ""
+        while !text.contains("connected") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(text.contains("connected"), "\(text)")
+        // Accepted (counted against the caps) before the server stops, as the handshake has not begun.
+        try Poll.wait(for: "the connection accepted", within: .seconds(5)) { fixture.server.core.caps.open == 1 }
+        fixture.server.quiesce()
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(text.contains("http/1.1 200 ok close"), "\(text)")
+        #expect(fixture.server.waitUntilDrained(until: .now() + .seconds(5)))
+        #expect(fixture.server.tlsHandshakeFailures.allSatisfy { $0.count == 0 })
+    }
+
     /// A connection counts against the caps from its accept, before its handshake: one stalled mid-handshake holds
     /// its place, and gives it back as soon as it is cut off.
     @Test func aConnectionCountsAgainstTheCapsFromItsAcceptBeforeItsHandshake() throws {

@@ -81,12 +81,16 @@ final class ServerConnection: TCPConnectionDelegate {
     /// Starts reading and arms the idle deadline (with TLS, the handshake's, which is the same).
     func start() {
         socket.delegate = self
-        if let handshake {
-            guard session != nil, !core.quiesced.load(ordering: .relaxed) else {
+        if handshake != nil {
+            guard session != nil else {
                 closeSocket()
                 return
             }
-            carryOut(handshake.start)
+            // Accepted as the server stops: the client connected before the stop, and is served as a drain serves.
+            let action =
+                core.quiesced.load(ordering: .relaxed)
+                ? handshake!.drain(now: now, wait: core.connection.drainHeadWait) : handshake!.start
+            carryOut(action)
             return
         }
         run(conversation.start(draining: core.quiesced.load(ordering: .relaxed), now: now))
@@ -96,7 +100,7 @@ final class ServerConnection: TCPConnectionDelegate {
     func drain() {
         guard !closed else { return }
         if handshake?.phase == .handshaking {
-            carryOut(handshake!.drain())
+            carryOut(handshake!.drain(now: now, wait: core.connection.drainHeadWait))
             return
         }
         run(conversation.drain(now: now))

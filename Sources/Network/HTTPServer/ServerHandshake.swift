@@ -53,9 +53,12 @@ struct ServerHandshake: Sendable, Equatable {
     /// The first bytes of a TLS handshake record: content type 22 (handshake), then the major version 3.
     static let recordStart: [UInt8] = [0x16, 0x03]
 
-    /// The handshake's deadline: the connection's first, from its accept.
-    let deadline: Instant
+    /// The handshake's deadline: the connection's first, from its accept (sooner once the server stops).
+    private(set) var deadline: Instant
     private(set) var phase = Phase.handshaking
+    /// The server is stopping: a deadline reached now ends a handshake the client was still entitled to, and is not
+    /// counted as the client's failure.
+    private var draining = false
     /// Bytes received so far, up to the length of ``recordStart`` (checked as they come).
     private var seen = 0
 
@@ -76,7 +79,7 @@ struct ServerHandshake: Sendable, Equatable {
             guard byte == Self.recordStart[seen] else { return close(.protocol) }
             seen += 1
         }
-        guard now < deadline else { return close(.timeout) }
+        guard now < deadline else { return draining ? deadlineReached(now: now) : close(.timeout) }
         return .step
     }
 
@@ -93,7 +96,7 @@ struct ServerHandshake: Sendable, Equatable {
             phase = .open
             return .open
         case .inProgress:
-            guard now < deadline else { return close(.timeout) }
+            guard now < deadline else { return deadlineReached(now: now) }
             return .wait(deadline: deadline)
         case .failed(let failure):
             return close(failure)
@@ -104,6 +107,10 @@ struct ServerHandshake: Sendable, Equatable {
     mutating func deadlineReached(now: Instant) -> Action {
         guard phase == .handshaking else { return .close(nil) }
         guard now >= deadline else { return .wait(deadline: deadline) }
+        guard !draining else {
+            phase = .closed
+            return .close(nil)
+        }
         return close(.timeout)
     }
 
@@ -114,11 +121,15 @@ struct ServerHandshake: Sendable, Equatable {
         return .close(seen == 0 ? nil : .other)
     }
 
-    /// The server is stopping: a connection still handshaking has no request to answer, and closes now.
-    mutating func drain() -> Action {
+    /// The server is stopping. A client still handshaking connected before the stop, as a plain client whose
+    /// request is on its way did: it gets `wait` nanoseconds more at most to finish, and its request is then answered
+    /// (and the connection closed) as any request on its way is. A restart on a socket the service manager holds
+    /// therefore fails no client that had already connected.
+    mutating func drain(now: Instant, wait: UInt64) -> Action {
         guard phase == .handshaking else { return .close(nil) }
-        phase = .closed
-        return .close(nil)
+        draining = true
+        deadline = min(deadline, now + wait)
+        return .wait(deadline: deadline)
     }
 
     private mutating func close(_ failure: Failure) -> Action {
