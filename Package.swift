@@ -78,8 +78,9 @@ let package = Package(
         .target(
             name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], path: "Sources/Network/Loop",
             swiftSettings: strict),
-        // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
-        // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
+        // HTTP/1.1, pure: the relay's front (the strict request parser and the connection state machine) and the one
+        // response reader the proxy tunnel, `duo-relay push`, the load tool and the tests read answers with, on the
+        // same line scanner (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
         .target(
             name: "HTTP1", dependencies: ["ErrorCodes", "MonotonicTime"], path: "Sources/Protocols/HTTP1",
             swiftSettings: strict),
@@ -95,7 +96,7 @@ let package = Package(
         // A client connection on a loop, plain TCP or TLS (TLS's session through its stream BIO) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
         .target(
-            name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime", "ErrorCodes"],
+            name: "LoopTLS", dependencies: ["Loop", "TLS", "HTTP1", "MonotonicTime", "ErrorCodes"],
             path: "Sources/Network/LoopTLS", swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
@@ -131,28 +132,30 @@ let package = Package(
             ] + allocator, path: "Sources/Relay/DuoRelayCLI",
             swiftSettings: strict),
         // `duo-relay push`'s client: one request to a relay and its HTTP/1.1 answer, over a connection of its own on a
-        // loop (plain or TLS, a CA of the operator's beside the system's roots); the answer reader and the exchange's
-        // machine are pure.
+        // loop (plain or TLS, a CA of the operator's beside the system's roots); the exchange's machine is pure and
+        // reads the answer with HTTP1's response reader.
         .target(
-            name: "PushClient", dependencies: ["DuoRelayClient", "Loop", "LoopTLS", "TLS"],
+            name: "PushClient", dependencies: ["DuoRelayClient", "HTTP1", "Loop", "LoopTLS", "TLS"],
             path: "Sources/Relay/PushClient", swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
             dependencies: [
-                "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder", "ErrorCodes",
+                "Loop", "HTTP1", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder",
+                "ErrorCodes",
             ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
         // The documents' recipes run as written: the blocks taken from README.md and OPERATIONS.md, the
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(
-            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "RelayCrypto"],
+            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "HTTP1", "RelayCrypto"],
             path: "Tests/Support/RecipeRunner", swiftSettings: strict),
 
-        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
+        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, an event recorder, the one free-port finder
+        // and the waits for a listening port and for a log line, the failure type, hex, the test PKI, sockets.
         .target(
-            name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes", "TCPForwarder"],
+            name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes", "HTTP1", "TCPForwarder"],
             path: "Tests/Support/RelayTestSupport", swiftSettings: strict),
         // A TCP forwarder on loopback that delays, resets or forgets connections: the benchmark's Redis hop and
         // the tests' network faults (its listener is the tests' loopback listener too).
@@ -189,7 +192,8 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: strict),
         // A throwaway redis-server and redis-sentinel for the tests (RedisClientTests, EndToEndTests).
         .target(
-            name: "RedisTestSupport", dependencies: ["ErrorCodes"], path: "Tests/Support/RedisTestSupport",
+            name: "RedisTestSupport", dependencies: ["ErrorCodes", "RelayTestSupport"],
+            path: "Tests/Support/RedisTestSupport",
             swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
@@ -213,15 +217,16 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
-        .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
+        .testTarget(
+            name: "LoopTests", dependencies: ["Loop", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "LoopTLSTests",
             dependencies: [
-                "LoopTLS", "Loop", "TLS", "APNsSimulator", "RelayCrypto", "MonotonicTime", "RelayTestSupport",
+                "LoopTLS", "Loop", "TLS", "HTTP1", "APNsSimulator", "RelayCrypto", "MonotonicTime", "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
-        // The push client's answer reader and exchange machine, without sockets.
+        // The push client's exchange machine and how it reads answers, without sockets.
         .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),

@@ -23,17 +23,9 @@ import Testing
         return (token, grant)
     }
 
-    private func lines(_ relay: RelayProcess, containing text: String) -> [Substring] {
-        relay.standardError.split(separator: "\n").filter { $0.contains(text) }
-    }
-
     private func expectNothingIdentifying(_ relay: RelayProcess, _ secrets: [String]) {
         for secret in secrets { #expect(!relay.allOutput.contains(secret)) }
         #expect(!relay.allOutput.lowercased().contains("/3/device/"))
-    }
-
-    private func waitForLine(_ relay: RelayProcess, _ text: String, count: Int = 1) -> Bool {
-        Poll.until(within: .seconds(5)) { lines(relay, containing: text).count >= count }
     }
 
     /// Starts a relay with `apns` settings, sends three pushes (all 502) and returns the one line
@@ -43,8 +35,8 @@ import Testing
         let relay = try RelayProcess(
             config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
         let (token, grant) = try pushes(3, relay: relay)
-        #expect(waitForLine(relay, text), "\(lines(relay, containing: "apns "))")
-        let found = lines(relay, containing: text)
+        #expect(relay.waitForLine(text), "\(relay.lines(containing: "apns "))")
+        let found = relay.lines(containing: text)
         #expect(found.count == 1, "\(found)")
         expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
         return found.first
@@ -55,8 +47,8 @@ import Testing
         let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#)
         fixture.simulator.stop()
         let (token, grant) = try pushes(4, relay: fixture.relay)
-        #expect(waitForLine(fixture.relay, "cannot connect to APNs"))
-        let started = lines(fixture.relay, containing: "cannot connect to APNs")
+        #expect(fixture.relay.waitForLine("cannot connect to APNs"))
+        let started = fixture.relay.lines(containing: "cannot connect to APNs")
         #expect(started.count == 1, "\(started)")
         #expect(started.first?.contains("Connection refused") == true)
         let simulator = try APNsSimulator(configuration: fixture.simulatorConfiguration)
@@ -66,8 +58,8 @@ import Testing
             Poll.until(within: .seconds(15), every: .milliseconds(250)) {
                 (try? fixture.push(grant: grant).status) == 200
             })
-        #expect(waitForLine(fixture.relay, "resolved: cannot connect to APNs"))
-        #expect(lines(fixture.relay, containing: "cannot connect to APNs").count == 2)
+        #expect(fixture.relay.waitForLine("resolved: cannot connect to APNs"))
+        #expect(fixture.relay.lines(containing: "cannot connect to APNs").count == 2)
         expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
     }
 
@@ -140,8 +132,8 @@ import Testing
         fixture.simulator.setDefaultFault(.goaway)
         for _ in 0..<3 { #expect(try fixture.push(grant: grant).status == 502) }
         #expect(fixture.simulator.statistics.goawaysSent >= 3)
-        #expect(waitForLine(fixture.relay, "GOAWAY"))
-        let found = lines(fixture.relay, containing: "GOAWAY")
+        #expect(fixture.relay.waitForLine("GOAWAY"))
+        let found = fixture.relay.lines(containing: "GOAWAY")
         #expect(found.count == 1, "\(found)")
         #expect(found.first?.contains("BadCertificateEnvironment") == true)
         expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import RelayTestSupport
 import Synchronization
 import Testing
 
@@ -8,29 +9,6 @@ import Testing
 /// Every suite of this target runs one test at a time, so that a test's loops and sockets are the only ones
 /// of this target when it looks at /proc/self/fd.
 @Suite(.serialized) enum LoopTests {}
-
-/// Events recorded on any thread and waited for with a deadline (never a sleep).
-final class Recorder<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
-    private let signal = DispatchSemaphore(value: 0)
-
-    func record(_ event: Event) {
-        events.withLock { $0.append(event) }
-        signal.signal()
-    }
-
-    var all: [Event] { events.withLock { $0 } }
-
-    /// Waits until `condition` holds for the events recorded, at most `seconds`; returns whether it held.
-    @discardableResult
-    func wait(seconds: Double = 10, until condition: ([Event]) -> Bool) -> Bool {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if events.withLock({ condition($0) }) { return true }
-            if signal.wait(timeout: deadline) == .timedOut { return events.withLock { condition($0) } }
-        }
-    }
-}
 
 /// A blocking loopback client for the tests: reads and writes with a 10 s bound.
 final class TestClient {
@@ -125,11 +103,6 @@ final class TestClient {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// The targets of this process's open descriptors, as /proc/self/fd shows them (`socket:[1234]`, …).

@@ -6,19 +6,6 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-/// Collects a pipeline's events, for waiting on them.
-final class EventLog: Sendable {
-    let events = Mutex<[RedisPipeline.Event]>([])
-
-    func record(_ event: RedisPipeline.Event) { events.withLock { $0.append(event) } }
-
-    var all: [RedisPipeline.Event] { events.withLock { $0 } }
-
-    func wait(seconds: Double = 10, until condition: ([RedisPipeline.Event]) -> Bool) -> Bool {
-        Poll.until(within: .seconds(seconds), every: .milliseconds(5)) { condition(all) }
-    }
-}
-
 extension RedisPipeline {
     /// One evaluation, waited for: nil when the pipeline refused at once (not connected).
     func evaluateAndWait(keys: [[UInt8]], arguments: [[UInt8]]) -> Result<Int64, RedisClientError>? {
@@ -43,7 +30,8 @@ extension RedisPipeline {
     }
 
     static func connected(
-        to server: RedisServerProcess, script: String, password: String? = nil, log: EventLog = EventLog(),
+        to server: RedisServerProcess, script: String, password: String? = nil,
+        log: Recorder<RedisPipeline.Event> = Recorder<RedisPipeline.Event>(),
         configure: (inout RedisClientConfiguration) -> Void = { _ in }
     ) throws -> RedisPipeline {
         var configuration = RedisClientConfiguration(host: "127.0.0.1", port: server.port, script: script)

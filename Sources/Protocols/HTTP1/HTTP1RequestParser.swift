@@ -65,20 +65,12 @@ public struct HTTP1RequestParser: Sendable {
         /// The head was returned; waiting for ``readBody(limit:keep:)``.
         case awaitingBodyLimit
         case lengthBody(remaining: Int)
-        /// Chunk size digits so far, and the length of the size line so far.
-        case chunkSize(value: UInt64, digits: Int, lineBytes: Int)
-        case chunkExtension(value: UInt64, lineBytes: Int)
-        case chunkSizeLF(value: UInt64)
-        case chunkData(remaining: Int)
-        case chunkDataCR
-        case chunkDataLF
+        /// Reading a chunked body's framing, up to its last chunk.
+        case chunked(ChunkScan)
         /// Scanning the trailer section (`lines` holds where).
         case trailers
         case failed(HTTP1ParseError, HTTP1RequestHead)
     }
-
-    /// The longest chunk size line, extensions included: the parser ignores extensions, but bounds them.
-    static let maxChunkLineBytes = 1024
 
     /// Creates a parser with no bytes yet.
     public init(limits: Limits = Limits()) {
@@ -139,7 +131,7 @@ public struct HTTP1RequestParser: Sendable {
         body = []
         bodyLength = 0
         if head.isChunked {
-            state = .chunkSize(value: 0, digits: 0, lineBytes: 0)
+            state = .chunked(ChunkScan())
             return nil
         }
         let length = head.contentLength ?? 0
@@ -225,90 +217,24 @@ public struct HTTP1RequestParser: Sendable {
                     return .needMoreBytes
                 }
                 return finish()
-            case .chunkSize(let value, let digits, let lineBytes):
-                guard position < end else { return .needMoreBytes }
-                let byte = bytes[position]
-                guard lineBytes < Self.maxChunkLineBytes else {
-                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
-                }
-                position += 1
-                if let digit = ASCII.hexValue(byte) {
-                    // At most 16 digits, and never past 2^63: refused, not wrapped, so that no reader may take a
-                    // size for a smaller one.
-                    guard digits < 16, value <= (UInt64(Int.max) >> 4) else {
-                        return refuse(.invalidChunkSize, "chunk size over 16 hex digits or past 2^63", bytes)
-                    }
-                    state = .chunkSize(value: value << 4 | UInt64(digit), digits: digits + 1, lineBytes: lineBytes + 1)
-                    continue
-                }
-                guard digits > 0 else { return refuse(.invalidChunkSize, "chunk size without hex digits", bytes) }
-                switch byte {
-                case ASCII.cr: state = .chunkSizeLF(value: value)
-                case ASCII.semicolon: state = .chunkExtension(value: value, lineBytes: lineBytes + 1)
-                case ASCII.lf: return refuse(.invalidLineEnding, "chunk size line ended by a bare LF", bytes)
-                default:
-                    // White space before an extension (BWS in RFC 9112) is refused too: h11 and other readers
-                    // refuse it, and a request two readers frame differently is how requests are smuggled.
-                    return refuse(.invalidChunkSize, "chunk size not hex digits", bytes)
-                }
-            case .chunkExtension(let value, var lineBytes):
-                // Ignored, but held to a field value's bytes and to the line's limit.
-                while position < end && ASCII.isFieldValue(bytes[position]) && lineBytes < Self.maxChunkLineBytes {
-                    position += 1
-                    lineBytes += 1
-                }
-                guard position < end else {
-                    state = .chunkExtension(value: value, lineBytes: lineBytes)
+            case .chunked(var chunks):
+                state = .head  // a placeholder while the scan is out of the state
+                let outcome = chunks.scan(bytes, at: &position, room: bodyLimit - bodyLength)
+                state = .chunked(chunks)
+                switch outcome {
+                case .needMoreBytes:
                     return .needMoreBytes
-                }
-                guard lineBytes < Self.maxChunkLineBytes else {
-                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
-                }
-                let byte = bytes[position]
-                position += 1
-                switch byte {
-                case ASCII.cr: state = .chunkSizeLF(value: value)
-                case ASCII.lf: return refuse(.invalidLineEnding, "chunk size line ended by a bare LF", bytes)
-                default: return refuse(.invalidChunkSize, "a control byte in a chunk extension", bytes)
-                }
-            case .chunkSizeLF(let value):
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.lf else {
-                    return refuse(.invalidLineEnding, "a CR not followed by LF after a chunk size", bytes)
-                }
-                position += 1
-                if value == 0 {
+                case .data(let range):
+                    take(bytes, range)
+                case .lastChunk:
                     state = .trailers
                     scan = position
                     lines = LineScan(trailers: ())
-                    continue
-                }
-                guard value <= UInt64(bodyLimit - bodyLength) else {
+                case .tooLarge:
                     return refuse(.bodyTooLarge, "chunked body over the route's body limit", bytes)
+                case .failed(let code, let reason):
+                    return refuse(code, reason, bytes)
                 }
-                state = .chunkData(remaining: Int(value))
-            case .chunkData(let remaining):
-                let count = min(remaining, end - position)
-                take(bytes, count)
-                if count < remaining {
-                    state = .chunkData(remaining: remaining - count)
-                    return .needMoreBytes
-                }
-                state = .chunkDataCR
-            case .chunkDataCR:
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.cr else {
-                    return refuse(.invalidChunkData, "chunk data not followed by CRLF", bytes)
-                }
-                position += 1
-                state = .chunkDataLF
-            case .chunkDataLF:
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.lf else {
-                    return refuse(.invalidChunkData, "chunk data not followed by CRLF", bytes)
-                }
-                position += 1
-                state = .chunkSize(value: 0, digits: 0, lineBytes: 0)
             case .trailers:
                 var index = scan
                 let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: true)
@@ -328,11 +254,15 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ count: Int) {
-        if keepBody && count > 0 {
-            body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[position..<position + count]))
-        }
-        bodyLength += count
+        take(bytes, position..<position + count)
         position += count
+    }
+
+    private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
+        if keepBody && !range.isEmpty {
+            body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[range]))
+        }
+        bodyLength += range.count
     }
 
     private mutating func finish() -> Event {
