@@ -54,7 +54,8 @@ let package = Package(
         // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
         // equality by code.
         .target(name: "ErrorCodes", path: "Sources/Base/ErrorCodes", swiftSettings: strict),
-        // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input.
+        // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input,
+        // and the one conversion of a `Duration` to those nanoseconds.
         .target(name: "MonotonicTime", path: "Sources/Base/MonotonicTime", swiftSettings: strict),
         // TLS over OpenSSL, client and server side: the contexts (peer verification, the server's certificate),
         // sessions (the handshake step, reads and writes, ALPN), the client stream's BIO, the error queue read into
@@ -114,7 +115,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes"],
+            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes", "MonotonicTime"],
             path: "Sources/Simulator/APNsSimulator",
             swiftSettings: strict),
         .target(
@@ -155,12 +156,13 @@ let package = Package(
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, an event recorder, the one free-port finder
         // and the waits for a listening port and for a log line, the failure type, hex, the test PKI, sockets.
         .target(
-            name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes", "HTTP1", "TCPForwarder"],
+            name: "RelayTestSupport",
+            dependencies: ["APNsSimulator", "ErrorCodes", "HTTP1", "MonotonicTime", "TCPForwarder"],
             path: "Tests/Support/RelayTestSupport", swiftSettings: strict),
         // A TCP forwarder on loopback that delays, resets or forgets connections: the benchmark's Redis hop and
         // the tests' network faults (its listener is the tests' loopback listener too).
         .target(
-            name: "TCPForwarder", dependencies: ["ErrorCodes"], path: "Sources/Simulator/TCPForwarder",
+            name: "TCPForwarder", dependencies: ["ErrorCodes", "MonotonicTime"], path: "Sources/Simulator/TCPForwarder",
             swiftSettings: strict),
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
@@ -206,7 +208,7 @@ let package = Package(
             name: "APNsSimulatorTests",
             dependencies: [
                 "APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem", "RelayCore", "RelayTestSupport",
-                "TCPForwarder",
+                "TCPForwarder", "MonotonicTime",
             ],
             swiftSettings: strict),
         .testTarget(
