@@ -42,44 +42,89 @@ import Testing
         return found.first
     }
 
-    @Test func aClosedPortIsOneLineWithTheErrnoTextAndItsEndIsAnother() throws {
-        // The simulator's port, closed while the relay starts, opened again later.
-        let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#)
-        fixture.simulator.stop()
-        let (token, grant) = try pushes(4, relay: fixture.relay)
-        #expect(fixture.relay.waitForLine("cannot connect to APNs"))
-        let started = fixture.relay.lines(containing: "cannot connect to APNs")
-        #expect(started.count == 1, "\(started)")
-        #expect(started.first?.contains("Connection refused") == true)
-        let simulator = try APNsSimulator(configuration: fixture.simulatorConfiguration)
-        defer { simulator.stop() }
-        // The relay connects again on its own: a push goes through once it has.
-        #expect(
-            Poll.until(within: .seconds(15), every: .milliseconds(250)) {
-                (try? fixture.push(grant: grant).status) == 200
-            })
-        #expect(fixture.relay.waitForLine("resolved: cannot connect to APNs"))
-        #expect(fixture.relay.lines(containing: "cannot connect to APNs").count == 2)
-        expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
+    /// APNs out of reach three ways, each started once: every push is answered 502 `apns` within its deadline, the
+    /// instance stays ready with the environment failing, and the operator reads one line naming the cause (and,
+    /// for a closed port, one more when it ends: the relay connects again on its own).
+    enum Unreachable: String, CaseIterable, Sendable {
+        case wrongCA = "wrong-ca", closedPort = "closed-port", unresolvable
     }
 
-    @Test func anUntrustedCertificateIsOneLineWithOpenSSLsReason() throws {
-        let simulator = try PushFixture()
+    @Test(arguments: Unreachable.allCases)
+    func unreachableAPNsAnswers502AndIsOneLine(_ kind: Unreachable) throws {
+        let secrets = TestSecrets()
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let otherCA = directory.appendingPathComponent("other-ca.pem").path
-        try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
-        let line = try oneLine(
-            apns:
-                #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(otherCA)","timeout_ms":2000"#,
-            containing: "TLS certificate is not trusted")
-        #expect(line?.contains("unable to get local issuer certificate") == true, "\(line ?? "")")
-    }
+        let relay: RelayProcess
+        // What stays up while the relay runs: the simulator a wrong CA points at, or the one a closed port was.
+        var fixture: PushFixture?
+        let text: String
+        switch kind {
+        case .wrongCA:
+            let simulator = try PushFixture()
+            fixture = simulator
+            let otherCA = directory.appendingPathComponent("other-ca.pem").path
+            try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
+            let apns =
+                #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(otherCA)","timeout_ms":2000"#
+            relay = try RelayProcess(
+                config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
+            text = "TLS certificate is not trusted"
+        case .closedPort:
+            // The simulator's port, closed while the relay starts, opened again later.
+            let closed = try PushFixture(
+                relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#, secrets: secrets)
+            closed.simulator.stop()
+            fixture = closed
+            relay = closed.relay
+            text = "cannot connect to APNs"
+        case .unresolvable:
+            let apns = #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#
+            relay = try RelayProcess(
+                config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
+            text = "cannot resolve APNs' host name"
+        }
+        let connection = try relay.connect()
+        let token = randomToken()
+        let grant = try #require(
+            try connection.request(
+                "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)
+            ).json?["grant"] as? String)
+        for _ in 0..<3 {
+            let start = Date()
+            let response = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
+            #expect(response.status == 502)
+            #expect(response.error == "apns")
+            // Wall-clock: a separate relay process and its real-time APNs deadline; generous margin.
+            #expect(Date().timeIntervalSince(start) < 3.5)
+        }
+        // The environment is failing; the instance still serves (its readiness is its own, not APNs').
+        let ready = try connection.request("GET", "/readyz")
+        #expect(ready.status == 200)
+        #expect((ready.json?["environments"] as? [String: String])?["sandbox"] == "failing")
 
-    @Test func anUnresolvableHostIsOneLine() throws {
-        _ = try oneLine(
-            apns: #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#,
-            containing: "cannot resolve APNs' host name")
+        #expect(relay.waitForLine(text), "\(relay.lines(containing: "apns "))")
+        let found = relay.lines(containing: text)
+        #expect(found.count == 1, "\(found)")
+        switch kind {
+        case .wrongCA:
+            #expect(found.first?.contains("unable to get local issuer certificate") == true, "\(found)")
+        case .closedPort:
+            #expect(found.first?.contains("Connection refused") == true, "\(found)")
+            let closed = try #require(fixture)
+            let simulator = try APNsSimulator(configuration: closed.simulatorConfiguration)
+            defer { simulator.stop() }
+            // The relay connects again on its own: a push goes through once it has.
+            #expect(
+                Poll.until(within: .seconds(15), every: .milliseconds(250)) {
+                    (try? closed.push(grant: grant).status) == 200
+                })
+            #expect(relay.waitForLine("resolved: cannot connect to APNs"))
+            #expect(relay.lines(containing: "cannot connect to APNs").count == 2)
+        case .unresolvable:
+            break
+        }
+        expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
+        withExtendedLifetime(fixture) {}
     }
 
     @Test func aServerWithoutHTTP2IsOneLine() throws {
