@@ -6,9 +6,10 @@ import Testing
 /// What an operator reads when APNs cannot be reached: one line when the problem starts, one when
 /// it ends, never per push and never an identifier (docs/DESIGN.md, "Lifecycle"). Through the real binary.
 @Suite(.serialized) struct APNsProblemLogTests {
-    /// Sends `count` pushes for one fresh token and returns the relay's standard error after them.
+    /// Sends `count` pushes for one fresh token, each answered `status` (with a deadline in seconds: `502 apns`
+    /// within it), and returns the token and its grant.
     private func pushes(
-        _ count: Int, relay: RelayProcess, expecting status: Int = 502
+        _ count: Int, relay: RelayProcess, expecting status: Int = 502, within seconds: Double? = nil
     ) throws -> (token: String, grant: String) {
         let token = randomToken()
         let connection = try relay.connect()
@@ -17,8 +18,14 @@ import Testing
                 "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)
             ).json?["grant"] as? String)
         for _ in 0..<count {
+            let start = Date()
             let response = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
             #expect(response.status == status)
+            if let seconds {
+                #expect(response.error == "apns")
+                // Wall-clock: a separate relay process and its real-time APNs deadline; generous margin.
+                #expect(Date().timeIntervalSince(start) < seconds)
+            }
         }
         return (token, grant)
     }
@@ -54,9 +61,10 @@ import Testing
         let secrets = TestSecrets()
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let relay: RelayProcess
         // What stays up while the relay runs: the simulator a wrong CA points at, or the one a closed port was.
         var fixture: PushFixture?
+        // The relay's `apns` settings, unless it is the closed port's fixture's.
+        var apns: String?
         let text: String
         switch kind {
         case .wrongCA:
@@ -64,10 +72,8 @@ import Testing
             fixture = simulator
             let otherCA = directory.appendingPathComponent("other-ca.pem").path
             try SimulatorPKI.generate().caCertificatePEM.write(toFile: otherCA, atomically: true, encoding: .utf8)
-            let apns =
+            apns =
                 #""sandbox_origin":"https://127.0.0.1:\#(simulator.simulator.port)","ca_file":"\#(otherCA)","timeout_ms":2000"#
-            relay = try RelayProcess(
-                config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
             text = "TLS certificate is not trusted"
         case .closedPort:
             // The simulator's port, closed while the relay starts, opened again later.
@@ -75,28 +81,18 @@ import Testing
                 relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#, secrets: secrets)
             closed.simulator.stop()
             fixture = closed
-            relay = closed.relay
             text = "cannot connect to APNs"
         case .unresolvable:
-            let apns = #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#
-            relay = try RelayProcess(
-                config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
+            apns = #""sandbox_origin":"https://apns.nonexistent.invalid","timeout_ms":2000"#
             text = "cannot resolve APNs' host name"
         }
+        let relay =
+            try apns.map {
+                try RelayProcess(
+                    config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: $0), secrets: secrets)
+            } ?? #require(fixture).relay
+        let (token, grant) = try pushes(3, relay: relay, within: 3.5)
         let connection = try relay.connect()
-        let token = randomToken()
-        let grant = try #require(
-            try connection.request(
-                "POST", "/v1/grant", body: Array(#"{"token":"\#(token)","environment":"sandbox"}"#.utf8)
-            ).json?["grant"] as? String)
-        for _ in 0..<3 {
-            let start = Date()
-            let response = try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant))
-            #expect(response.status == 502)
-            #expect(response.error == "apns")
-            // Wall-clock: a separate relay process and its real-time APNs deadline; generous margin.
-            #expect(Date().timeIntervalSince(start) < 3.5)
-        }
         // The environment is failing; the instance still serves (its readiness is its own, not APNs').
         let ready = try connection.request("GET", "/readyz")
         #expect(ready.status == 200)

@@ -1,4 +1,5 @@
 import HTTP1
+import RelayTestSupport
 import Testing
 
 /// The response reader's rules, each fed whole, a byte at a time and in every 2-way split: the same events every
@@ -85,33 +86,14 @@ struct HTTP1ResponseReaderTests {
         #expect(head.statusLine == (reason.isEmpty ? "\(status)" : "\(status) \(reason)"))
     }
 
-    @Test(arguments: [
-        "SSH-2.0-OpenSSH_9.2\r\n\r\n",
-        "http/1.1 200 OK\r\n\r\n",
-        "HTTP/2 200\r\n\r\n",
-        "HTTP/1.1 200 OK\nVia: x\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n\n",
-        "HTTP/1.1 20 OK\r\n\r\n",
-        "HTTP/1.1 2000 OK\r\n\r\n",
-        "HTTP/1.1 099 Low\r\n\r\n",
-        "HTTP/1.1 600 High\r\n\r\n",
-        "HTTP/1.1  200 OK\r\n\r\n",
-        "HTTP/1.1 200OK\r\n\r\n",
-        "HTTP/1.2 200 OK\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n Folded: line\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nName : space before colon\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nName: bell\u{07}\r\n\r\n",
-        "HTTP/1.1 200 OK\rVia: x\r\n\r\n",
-        "HTTP/1.1 200 O\u{00}K\r\n\r\n",
-        "HTTP/1.1 407 Caf\u{E9}\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nContent-Length: two\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
-        "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-    ])
+    @Test(
+        arguments: MalformedAnswers.heads + [
+            "HTTP/1.1 200 OK\r\nContent-Length: two\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
+            "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ])
     func aMalformedAnswerFails(answer: String) {
         #expect(Self.failure(answer) != nil, "\(answer.debugDescription) was taken")
     }

@@ -1,4 +1,5 @@
 import HTTP1
+import RelayTestSupport
 import Testing
 
 @testable import LoopTLS
@@ -122,28 +123,7 @@ import Testing
         #expect(line == "403 " + String(repeating: "r", count: 100) + "...")
     }
 
-    @Test(arguments: [
-        "SSH-2.0-OpenSSH_9.2\r\n\r\n",
-        "http/1.1 200 OK\r\n\r\n",
-        "HTTP/2 200\r\n\r\n",
-        "HTTP/1.1 200 OK\nVia: x\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n\n",
-        "HTTP/1.1 20 OK\r\n\r\n",
-        "HTTP/1.1 2000 OK\r\n\r\n",
-        "HTTP/1.1 099 Low\r\n\r\n",
-        "HTTP/1.1 600 High\r\n\r\n",
-        "HTTP/1.1  200 OK\r\n\r\n",
-        "HTTP/1.1 200OK\r\n\r\n",
-        "HTTP/1.2 200 OK\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n Folded: line\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nName : space before colon\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nName: bell\u{07}\r\n\r\n",
-        "HTTP/1.1 200 OK\rVia: x\r\n\r\n",
-        "HTTP/1.1 200 O\u{00}K\r\n\r\n",
-        "HTTP/1.1 407 Caf\u{E9}\r\n\r\n",
-    ])
+    @Test(arguments: MalformedAnswers.heads)
     func aMalformedAnswerIsRefusedAsSuch(answer: String) {
         guard case .malformed = parse(answer) else {
             Issue.record("\(answer.debugDescription) was not refused as malformed: \(parse(answer))")

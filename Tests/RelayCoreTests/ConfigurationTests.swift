@@ -277,9 +277,7 @@ import Testing
 
     /// Its forms are SecretFormsTests'.
     @Test func theRedisPasswordIsNeverInTheSummaryAndAUserNeedsOne() throws {
-        var env = SecretFormsTests.requiredEnvironment()
-        env["CREDENTIALS_DIRECTORY"] = "/creds"
-        let secrets = try SecretFormsTests.load(env, files: ["/creds/REDIS_PASSWORD": "fromsystemd\r\n"])
+        let secrets = try SecretFormsTests.loadCredential("REDIS_PASSWORD", "fromsystemd\r\n")
         #expect(secrets.redisPassword == "fromsystemd")
 
         // A user name without a password cannot AUTH; the summary never shows the password.

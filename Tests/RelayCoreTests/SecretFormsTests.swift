@@ -49,6 +49,13 @@ import Testing
             })
     }
 
+    /// The secrets of a relay given one secret (`name`) through systemd's credentials directory.
+    static func loadCredential(_ name: String, _ text: String) throws(ConfigurationError) -> RelaySecrets {
+        var env = requiredEnvironment()
+        env["CREDENTIALS_DIRECTORY"] = "/creds"
+        return try load(env, files: ["/creds/\(name)": text])
+    }
+
     @Test(arguments: secrets)
     func aSecretIsReadInEveryForm(secret: Secret) throws {
         var env = Self.requiredEnvironment()

@@ -62,9 +62,7 @@ import Testing
 
     /// The password's forms are SecretFormsTests'.
     @Test func theSummarySaysSentinelAndTheMasterAndNeverThePassword() throws {
-        var env = SecretFormsTests.requiredEnvironment()
-        env["CREDENTIALS_DIRECTORY"] = "/creds"
-        let secrets = try SecretFormsTests.load(env, files: ["/creds/REDIS_SENTINEL_PASSWORD": "fromsystemd\r\n"])
+        let secrets = try SecretFormsTests.loadCredential("REDIS_SENTINEL_PASSWORD", "fromsystemd\r\n")
         #expect(secrets.redisSentinelPassword == "fromsystemd")
 
         let config = try RelayConfiguration.parse(
