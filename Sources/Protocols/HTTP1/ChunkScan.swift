@@ -1,6 +1,7 @@
-/// Reads a chunked body's framing (RFC 9112, 7.1) a byte at a time, up to its last chunk: the size lines, the data
-/// between them and the CRLF after each chunk's data. The request parser and the response reader share it, so that
-/// both hold chunks to the same rules; each reads the trailer section after the last chunk with its ``LineScan``.
+/// Reads a chunked body's framing (RFC 9112, 7.1) a byte at a time: the size lines, the data between them, the CRLF
+/// after each chunk's data, and the trailer section after the last chunk (scanned by a ``LineScan`` to the head's
+/// rules and limits, its fields dropped: nothing reads them). The request parser and the response reader share it,
+/// so that both hold chunks to the same rules.
 ///
 /// Every decision is taken at one byte's position, so the outcome does not depend on where reads ended.
 struct ChunkScan: Sendable {
@@ -8,8 +9,8 @@ struct ChunkScan: Sendable {
         case needMoreBytes
         /// These bytes (offsets into the buffer scanned) are chunk data; call again for the rest.
         case data(Range<Int>)
-        /// The last chunk's size line (`0`) was read: the trailer section starts at the position.
-        case lastChunk
+        /// The last chunk and the trailer section after it were read: the body is complete.
+        case complete
         /// A chunk's size is over `room`: the body would pass its limit.
         case tooLarge
         case failed(HTTP1ParseError.Code, String)
@@ -23,6 +24,8 @@ struct ChunkScan: Sendable {
         case data(remaining: Int)
         case dataCR
         case dataLF
+        /// Scanning the trailer section, from the buffer's position (`scan` is how far).
+        case trailers(LineScan)
         case done
     }
 
@@ -31,19 +34,22 @@ struct ChunkScan: Sendable {
 
     private(set) var step = Step.size(value: 0, digits: 0, lineBytes: 0)
 
-    /// Scans from `position` on, advancing it past what was read. `room` is how many more data bytes the body may
-    /// take: a chunk whose size is over it is refused from its size line, before any of its data.
-    mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>, at position: inout Int, room: Int) -> Outcome {
+    /// Scans `bytes` (the buffer's) from its position on, advancing it past what was read. `room` is how many more
+    /// data bytes the body may take: a chunk whose size is over it is refused from its size line, before any of its
+    /// data. The trailer section is held to `limits`.
+    mutating func scan(
+        _ bytes: UnsafeBufferPointer<UInt8>, in buffer: inout ScanBuffer, room: Int, limits: HTTP1RequestParser.Limits
+    ) -> Outcome {
         let end = bytes.count
         while true {
             switch step {
             case .size(let value, let digits, let lineBytes):
-                guard position < end else { return .needMoreBytes }
-                let byte = bytes[position]
+                guard buffer.position < end else { return .needMoreBytes }
+                let byte = bytes[buffer.position]
                 guard lineBytes < Self.maxLineBytes else {
                     return .failed(.invalidChunkSize, "chunk size line over its limit")
                 }
-                position += 1
+                buffer.position += 1
                 if let digit = ASCII.hexValue(byte) {
                     // At most 16 digits, and never past 2^63: refused, not wrapped, so that no reader may take a
                     // size for a smaller one.
@@ -65,58 +71,74 @@ struct ChunkScan: Sendable {
                 }
             case .sizeExtension(let value, var lineBytes):
                 // Ignored, but held to a field value's bytes and to the line's limit.
-                while position < end && ASCII.isFieldValue(bytes[position]) && lineBytes < Self.maxLineBytes {
-                    position += 1
+                while buffer.position < end && ASCII.isFieldValue(bytes[buffer.position])
+                    && lineBytes < Self.maxLineBytes
+                {
+                    buffer.position += 1
                     lineBytes += 1
                 }
-                guard position < end else {
+                guard buffer.position < end else {
                     step = .sizeExtension(value: value, lineBytes: lineBytes)
                     return .needMoreBytes
                 }
                 guard lineBytes < Self.maxLineBytes else {
                     return .failed(.invalidChunkSize, "chunk size line over its limit")
                 }
-                let byte = bytes[position]
-                position += 1
+                let byte = bytes[buffer.position]
+                buffer.position += 1
                 switch byte {
                 case ASCII.cr: step = .sizeLF(value: value)
                 case ASCII.lf: return .failed(.invalidLineEnding, "chunk size line ended by a bare LF")
                 default: return .failed(.invalidChunkSize, "a control byte in a chunk extension")
                 }
             case .sizeLF(let value):
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.lf else {
+                guard buffer.position < end else { return .needMoreBytes }
+                guard bytes[buffer.position] == ASCII.lf else {
                     return .failed(.invalidLineEnding, "a CR not followed by LF after a chunk size")
                 }
-                position += 1
+                buffer.position += 1
                 if value == 0 {
-                    step = .done
-                    return .lastChunk
+                    buffer.scan = buffer.position
+                    step = .trailers(LineScan(trailers: ()))
+                    continue
                 }
                 guard value <= UInt64(max(0, room)) else { return .tooLarge }
                 step = .data(remaining: Int(value))
             case .data(let remaining):
-                let count = min(remaining, end - position)
+                let count = min(remaining, end - buffer.position)
                 guard count > 0 else { return .needMoreBytes }
                 step = count < remaining ? .data(remaining: remaining - count) : .dataCR
-                position += count
-                return .data((position - count)..<position)
+                buffer.position += count
+                return .data((buffer.position - count)..<buffer.position)
             case .dataCR:
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.cr else {
+                guard buffer.position < end else { return .needMoreBytes }
+                guard bytes[buffer.position] == ASCII.cr else {
                     return .failed(.invalidChunkData, "chunk data not followed by CRLF")
                 }
-                position += 1
+                buffer.position += 1
                 step = .dataLF
             case .dataLF:
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.lf else {
+                guard buffer.position < end else { return .needMoreBytes }
+                guard bytes[buffer.position] == ASCII.lf else {
                     return .failed(.invalidChunkData, "chunk data not followed by CRLF")
                 }
-                position += 1
+                buffer.position += 1
                 step = .size(value: 0, digits: 0, lineBytes: 0)
+            case .trailers(var lines):
+                var index = buffer.scan
+                let outcome = lines.scan(bytes, from: buffer.position, at: &index, limits: limits, isTrailer: true)
+                buffer.scan = index
+                step = .trailers(lines)
+                switch outcome {
+                case .needMoreBytes: return .needMoreBytes
+                case .failed(let code, let reason): return .failed(code, reason)
+                case .complete:
+                    buffer.position = buffer.scan
+                    step = .done
+                    return .complete
+                }
             case .done:
-                return .lastChunk
+                return .complete
             }
         }
     }

@@ -44,12 +44,8 @@ public struct HTTP1RequestParser: Sendable {
     /// The parser's limits.
     public let limits: Limits
 
-    /// Bytes received and not yet consumed start at `position`; a head or a trailer section stays in the buffer,
-    /// from `position`, until its end is found (its fields are recorded as offsets from `position`).
-    private var buffer: [UInt8] = []
-    private var position = 0
-    /// The next byte a head or trailer scan examines.
-    private var scan = 0
+    /// Bytes received and not yet consumed, and where the scan of a head or trailer section is.
+    private var input = ScanBuffer()
     private var state = State.head
     var lines = LineScan()
     /// The head whose body is being read (or that waits for its body limit).
@@ -65,10 +61,8 @@ public struct HTTP1RequestParser: Sendable {
         /// The head was returned; waiting for ``readBody(limit:keep:)``.
         case awaitingBodyLimit
         case lengthBody(remaining: Int)
-        /// Reading a chunked body's framing, up to its last chunk.
+        /// Reading a chunked body's framing, up to the end of its trailer section.
         case chunked(ChunkScan)
-        /// Scanning the trailer section (`lines` holds where).
-        case trailers
         case failed(HTTP1ParseError, HTTP1RequestHead)
     }
 
@@ -78,11 +72,11 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     /// Bytes received and not yet consumed (a head being read, or requests pipelined behind the current one).
-    public var bufferedByteCount: Int { buffer.count - position }
+    public var bufferedByteCount: Int { input.unconsumedCount }
 
     /// Whether the parser is between requests with no byte of the next one yet: an idle connection.
     public var isAtRequestBoundary: Bool {
-        if case .head = state { return buffer.count == position }
+        if case .head = state { return input.bytes.count == input.position }
         return false
     }
 
@@ -96,27 +90,12 @@ public struct HTTP1RequestParser: Sendable {
 
     /// Adds bytes received.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        compact()
-        buffer.append(contentsOf: bytes)
+        input.append(bytes)
     }
 
     /// Adds bytes received.
     public mutating func append(contentsOf bytes: some Collection<UInt8>) {
-        compact()
-        buffer.append(contentsOf: bytes)
-    }
-
-    /// Drops consumed bytes, so that the buffer holds only what is still to be read. Offsets into a head are kept
-    /// relative to `position`, so they survive the move.
-    private mutating func compact() {
-        guard position > 0 else { return }
-        if position == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-        } else {
-            buffer.removeSubrange(0..<position)
-        }
-        scan -= position
-        position = 0
+        input.append(contentsOf: bytes)
     }
 
     /// Sets the limit of the body of the head just returned, and starts reading it. A declared `Content-Length`
@@ -147,7 +126,7 @@ public struct HTTP1RequestParser: Sendable {
 
     /// What the bytes so far hold; see ``Event``.
     public mutating func next() -> Event {
-        let bytes = buffer
+        let bytes = input.bytes
         return bytes.withUnsafeBufferPointer { step($0) }
     }
 
@@ -176,26 +155,26 @@ public struct HTTP1RequestParser: Sendable {
     // MARK: - Head
 
     private mutating func scanHead(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
-        if scan == position && scan < bytes.count {
+        if input.scan == input.position && input.scan < bytes.count {
             lines = LineScan()
         }
-        var index = scan
-        let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: false)
-        scan = index
+        var index = input.scan
+        let outcome = lines.scan(bytes, from: input.position, at: &index, limits: limits, isTrailer: false)
+        input.scan = index
         switch outcome {
         case .needMoreBytes:
             return .needMoreBytes
         case .failed(let code, let reason):
-            let partial = lines.partialHead(bytes, start: position, upTo: scan, limits: limits)
+            let partial = lines.partialHead(bytes, start: input.position, upTo: input.scan, limits: limits)
             fail(code, reason, partial)
             return step(bytes)
         case .complete:
-            switch lines.makeHead(bytes, start: position) {
+            switch lines.makeHead(bytes, start: input.position) {
             case .failure(let refusal):
                 fail(refusal.code, refusal.reason, refusal.head)
                 return step(bytes)
             case .success(let head):
-                position = scan
+                input.position = input.scan
                 current = head
                 state = .awaitingBodyLimit
                 return .head(head)
@@ -210,7 +189,7 @@ public struct HTTP1RequestParser: Sendable {
         while true {
             switch state {
             case .lengthBody(let remaining):
-                let count = min(remaining, end - position)
+                let count = min(remaining, end - input.position)
                 take(bytes, count)
                 if count < remaining {
                     state = .lengthBody(remaining: remaining - count)
@@ -219,33 +198,20 @@ public struct HTTP1RequestParser: Sendable {
                 return finish()
             case .chunked(var chunks):
                 state = .head  // a placeholder while the scan is out of the state
-                let outcome = chunks.scan(bytes, at: &position, room: bodyLimit - bodyLength)
+                let outcome = chunks.scan(bytes, in: &input, room: bodyLimit - bodyLength, limits: limits)
                 state = .chunked(chunks)
                 switch outcome {
                 case .needMoreBytes:
                     return .needMoreBytes
                 case .data(let range):
                     take(bytes, range)
-                case .lastChunk:
-                    state = .trailers
-                    scan = position
-                    lines = LineScan(trailers: ())
+                case .complete:
+                    // Trailer fields are dropped: nothing in the relay reads them.
+                    return finish()
                 case .tooLarge:
                     return refuse(.bodyTooLarge, "chunked body over the route's body limit", bytes)
                 case .failed(let code, let reason):
                     return refuse(code, reason, bytes)
-                }
-            case .trailers:
-                var index = scan
-                let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: true)
-                scan = index
-                switch outcome {
-                case .needMoreBytes: return .needMoreBytes
-                case .failed(let code, let reason): return refuse(code, reason, bytes)
-                case .complete:
-                    // Trailer fields are dropped: nothing in the relay reads them.
-                    position = scan
-                    return finish()
                 }
             case .head, .awaitingBodyLimit, .failed:
                 return step(bytes)
@@ -254,8 +220,8 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ count: Int) {
-        take(bytes, position..<position + count)
-        position += count
+        take(bytes, input.position..<input.position + count)
+        input.position += count
     }
 
     private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
@@ -270,7 +236,7 @@ public struct HTTP1RequestParser: Sendable {
         body = []
         current = nil
         state = .head
-        scan = position
+        input.scan = input.position
         return .body(whole)
     }
 

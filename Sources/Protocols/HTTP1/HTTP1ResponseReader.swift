@@ -67,12 +67,8 @@ public struct HTTP1ResponseReader: Sendable {
     /// The reader's limits.
     public let limits: Limits
 
-    /// Bytes received and not yet consumed start at `position`; a head or a trailer section stays in the buffer,
-    /// from `position`, until its end is found (its fields are recorded as offsets from `position`).
-    private var buffer: [UInt8] = []
-    private var position = 0
-    /// The next byte a head or trailer scan examines.
-    private var scan = 0
+    /// Bytes received and not yet consumed, and where the scan of a head or trailer section is.
+    private var input = ScanBuffer()
     private var state = State.head
     private var lines = LineScan(statusLine: ())
     private var interimAnswers = 0
@@ -87,9 +83,8 @@ public struct HTTP1ResponseReader: Sendable {
         /// The final head was returned; waiting for ``readBody(headRequest:)``.
         case awaitingBody(HTTP1ResponseHead)
         case lengthBody(remaining: Int)
+        /// Reading a chunked body's framing, up to the end of its trailer section.
         case chunked(ChunkScan)
-        /// Scanning the trailer section (`lines` holds where).
-        case trailers
         /// Every byte up to the connection's end is the body.
         case untilEnd
         case failed(HTTP1ResponseError)
@@ -101,18 +96,16 @@ public struct HTTP1ResponseReader: Sendable {
     }
 
     /// Bytes received and not yet consumed.
-    public var bufferedByteCount: Int { buffer.count - position }
+    public var bufferedByteCount: Int { input.unconsumedCount }
 
     /// Adds bytes received.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        compact()
-        buffer.append(contentsOf: bytes)
+        input.append(bytes)
     }
 
     /// Adds bytes received.
     public mutating func append(contentsOf bytes: some Collection<UInt8>) {
-        compact()
-        buffer.append(contentsOf: bytes)
+        input.append(contentsOf: bytes)
     }
 
     /// The connection ended: no byte follows what was appended. A body framed by the end is complete with it; the
@@ -124,10 +117,8 @@ public struct HTTP1ResponseReader: Sendable {
     /// The bytes received after the head just returned, taken out of the reader: after a 2xx answer to `CONNECT`,
     /// the tunnelled server's first bytes. The reader reads nothing more.
     public mutating func takeBufferedBytes() -> [UInt8] {
-        let rest = Array(buffer[position...])
-        buffer = []
-        position = 0
-        scan = 0
+        let rest = Array(input.bytes[input.position...])
+        input = ScanBuffer()
         state = .failed(HTTP1ResponseError(.truncated, "the rest of the connection was taken from the reader"))
         return rest
     }
@@ -183,21 +174,8 @@ public struct HTTP1ResponseReader: Sendable {
 
     /// What the bytes so far hold; see ``Event``.
     public mutating func next() -> Event {
-        let bytes = buffer
+        let bytes = input.bytes
         return bytes.withUnsafeBufferPointer { step($0) }
-    }
-
-    /// Drops consumed bytes, so that the buffer holds only what is still to be read. Offsets into a head are kept
-    /// relative to `position`, so they survive the move.
-    private mutating func compact() {
-        guard position > 0 else { return }
-        if position == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-        } else {
-            buffer.removeSubrange(0..<position)
-        }
-        scan -= position
-        position = 0
     }
 
     private mutating func step(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
@@ -242,24 +220,25 @@ public struct HTTP1ResponseReader: Sendable {
     // MARK: - Head
 
     private mutating func scanHead(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
-        if scan == position && scan < bytes.count {
+        if input.scan == input.position && input.scan < bytes.count {
             lines = LineScan(statusLine: ())
         }
-        var index = scan
-        let outcome = lines.scan(bytes, from: position, at: &index, limits: scanLimits, isTrailer: false)
-        scan = index
+        var index = input.scan
+        let outcome = lines.scan(bytes, from: input.position, at: &index, limits: scanLimits, isTrailer: false)
+        input.scan = index
         switch outcome {
         case .needMoreBytes:
             guard inputEnded else { return .needMoreBytes }
-            return position == bytes.count ? .end : fail(.truncated, "the connection ended inside an answer's head")
+            return input.position == bytes.count
+                ? .end : fail(.truncated, "the connection ended inside an answer's head")
         case .failed(let code, let reason):
             return fail(scan: code, reason)
         case .complete:
-            switch lines.makeResponseHead(bytes, start: position) {
+            switch lines.makeResponseHead(bytes, start: input.position) {
             case .failure(let error):
                 return fail(error.code, error.reason)
             case .success(let head):
-                position = scan
+                input.position = input.scan
                 guard head.isInterim else {
                     interimAnswers = 0
                     current = head
@@ -282,9 +261,9 @@ public struct HTTP1ResponseReader: Sendable {
         while true {
             switch state {
             case .lengthBody(let remaining):
-                let count = min(remaining, end - position)
-                take(bytes, position..<position + count)
-                position += count
+                let count = min(remaining, end - input.position)
+                take(bytes, input.position..<input.position + count)
+                input.position += count
                 if count < remaining {
                     state = .lengthBody(remaining: remaining - count)
                     return inputEnded ? fail(.truncated, "the connection ended inside a body") : .needMoreBytes
@@ -292,42 +271,27 @@ public struct HTTP1ResponseReader: Sendable {
                 return finish()
             case .chunked(var chunks):
                 state = .head  // a placeholder while the scan is out of the state
-                let outcome = chunks.scan(bytes, at: &position, room: limits.maxBodyBytes - body.count)
+                let outcome = chunks.scan(bytes, in: &input, room: limits.maxBodyBytes - body.count, limits: scanLimits)
                 state = .chunked(chunks)
                 switch outcome {
                 case .needMoreBytes:
                     return inputEnded ? fail(.truncated, "the connection ended inside a chunked body") : .needMoreBytes
                 case .data(let range):
                     take(bytes, range)
-                case .lastChunk:
-                    state = .trailers
-                    scan = position
-                    lines = LineScan(trailers: ())
+                case .complete:
+                    // Trailer fields are dropped: no caller reads them.
+                    return finish()
                 case .tooLarge:
                     return fail(.bodyTooLarge, "a chunked body over the reader's body limit")
                 case .failed(let code, let reason):
                     return fail(scan: code, reason)
                 }
-            case .trailers:
-                var index = scan
-                let outcome = lines.scan(bytes, from: position, at: &index, limits: scanLimits, isTrailer: true)
-                scan = index
-                switch outcome {
-                case .needMoreBytes:
-                    return inputEnded ? fail(.truncated, "the connection ended inside the trailers") : .needMoreBytes
-                case .failed(let code, let reason):
-                    return fail(scan: code, reason)
-                case .complete:
-                    // Trailer fields are dropped: no caller reads them.
-                    position = scan
-                    return finish()
-                }
             case .untilEnd:
-                guard body.count + (end - position) <= limits.maxBodyBytes else {
+                guard body.count + (end - input.position) <= limits.maxBodyBytes else {
                     return fail(.bodyTooLarge, "a body read to the connection's end over the reader's body limit")
                 }
-                take(bytes, position..<end)
-                position = end
+                take(bytes, input.position..<end)
+                input.position = end
                 return inputEnded ? finish() : .needMoreBytes
             case .head, .awaitingBody, .failed:
                 return step(bytes)
@@ -345,7 +309,7 @@ public struct HTTP1ResponseReader: Sendable {
         let whole = body
         body = []
         state = .head
-        scan = position
+        input.scan = input.position
         return .body(whole)
     }
 }
