@@ -146,7 +146,7 @@ let package = Package(
                 "ErrorCodes",
             ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
-        // The documents' recipes run as written: the blocks taken from README.md and OPERATIONS.md, the
+        // The documents' recipes run as written: the blocks taken from README.md and the operations documents, the
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(

@@ -37,7 +37,7 @@ import Testing
 
     /// Starts a relay with `apns` settings, sends three pushes (all 502) and returns the one line
     /// that contains `text`, having checked that the output holds nothing identifying.
-    private func oneLine(apns: String, containing text: String) throws -> Substring? {
+    private func oneLine(apns: String, containing text: String) throws -> String? {
         let secrets = TestSecrets()
         let relay = try RelayProcess(
             config: RelayProcess.config(extra: ResilienceTests.generousLimits, apns: apns), secrets: secrets)
@@ -121,6 +121,44 @@ import Testing
         }
         expectNothingIdentifying(relay, [token, grant] + secrets.secretStrings)
         withExtendedLifetime(fixture) {}
+    }
+
+    /// A problem whose cause changes while it lasts: nobody at APNs' port, then a server there whose certificate is
+    /// not trusted. One line names the new cause and the one before; the end is one line, naming the last cause.
+    @Test func aConnectionProblemWhoseCauseChangesGetsALineNamingTheNewCause() throws {
+        let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits, apnsConfig: #""timeout_ms":2000"#)
+        fixture.simulator.stop()
+        let (token, grant) = try pushes(2, relay: fixture.relay)
+        #expect(fixture.relay.waitForLine("cannot connect to APNs: Connection refused"))
+        var untrusted = fixture.simulatorConfiguration
+        let other = try SimulatorPKI.generate()
+        untrusted.certificatePEM = other.certificatePEM
+        untrusted.privateKeyPEM = other.privateKeyPEM
+        let impostor = try APNsSimulator(configuration: untrusted)
+        let changed = "APNs' TLS certificate is not trusted"
+        #expect(
+            Poll.until(within: .seconds(15), every: .milliseconds(250)) {
+                _ = try? fixture.push(grant: grant)
+                return !fixture.relay.lines(containing: changed).isEmpty
+            })
+        impostor.stop()
+        let change = fixture.relay.lines(containing: changed)
+        #expect(change.count == 1, "\(change)")
+        #expect(
+            change.first?.contains("(the cause changed; before: cannot connect to APNs: Connection refused)") == true,
+            "\(change)")
+        let simulator = try APNsSimulator(configuration: fixture.simulatorConfiguration)
+        defer { simulator.stop() }
+        #expect(
+            Poll.until(within: .seconds(15), every: .milliseconds(250)) {
+                (try? fixture.push(grant: grant).status) == 200
+            })
+        #expect(fixture.relay.waitForLine("resolved: \(changed)"))
+        // Three lines in all: the start, the change, the end; none per push.
+        #expect(
+            fixture.relay.lines(containing: "apns sandbox: ").count == 3,
+            "\(fixture.relay.lines(containing: "apns "))")
+        expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
     }
 
     @Test func aServerWithoutHTTP2IsOneLine() throws {

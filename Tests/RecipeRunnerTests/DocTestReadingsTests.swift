@@ -37,6 +37,15 @@ import Testing
         #expect(DocTestReadings.devInstructions("or: duo-relay push\n") == nil)
     }
 
+    @Test func readsThePromotionTimeTheFailoverRehearsalPrinted() {
+        let output =
+            "Could not connect to Redis at 127.0.0.1:26379: Connection refused\n"
+            + "the replica is the primary 2317 ms after the stop began\n"
+        #expect(DocTestReadings.promotionMilliseconds(output) == 2317)
+        #expect(DocTestReadings.promotionMilliseconds("the replica is the primary ms after the stop began\n") == nil)
+        #expect(DocTestReadings.promotionMilliseconds("") == nil)
+    }
+
     @Test func readyzSaysWhetherTheLimitsAreShared() {
         let shared = #"{"status":"ready","environments":{"production":"up"},"limits":"shared"}"#
         let memory = #"{"status":"ready","environments":{"production":"up"},"limits":"memory"}"#

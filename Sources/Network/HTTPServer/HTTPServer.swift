@@ -26,6 +26,8 @@ public final class HTTPServer: Sendable {
         /// socket closed only by its workers would go on accepting through those; `shutdown` ends it whatever holds
         /// it. -1 once closed.
         var listening: Int32
+        /// The socket was passed to the process: it is never shut down (see ``HTTPServerConfiguration/passedSocket``).
+        var passed: Bool
         var quiesced = false
     }
 
@@ -42,7 +44,8 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(.invalidConfiguration, "one event loop per thread is needed")
         }
         Self.prepareProcess()
-        let limit = Self.affordableConnections(configuration.connectionLimit)
+        let slots = Self.overCapSlots(configuration.connectionLimit)
+        let limit = Self.affordableConnections(configuration.connectionLimit, besides: slots)
         let timeout =
             configuration.connectionTimeoutSeconds == 0
             ? Self.noDeadline : UInt64(configuration.connectionTimeoutSeconds) * 1_000_000_000
@@ -52,10 +55,21 @@ public final class HTTPServer: Sendable {
             timeout: timeout)
         let core = ServerCore(
             handler: handler, connection: connection,
-            caps: ConnectionCaps(total: limit, perAddress: configuration.perAddressConnectionLimit),
+            caps: ConnectionCaps(
+                total: limit, perAddress: configuration.perAddressConnectionLimit, overCapSlots: slots),
             workers: configuration.threads)
         let backlog = Int32(clamping: min(limit, 4096))
-        let socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
+        let socket: ListeningSocket.Opened
+        if let passed = configuration.passedSocket {
+            do {
+                socket = try ListeningSocket.adopt(passed)
+            } catch {
+                close(passed)
+                throw error
+            }
+        } else {
+            socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
+        }
         let listening = fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
         guard listening >= 0 else {
             close(socket.descriptor)
@@ -88,7 +102,8 @@ public final class HTTPServer: Sendable {
         self.port = socket.port
         self.connectionLimit = limit
         self.core = core
-        self.lifecycle = Mutex(Lifecycle(workers: workers, listening: listening))
+        self.lifecycle = Mutex(
+            Lifecycle(workers: workers, listening: listening, passed: configuration.passedSocket != nil))
     }
 
     deinit {
@@ -103,7 +118,8 @@ public final class HTTPServer: Sendable {
         core.ledgers.total { $0.pending.load(ordering: .relaxed) }
     }
 
-    /// Stops accepting connections (new attempts are refused from when this returns); idle connections close at once,
+    /// Stops accepting connections (new attempts are refused from when this returns; with a passed socket they wait in
+    /// its backlog for the next process instead); idle connections close at once,
     /// requests already received are still answered, each answer carrying `Connection: close` and closing its
     /// connection once written. ``waitUntilDrained(until:)`` then says when the last has closed. Idempotent.
     public func quiesce() {
@@ -116,7 +132,15 @@ public final class HTTPServer: Sendable {
         // The workers close their descriptors first, so that none of them sees the socket's end as an error.
         for worker in workers { worker.quiesce() }
         lifecycle.withLock { state in
-            if state.listening >= 0 { shutdown(state.listening, Int32(SHUT_RDWR)) }
+            guard state.listening >= 0 else { return }
+            if state.passed {
+                // Another process holds it too (the service manager): shutting it down would reset the connections
+                // waiting in its backlog, which the next process must accept. Only this descriptor closes.
+                close(state.listening)
+                state.listening = -1
+            } else {
+                shutdown(state.listening, Int32(SHUT_RDWR))
+            }
         }
     }
 
@@ -151,10 +175,15 @@ public final class HTTPServer: Sendable {
         for worker in workers { worker.stop() }
         lifecycle.withLock { state in
             guard state.listening >= 0 else { return }
-            shutdown(state.listening, Int32(SHUT_RDWR))
+            if !state.passed { shutdown(state.listening, Int32(SHUT_RDWR)) }
             close(state.listening)
             state.listening = -1
         }
+    }
+
+    /// The workers (for tests).
+    var workers: [ServerWorker] {
+        lifecycle.withLock { $0.workers }
     }
 
     /// Request contexts the connections hold right now (for leak checks in tests).
@@ -194,13 +223,19 @@ public final class HTTPServer: Sendable {
         return true
     }()
 
-    /// The configured limit, lowered to leave descriptors for the rest of the process.
-    private static func affordableConnections(_ configured: Int) -> Int {
+    /// How many connections over a cap are held at once, each waiting for its head and room or for its 503 to be
+    /// read: a quarter of the global cap, at least 16 and at most 4,096.
+    static func overCapSlots(_ configured: Int) -> Int {
+        max(16, min(configured / 4, 4096))
+    }
+
+    /// The configured limit, lowered to leave descriptors for the connections over a cap and the rest of the process.
+    private static func affordableConnections(_ configured: Int, besides overCapSlots: Int) -> Int {
         var limit = rlimit()
         guard getrlimit(fileLimitResource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return configured }
         let available = Int(clamping: limit.rlim_cur)
         let reserve = max(64, available / 16)
-        return max(1, min(configured, available - reserve))
+        return max(1, min(configured, available - reserve - overCapSlots))
     }
 }
 

@@ -31,14 +31,27 @@ final class ServerConnection: TCPConnectionDelegate {
     /// The head decision the connection waits for.
     private var pendingDecision: PendingHeadDecision?
     private var closed = false
+    /// What the connection holds of the caps (``ConnectionCaps``), given back once, as the socket closes.
+    private var caps: CapsHeld
 
-    init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer) {
+    private struct CapsHeld {
+        /// Counted against the caps.
+        var counted: Bool
+        /// Over a cap: holds an over-cap slot.
+        var overCap: Bool
+        /// Over a cap and waiting for room.
+        var waiting = false
+    }
+
+    init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer, overCap: Bool = false) {
         self.core = core
         self.worker = worker
         ledger = worker.ledger
         self.socket = socket
         self.peer = peer
-        conversation = HTTP1Conversation(configuration: core.connection, now: EventLoop.monotonicNow())
+        caps = CapsHeld(counted: !overCap, overCap: overCap)
+        conversation = HTTP1Conversation(
+            configuration: core.connection, now: EventLoop.monotonicNow(), overCap: overCap)
         reference = ConnectionReference(loop: socket.loop, connection: self)
     }
 
@@ -120,8 +133,59 @@ final class ServerConnection: TCPConnectionDelegate {
         pendingDecision = nil
         head = nil
         reference.connection = nil
-        core.connectionClosed(peer)
+        releaseCaps()
         worker.remove(self)
+    }
+
+    // MARK: - The caps
+
+    /// Over a cap: asks the caps for room and tells the machine (now, or when a closing connection wakes the
+    /// worker: ``ServerWorker``).
+    func askForRoom() {
+        guard !closed, caps.overCap else { return }
+        guard conversation.connection.isAwaitingRoom else {
+            stopWaitingForRoom()
+            return
+        }
+        let room = core.caps.admitLater(peer, waiting: caps.waiting)
+        if room {
+            caps = CapsHeld(counted: true, overCap: false)
+        } else if !caps.waiting {
+            caps.waiting = true
+        }
+        worker.setWaiting(self, caps.waiting)
+        run(conversation.admission(room: room, now: now))
+    }
+
+    /// The wait for room is over: one more try once the loop has read what is ready now, then the machine's answer.
+    /// A loop's timers run before its reads in each turn, so a loop that ran late would otherwise refuse with the
+    /// close that makes room still unread (work enqueued twice runs after the next turn's reads).
+    private func roomWaitEnded() {
+        let loop = socket.loop
+        loop.enqueue { [weak self] in
+            loop.enqueue { [weak self] in
+                guard let self, !closed else { return }
+                askForRoom()
+                if conversation.connection.isAwaitingRoom { run(conversation.deadlineReached(now: now)) }
+            }
+        }
+    }
+
+    private func stopWaitingForRoom() {
+        guard caps.waiting else { return }
+        caps.waiting = false
+        core.caps.stopWaiting()
+        worker.setWaiting(self, false)
+    }
+
+    /// Gives back what the connection holds of the caps: as the server closes the socket (the client's next
+    /// connection may come in the same turn of the loop), or as the handle closes when something else closed it.
+    private func releaseCaps() {
+        let held = caps
+        caps = CapsHeld(counted: false, overCap: false)
+        if held.counted { core.connectionClosed(peer) }
+        if held.overCap { core.caps.leave(waiting: held.waiting) }
+        if held.waiting { worker.setWaiting(self, false) }
     }
 
     // MARK: - Carrying out the conversation's actions
@@ -132,6 +196,7 @@ final class ServerConnection: TCPConnectionDelegate {
         repeat {
             perform(action)
         } while !closed && conversation.actionDone(&action, now: now)
+        if caps.waiting && !closed && !conversation.connection.isAwaitingRoom { stopWaitingForRoom() }
     }
 
     private func perform(_ action: HTTP1Connection.Action) {
@@ -162,6 +227,10 @@ final class ServerConnection: TCPConnectionDelegate {
         if timer == nil {
             timer = LoopTimer(on: socket.loop) { [unowned self] in
                 guard !closed else { return }
+                if caps.waiting {
+                    roomWaitEnded()
+                    return
+                }
                 run(conversation.deadlineReached(now: now))
             }
         }
@@ -173,6 +242,7 @@ final class ServerConnection: TCPConnectionDelegate {
         closed = true
         timer?.cancel()
         socket.close()
+        releaseCaps()
     }
 
     private func respond(_ response: HTTP1Response) {
@@ -201,6 +271,8 @@ final class ServerConnection: TCPConnectionDelegate {
         case .refused(let parsed, let error, let followsHead):
             let head = followsHead ? takeHead(parsed) : makeHead(parsed)
             respond(core.handler.refused(head, refusal: HTTPRefusal(error, followsHead: followsHead)))
+        case .admission:
+            askForRoom()
         }
     }
 

@@ -18,10 +18,17 @@ final class ServerCore: Sendable {
     /// Signalled when the last connection of a quiesced server closes (``HTTPServer/waitUntilDrained(until:)``).
     let drained = DispatchSemaphore(value: 0)
 
-    /// A connection has closed.
+    /// Each worker's way to try its connections waiting for room again, on its own loop (set as the workers start).
+    let roomWakers = Mutex<[@Sendable () -> Void]>([])
+
+    /// A connection counted against the caps has closed (the server has closed it, or its handle closed without).
     func connectionClosed(_ peer: SocketPeer) {
-        if caps.release(peer) == 0 && quiesced.load(ordering: .relaxed) {
+        let (open, wake) = caps.release(peer)
+        if open == 0 && quiesced.load(ordering: .relaxed) {
             drained.signal()
+        }
+        if wake {
+            for wake in roomWakers.withLock({ $0 }) { wake() }
         }
     }
 

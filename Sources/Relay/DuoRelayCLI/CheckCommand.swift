@@ -34,6 +34,7 @@ enum CheckCommand {
             return Usage.fail(error.problem)
         }
         let checked = SetupLoader.check(sources)
+        if let configuration = checked.configuration { Log.use(configuration.logFormat) }
         var problems = checked.problems
         // The APNs and Redis clients are set up as serve sets them up, whatever else is wrong, for each
         // environment whose key loaded.
@@ -47,10 +48,10 @@ enum CheckCommand {
             let note = RelaySetup.unusedProxyVariableNote(
                 configuration, environment: ProcessInfo.processInfo.environment)
         {
-            Log.line("check: note: " + note)
+            Log.line("check: note: " + note, level: .warning, event: "check_note")
         }
         guard let setup = checked.setup, problems.isEmpty else {
-            for problem in problems { Log.line("check failed: \(problem)") }
+            for problem in problems { Log.line("check failed: \(problem)", level: .error, event: "check_failed") }
             return 1
         }
         Output.standard(

@@ -61,7 +61,7 @@ enum DevCommand {
             Output.standard("duo-relay dev: stopped; \(directory.path) removed, nothing kept")
             return 0
         } catch {
-            Log.line("duo-relay dev: cannot start: \(error)")
+            Log.line("dev: cannot start: \(error)", level: .error, event: "start_refused")
             return 1
         }
     }

@@ -85,6 +85,10 @@ public final class Relay: Sendable {
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
         do {
+            if config.listen.isSystemd {
+                serverConfig.passedSocket = try SocketActivation.passedDescriptor(
+                    environment: ProcessInfo.processInfo.environment, processID: getpid())
+            }
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
             for gateway in gateways.values { gateway.shutdown() }
@@ -389,7 +393,8 @@ public final class Relay: Sendable {
         case .success(let setup):
             reload(setup)
         case .failure(let error):
-            Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
+            Log.line(
+                "reload refused, keeping the running configuration: \(error)", level: .error, event: "reload_refused")
         }
     }
 
@@ -406,7 +411,9 @@ public final class Relay: Sendable {
             guard let new = setup.secrets.credentials(environment),
                 let problem = APNsKeyChange.problem(running: gateway.token.signer, new: new, environment: environment)
             else { continue }
-            Log.line("duo-relay: reload refused, keeping the running configuration and keys: \(problem)")
+            Log.line(
+                "reload refused, keeping the running configuration and keys: \(problem)", level: .error,
+                event: "reload_refused")
             return
         }
         let gateways: [APNsEnvironment: APNsGateway]
@@ -414,7 +421,8 @@ public final class Relay: Sendable {
         do {
             gateways = try Self.gateways(setup, clock: clock, loops: loops, keeping: old.gateways)
         } catch {
-            Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
+            Log.line(
+                "reload refused, keeping the running configuration: \(error)", level: .error, event: "reload_refused")
             return
         }
         for (environment, gateway) in old.gateways where gateways[environment] !== gateway {
@@ -430,14 +438,16 @@ public final class Relay: Sendable {
                 self?.retiredGateways.withLock { $0.removeAll { gateway in retired.contains { $0 === gateway } } }
             }
         }
+        Log.use(config.logFormat)
         Log.line(
-            "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
+            "reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
                 + setup.secrets.environments.map { environment in
                     environment.name + " (key id " + (setup.secrets.credentials(environment)?.keyID ?? "") + ")"
                 }.joined(separator: ", ")
                 + (decision.needRestart.isEmpty
-                    ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")))
+                    ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")),
+            event: "reloaded")
     }
 
     /// Requests answered by outcome, for the end-of-run line.

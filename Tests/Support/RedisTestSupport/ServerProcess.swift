@@ -18,6 +18,12 @@ public enum ServerProcess {
         public init(description: String) { self.description = description }
     }
 
+    /// A loopback port that was free a moment ago: RelayTestSupport's `freePort`, under the name its callers here
+    /// know; nil when the kernel gave none.
+    public static func freePort() -> UInt16? {
+        try? RelayTestSupport.freePort()
+    }
+
     /// Runs `executable` with `arguments` and waits (at most 10 s) until it takes connections on 127.0.0.1:`port`;
     /// one that exits or never listens is stopped and reported as ``Unavailable``, with what `log` says then (for a
     /// process that writes one).

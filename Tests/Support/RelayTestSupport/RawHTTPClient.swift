@@ -89,6 +89,10 @@ public final class RawHTTPClient: @unchecked Sendable {
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         if let source {
+            // The port is chosen at connect, for the whole address pair, as for an unbound socket: a test that
+            // opens tens of thousands of connections from one source address must not run out of ports for bind.
+            var late: Int32 = 1
+            _ = setsockopt(descriptor, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, &late, 4)
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
             inet_pton(AF_INET, source, &local.sin_addr)

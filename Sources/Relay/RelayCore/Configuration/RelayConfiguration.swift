@@ -15,6 +15,8 @@ public struct RelayConfiguration: Equatable, Sendable {
     public var metricsListen: ListenAddress? = nil
     /// Where the limits are counted: in memory, or shared through Redis.
     public var limitsStore = LimitsStore()
+    /// How log lines are written (`log.format`): text for people, JSON for log pipelines.
+    public var logFormat = LogLine.Format.text
 
     public struct APNs: Equatable, Sendable {
         public var topic: String
@@ -89,12 +91,14 @@ public struct RelayConfiguration: Equatable, Sendable {
         problems.add(
             root.unknownKeys([
                 "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server",
-                "metrics_listen", "limits_store",
+                "metrics_listen", "limits_store", "log",
             ]))
         var listenRead = true
         problems.attempt { () throws(ConfigurationError) in
             do throws(ConfigurationError) {
-                if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
+                if let text = try root.string("listen") {
+                    config.listen = text == "systemd" ? .systemd : try address(text, key: "listen")
+                }
             } catch {
                 listenRead = false
                 throw error
@@ -176,12 +180,23 @@ public struct RelayConfiguration: Equatable, Sendable {
                 config.limitsStore = LimitsStore.parse(store, into: problems)
             }
         }
+        problems.attempt { () throws(ConfigurationError) in
+            guard let log = try root.object("log") else { return }
+            problems.add(log.unknownKeys(["format"]))
+            if let text = try log.string("format") {
+                guard let format = LogLine.Format(rawValue: text) else {
+                    throw ConfigurationError(.invalid, log.key("format"), "must be \"text\" or \"json\"")
+                }
+                config.logFormat = format
+            }
+        }
         return (config, problems.problems)
     }
 
     private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
         guard let address = ListenAddress(text) else {
-            throw ConfigurationError(.invalid, key, "must be host:port or [ipv6]:port")
+            let forms = key == "listen" ? "host:port or [ipv6]:port, or systemd" : "host:port or [ipv6]:port"
+            throw ConfigurationError(.invalid, key, "must be " + forms)
         }
         guard ListenAddress.isIPAddress(address.host) else {
             throw ConfigurationError(
