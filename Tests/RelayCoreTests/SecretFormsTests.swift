@@ -3,9 +3,9 @@ import Testing
 
 @testable import RelayCore
 
-/// Every optional secret is read the same ways (docs/DESIGN.md, "Secrets"): not set; its variable; a file its
-/// `_FILE` variable names (one trailing line end dropped); both at once refused naming the secret; systemd's
-/// credentials directory (a trailing CRLF dropped).
+/// Every optional secret is read the same ways (docs/operations/configuration.md, "Secrets"): not set; its
+/// variable; a file its `_FILE` variable names (one trailing line end dropped); both at once refused naming the
+/// secret; systemd's credentials directory (a trailing CRLF dropped).
 @Suite struct SecretFormsTests {
     struct Secret: Sendable, CustomTestStringConvertible {
         let name: String
