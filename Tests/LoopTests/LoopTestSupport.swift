@@ -10,6 +10,11 @@ import Testing
 /// of this target when it looks at /proc/self/fd.
 @Suite(.serialized) enum LoopTests {}
 
+/// RelayTestSupport's recorder and failure, by the names this target's tests use (visible in every file of it,
+/// whether or not the file imports RelayTestSupport).
+typealias Recorder<Event: Sendable> = RelayTestSupport.Recorder<Event>
+typealias TestFailure = RelayTestSupport.TestFailure
+
 /// A blocking loopback client for the tests: reads and writes with a 10 s bound.
 final class TestClient {
     let descriptor: Int32

@@ -6,6 +6,9 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
+/// A pipeline's events, recorded for waiting on them (RelayTestSupport's recorder).
+typealias EventLog = Recorder<RedisPipeline.Event>
+
 extension RedisPipeline {
     /// One evaluation, waited for: nil when the pipeline refused at once (not connected).
     func evaluateAndWait(keys: [[UInt8]], arguments: [[UInt8]]) -> Result<Int64, RedisClientError>? {
