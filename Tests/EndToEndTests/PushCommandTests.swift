@@ -48,8 +48,9 @@ import Testing
         #expect(other.standardOutput.contains("is not trusted: "), "\(other.output)")
         #expect(
             other.standardOutput.contains("(nor by --ca-file); the push never reached the relay"), "\(other.output)")
-        // Neither reached the relay: the simulator still has the one push.
-        try await Task.sleep(for: .milliseconds(200))
+        // Neither reached the relay: nginx ended both connections in the handshake (its log says so once each), so
+        // the simulator still has the one push.
+        #expect(front.waitForHandshakeFailures(2), "\(front.errorLog)")
         #expect(fixture.simulator.delivered.count == 1)
 
         // The certificate names localhost and 127.0.0.1, not another name of this host.
@@ -163,8 +164,9 @@ final class NginxFront: Sendable {
         try site.write(toFile: directory + "/site.conf", atomically: true, encoding: .utf8)
         let temporary = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
             .map { "\($0)_temp_path \(directory)/\($0);" }.joined(separator: " ")
+        // Its error log at `info` names every connection that ended in the TLS handshake.
         let main =
-            "pid \(directory)/nginx.pid; error_log stderr; daemon off; events {}\n"
+            "pid \(directory)/nginx.pid; error_log \(directory)/error.log info; daemon off; events {}\n"
             + "http { \(temporary) include \(directory)/site.conf; }\n"
         try main.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
         let process = Process()
@@ -174,16 +176,22 @@ final class NginxFront: Sendable {
         process.standardError = FileHandle.nullDevice
         self.process = process
         try process.run()
-        let port = self.port
-        guard
-            Poll.until(
-                within: .seconds(10), every: .milliseconds(20),
-                {
-                    !process.isRunning || !LoopbackSocket.all(localPort: port, state: .listening).isEmpty
-                }), process.isRunning
-        else {
+        guard waitUntilListening(port: port, process: process) else {
             stop()
             throw TestFailure("nginx did not start on port \(port)")
+        }
+    }
+
+    /// What nginx logged (at `info`): its start, and each connection that failed.
+    var errorLog: String {
+        (try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? ""
+    }
+
+    /// Waits until nginx has logged `count` connections that ended in the TLS handshake (a client that refused its
+    /// certificate); nginx logs such a connection once, after it closed it.
+    func waitForHandshakeFailures(_ count: Int) -> Bool {
+        waitForLine(containing: "while SSL handshaking", count: count) {
+            errorLog.split(separator: "\n").map(String.init)
         }
     }
 

@@ -118,7 +118,7 @@ import Testing
         #expect(RecipeHTTP.isComplete(chunked))
         #expect(!RecipeHTTP.isComplete(Array(plain.dropLast())))
         #expect(!RecipeHTTP.isComplete(Array(chunked.dropLast(5))))
-        #expect(RecipeHTTP.status(ofHead: Array("HTTP/1.0 403 Filtered\r\n".utf8)) == 403)
-        #expect(RecipeHTTP.status(ofHead: Array("SSH-2.0\r\n".utf8)) == nil)
+        #expect(RecipeHTTP.status(ofHead: Array("HTTP/1.0 403 Filtered\r\n\r\n".utf8)) == 403)
+        #expect(RecipeHTTP.status(ofHead: Array("SSH-2.0\r\n\r\n".utf8)) == nil)
     }
 }

@@ -275,29 +275,9 @@ import Testing
         #expect(failure(block)?.subject == key)
     }
 
-    @Test func redisPasswordIsASecretInEveryForm() throws {
-        let relayKey = Base64.urlEncode(SecureRandom.bytes(count: 32))
-        var env = [
-            "APNS_KEY_SANDBOX": P256.Signing.PrivateKey().pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
-            "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(relayKey)"}"#,
-        ]
-        let files = ["/run/secrets/redis": "s3cret\n", "/creds/REDIS_PASSWORD": "fromsystemd\r\n"]
-        func load(_ env: [String: String]) throws(ConfigurationError) -> RelaySecrets {
-            try RelaySecrets.load(
-                from: SecretSource(environment: env) { path in
-                    guard let text = files[path] else { throw ConfigurationError(.unreadable, path, "none") }
-                    return text
-                })
-        }
-        #expect(try load(env).redisPassword == nil)
-        env["REDIS_PASSWORD_FILE"] = "/run/secrets/redis"
-        #expect(try load(env).redisPassword == "s3cret")
-        env["REDIS_PASSWORD"] = "twice"
-        #expect(throws: ConfigurationError(.invalid, "REDIS_PASSWORD", "")) { try load(env) }
-        env["REDIS_PASSWORD"] = nil
-        env["REDIS_PASSWORD_FILE"] = nil
-        env["CREDENTIALS_DIRECTORY"] = "/creds"
-        let secrets = try load(env)
+    /// Its forms are SecretFormsTests'.
+    @Test func theRedisPasswordIsNeverInTheSummaryAndAUserNeedsOne() throws {
+        let secrets = try SecretFormsTests.loadCredential("REDIS_PASSWORD", "fromsystemd\r\n")
         #expect(secrets.redisPassword == "fromsystemd")
 
         // A user name without a password cannot AUTH; the summary never shows the password.

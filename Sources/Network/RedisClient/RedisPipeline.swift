@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Loop
 import LoopTLS
+import MonotonicTime
 import RelayCrypto
 import Synchronization
 import TLS
@@ -414,8 +415,7 @@ public final class RedisPipeline: @unchecked Sendable {
     // MARK: Helpers
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        duration.nanoseconds
     }
 
     /// Checks what a pipeline needs before one is made (a `rediss://` CA file that loads), without connecting.

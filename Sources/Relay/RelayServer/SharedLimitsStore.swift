@@ -1,4 +1,5 @@
 import Loop
+import MonotonicTime
 import RedisClient
 import RelayCore
 import Synchronization
@@ -184,9 +185,9 @@ final class SharedLimitsStore: Sendable {
     /// up starts shared.
     func start() {
         for pipeline in pipelines { pipeline.start() }
-        let deadline = ContinuousClock.now + .seconds(6)
+        let deadline = EventLoop.monotonicNow() + .seconds(6)
         for pipeline in pipelines {
-            _ = pipeline.awaitFirstAttempt(timeout: max(.zero, deadline - ContinuousClock.now))
+            _ = pipeline.awaitFirstAttempt(timeout: .nanoseconds(Int64(deadline - EventLoop.monotonicNow())))
         }
     }
 

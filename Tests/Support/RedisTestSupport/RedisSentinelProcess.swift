@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 /// A throwaway `redis-sentinel` for tests (Debian's package; `scripts/install-deps --test` installs it): one
 /// sentinel on a loopback port, monitoring one primary under a name, with a short `down-after-milliseconds` so that
@@ -34,7 +35,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         self.password = password
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("duo-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        guard let chosen = ServerProcess.freePort() else {
+        guard let chosen = try? freePort() else {
             throw ServerProcess.Unavailable(description: "no free port for a sentinel")
         }
         port = chosen
