@@ -129,7 +129,7 @@ let package = Package(
             name: "DuoRelayCLI",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
-                "ErrorCodes", "PushClient",
+                "ErrorCodes", "PushClient", "MonotonicTime",
             ] + allocator, path: "Sources/Relay/DuoRelayCLI",
             swiftSettings: strict),
         // `duo-relay push`'s client: one request to a relay and its HTTP/1.1 answer, over a connection of its own on a

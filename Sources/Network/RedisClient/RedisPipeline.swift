@@ -153,7 +153,7 @@ public final class RedisPipeline: @unchecked Sendable {
     /// when connected.
     public func awaitFirstAttempt(timeout: Duration) -> Bool {
         if !firstAttemptDone.load(ordering: .acquiring),
-            firstAttempt.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) == .success
+            firstAttempt.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .success
         {
             firstAttempt.signal()
         }
@@ -413,10 +413,6 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     // MARK: Helpers
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        duration.nanoseconds
-    }
 
     /// Checks what a pipeline needs before one is made (a `rediss://` CA file that loads), without connecting.
     public static func validate(_ configuration: RedisClientConfiguration) throws(RedisClientError) {

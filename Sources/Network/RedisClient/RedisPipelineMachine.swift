@@ -730,9 +730,9 @@ extension RedisPipelineMachine.Configuration {
         }
         let scriptLoad = command("SCRIPT", "LOAD", client.script)
         setUp.append(.init(kind: .scriptLoad, bytes: scriptLoad))
-        let connectTimeout = max(1_000_000, RedisPipeline.nanoseconds(client.connectTimeout))
+        let connectTimeout = max(1_000_000, client.connectTimeout.nanoseconds)
         self.init(
-            timeout: max(1_000_000, RedisPipeline.nanoseconds(client.timeout)), connectTimeout: connectTimeout,
+            timeout: max(1_000_000, client.timeout.nanoseconds), connectTimeout: connectTimeout,
             setUp: setUp, scriptLoad: scriptLoad, scriptDigest: digest)
         server = SentinelMachine.Node(host: client.host, port: client.port)
         sentinel = client.sentinel.map { sentinel in

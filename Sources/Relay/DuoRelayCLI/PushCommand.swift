@@ -1,5 +1,6 @@
 import DuoRelayClient
 import Foundation
+import MonotonicTime
 import PushClient
 import RelayCore
 import RelayCrypto
@@ -127,7 +128,7 @@ enum PushCommand {
             return 1
         }
         let elapsed = ContinuousClock.now - started
-        let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = elapsed.nanoseconds / 1_000_000
         switch result {
         case .answered(let answer):
             let outcome = PushOutcome(answer)
