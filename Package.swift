@@ -54,7 +54,8 @@ let package = Package(
         // The one shape of every module's error (swift-asn1's): an opaque code with static members, a reason,
         // equality by code.
         .target(name: "ErrorCodes", path: "Sources/Base/ErrorCodes", swiftSettings: strict),
-        // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input.
+        // The one clock's value type: an instant in monotonic nanoseconds, pure, which every machine takes as input,
+        // and the one conversion of a `Duration` to those nanoseconds.
         .target(name: "MonotonicTime", path: "Sources/Base/MonotonicTime", swiftSettings: strict),
         // TLS over OpenSSL, client and server side: the contexts (peer verification, the server's certificate),
         // sessions (the handshake step, reads and writes, ALPN), the client stream's BIO, the error queue read into
@@ -72,14 +73,15 @@ let package = Package(
             path: "Sources/Relay/RelayCore",
             swiftSettings: strict),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "ErrorCodes", "MonotonicTime"],
+            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "TLS", "ErrorCodes", "MonotonicTime"],
             path: "Sources/Network/HTTPServer", swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(
             name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], path: "Sources/Network/Loop",
             swiftSettings: strict),
-        // The relay's own HTTP/1.1 front, pure: the strict request parser and the connection state machine
-        // (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
+        // HTTP/1.1, pure: the relay's front (the strict request parser and the connection state machine) and the one
+        // response reader the proxy tunnel, `duo-relay push`, the load tool and the tests read answers with, on the
+        // same line scanner (no I/O, no C, no clock: the event loop feeds them bytes, deadlines and answers).
         .target(
             name: "HTTP1", dependencies: ["ErrorCodes", "MonotonicTime"], path: "Sources/Protocols/HTTP1",
             swiftSettings: strict),
@@ -95,7 +97,7 @@ let package = Package(
         // A client connection on a loop, plain TCP or TLS (TLS's session through its stream BIO) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
         .target(
-            name: "LoopTLS", dependencies: ["Loop", "TLS", "MonotonicTime", "ErrorCodes"],
+            name: "LoopTLS", dependencies: ["Loop", "TLS", "HTTP1", "MonotonicTime", "ErrorCodes"],
             path: "Sources/Network/LoopTLS", swiftSettings: strict),
         // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
         .target(
@@ -113,7 +115,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes"],
+            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes", "MonotonicTime"],
             path: "Sources/Simulator/APNsSimulator",
             swiftSettings: strict),
         .target(
@@ -127,37 +129,40 @@ let package = Package(
             name: "DuoRelayCLI",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "APNsSimulator", "DuoRelayClient", "RelayVersion",
-                "ErrorCodes", "PushClient",
+                "ErrorCodes", "PushClient", "MonotonicTime",
             ] + allocator, path: "Sources/Relay/DuoRelayCLI",
             swiftSettings: strict),
         // `duo-relay push`'s client: one request to a relay and its HTTP/1.1 answer, over a connection of its own on a
-        // loop (plain or TLS, a CA of the operator's beside the system's roots); the answer reader and the exchange's
-        // machine are pure.
+        // loop (plain or TLS, a CA of the operator's beside the system's roots); the exchange's machine is pure and
+        // reads the answer with HTTP1's response reader.
         .target(
-            name: "PushClient", dependencies: ["DuoRelayClient", "Loop", "LoopTLS", "TLS"],
+            name: "PushClient", dependencies: ["DuoRelayClient", "HTTP1", "Loop", "LoopTLS", "TLS"],
             path: "Sources/Relay/PushClient", swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
             dependencies: [
-                "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder", "ErrorCodes",
+                "Loop", "HTTP1", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder",
+                "ErrorCodes",
             ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
         // The documents' recipes run as written: the blocks taken from README.md and the operations documents, the
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(
-            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "RelayCrypto"],
+            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "HTTP1", "RelayCrypto"],
             path: "Tests/Support/RecipeRunner", swiftSettings: strict),
 
-        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, hex, the test PKI, ports and sockets.
+        // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, an event recorder, the one free-port finder
+        // and the waits for a listening port and for a log line, the failure type, hex, the test PKI, sockets.
         .target(
-            name: "RelayTestSupport", dependencies: ["APNsSimulator", "ErrorCodes", "TCPForwarder"],
+            name: "RelayTestSupport",
+            dependencies: ["APNsSimulator", "ErrorCodes", "HTTP1", "MonotonicTime", "TCPForwarder"],
             path: "Tests/Support/RelayTestSupport", swiftSettings: strict),
         // A TCP forwarder on loopback that delays, resets or forgets connections: the benchmark's Redis hop and
         // the tests' network faults (its listener is the tests' loopback listener too).
         .target(
-            name: "TCPForwarder", dependencies: ["ErrorCodes"], path: "Sources/Simulator/TCPForwarder",
+            name: "TCPForwarder", dependencies: ["ErrorCodes", "MonotonicTime"], path: "Sources/Simulator/TCPForwarder",
             swiftSettings: strict),
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
@@ -177,19 +182,20 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "RedisTestSupport",
-                "RelayTestSupport",
+                "RelayTestSupport", "Loop",
             ],
             swiftSettings: strict),
         .testTarget(
             name: "HTTP2ClientTests",
-            dependencies: ["HTTP2Client", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
+            dependencies: ["HTTP2Client", "HTTP2Wire", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
             swiftSettings: strict),
         // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
         // session.
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: strict),
         // A throwaway redis-server and redis-sentinel for the tests (RedisClientTests, EndToEndTests).
         .target(
-            name: "RedisTestSupport", dependencies: ["ErrorCodes"], path: "Tests/Support/RedisTestSupport",
+            name: "RedisTestSupport", dependencies: ["ErrorCodes", "RelayTestSupport"],
+            path: "Tests/Support/RedisTestSupport",
             swiftSettings: strict),
         .testTarget(
             name: "RedisClientTests",
@@ -202,7 +208,7 @@ let package = Package(
             name: "APNsSimulatorTests",
             dependencies: [
                 "APNsSimulator", "RelayCrypto", "HTTP2Client", "CSystem", "RelayCore", "RelayTestSupport",
-                "TCPForwarder",
+                "TCPForwarder", "MonotonicTime",
             ],
             swiftSettings: strict),
         .testTarget(
@@ -213,15 +219,16 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
-        .testTarget(name: "LoopTests", dependencies: ["Loop", "MonotonicTime"], swiftSettings: strict),
+        .testTarget(
+            name: "LoopTests", dependencies: ["Loop", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "LoopTLSTests",
             dependencies: [
-                "LoopTLS", "Loop", "TLS", "APNsSimulator", "RelayCrypto", "MonotonicTime", "RelayTestSupport",
+                "LoopTLS", "Loop", "TLS", "HTTP1", "APNsSimulator", "RelayCrypto", "MonotonicTime", "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
-        // The push client's answer reader and exchange machine, without sockets.
+        // The push client's exchange machine and how it reads answers, without sockets.
         .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),

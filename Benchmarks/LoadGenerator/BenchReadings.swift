@@ -3,11 +3,13 @@ import Foundation
 /// What a benchmark run reads from the servers and the measurements it starts: the relay's port from its
 /// log, redis-server's counters, a load run's answers, and the results file's lines.
 enum BenchReadings {
-    /// The port of the relay's `duo-relay: listening on 127.0.0.1:PORT` line; nil until it has logged it.
+    /// The port of the relay's `duo-relay: listening on 127.0.0.1:PORT` line (after the line's time and level);
+    /// nil until it has logged it.
     static func listeningPort(log: String) -> Int? {
         let prefix = "duo-relay: listening on 127.0.0.1:"
-        for line in log.split(separator: "\n") where line.hasPrefix(prefix) {
-            let digits = line.dropFirst(prefix.count)
+        for line in log.split(separator: "\n") {
+            guard let found = line.range(of: prefix) else { continue }
+            let digits = line[found.upperBound...]
             if !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
                 let port = Int(digits), port > 0, port < 65536
             {

@@ -1,3 +1,5 @@
+import Foundation
+import HTTP1
 import Loop
 
 /// What a ``ClientConnection`` tells the measurement that owns it, on the loop's thread.
@@ -30,8 +32,8 @@ final class ClientConnection: TCPConnectionDelegate {
     private(set) var connected = false
     private var owner: (any ClientConnectionOwner)?
     private var connection: TCPConnection?
-    /// Bytes of an answer that has not arrived whole yet.
-    private var inbound: [UInt8] = []
+    /// The answers read so far, and the bytes of one that has not arrived whole yet.
+    private var reader = HTTP1ResponseReader()
 
     private init(index: Int, owner: any ClientConnectionOwner) {
         self.index = index
@@ -74,37 +76,26 @@ final class ClientConnection: TCPConnectionDelegate {
 
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         let instant = MonotonicClock.now()
-        if inbound.isEmpty {
-            // The usual case, a whole answer in one read: framed in the loop's buffer, nothing copied.
-            let consumed = deliver(from: bytes, at: instant)
-            if consumed < bytes.count && owner != nil {
-                inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
-            }
-        } else {
-            inbound.append(contentsOf: bytes)
-            let consumed = inbound.withUnsafeBytes { deliver(from: $0, at: instant) }
-            if owner == nil {
-                inbound = []
-            } else if consumed > 0 {
-                inbound.removeFirst(consumed)
+        reader.append(bytes)
+        // Every complete answer goes to the owner; one that is not HTTP ends the connection.
+        while let owner {
+            switch reader.nextResponse() {
+            case .needMoreBytes, .end:
+                return
+            case .complete(let head, let body):
+                busy = false
+                retryAfter = Self.retryAfter(head)
+                body.withUnsafeBytes { owner.client(self, didReceive: head.status, body: $0, at: instant) }
+            case .failed:
+                end()
+                return
             }
         }
     }
 
-    /// Hands every complete answer at the start of `bytes` to the owner; returns the bytes they took.
-    private func deliver(from bytes: UnsafeRawBufferPointer, at instant: UInt64) -> Int {
-        var consumed = 0
-        while let owner, consumed < bytes.count,
-            let response = HTTPResponseFraming.response(at: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
-        {
-            let body = UnsafeRawBufferPointer(
-                rebasing: bytes[(consumed + response.body.lowerBound)..<(consumed + response.body.upperBound)])
-            consumed += response.length
-            busy = false
-            retryAfter = response.retryAfter
-            owner.client(self, didReceive: response.status, body: body, at: instant)
-        }
-        return consumed
+    /// `Retry-After` in whole seconds (the relay's form), nil when absent or another form.
+    static func retryAfter(_ head: HTTP1ResponseHead) -> Int? {
+        head.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 
     func connectionDidReachEnd(_ connection: TCPConnection) {

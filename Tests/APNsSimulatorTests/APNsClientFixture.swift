@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2Client
+import MonotonicTime
 import RelayTestSupport
 import Synchronization
 
@@ -53,8 +54,7 @@ struct APNsClientFixture: Sendable {
     ) async -> [Outcome] {
         let results = Mutex((outcomes: [Outcome?](repeating: nil, count: count), answered: 0))
         let group = DispatchGroup()
-        let spreadNanoseconds =
-            spread.components.seconds * 1_000_000_000 + spread.components.attoseconds / 1_000_000_000
+        let spreadNanoseconds = Int64(clamping: spread.nanoseconds)
         for index in 0..<count {
             group.enter()
             let token = tokens?[index] ?? randomToken()

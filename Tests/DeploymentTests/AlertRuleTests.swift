@@ -86,6 +86,92 @@ import Testing
         for alert in alerts { #expect(operations.contains(alert), "no operations document names \(alert)") }
     }
 
+    /// The page every rule's runbook_url points into: one section per alert, with the commands to run.
+    static let runbook = "docs/operations/incidents.md"
+
+    @Test("every rule has a description and a runbook_url that is its own section of the incidents page")
+    func everyRuleHasItsRunbook() throws {
+        let rules = try Self.ruleBlocks()
+        #expect(rules.count == (try Self.alertNames()).count)
+        for (alert, block) in rules {
+            #expect(block.contains("description: "), "\(alert) has no description")
+        }
+        let problems = Self.runbookProblems(rules: rules, page: try Repository.text(Self.runbook))
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    @Test("the runbook check fails on a missing anchor, another alert's anchor, another page or no runbook_url")
+    func runbookCheckCanFail() {
+        let page = "# Incidents\n\n## DuoRelayDown\n\ntext\n\n## DuoRelayShedding\n"
+        func rule(_ name: String, _ url: String?) -> (String, String) {
+            (name, "- alert: \(name)\n  annotations:\n" + (url.map { "    runbook_url: \($0)\n" } ?? ""))
+        }
+        #expect(Self.runbookProblems(rules: [rule("DuoRelayDown", Self.runbook + "#duorelaydown")], page: page).isEmpty)
+        #expect(
+            Self.runbookProblems(rules: [rule("DuoRelayNotReady", Self.runbook + "#duorelaynotready")], page: page)
+                .count == 1)
+        #expect(
+            Self.runbookProblems(rules: [rule("DuoRelayDown", Self.runbook + "#duorelayshedding")], page: page)
+                .count == 1)
+        #expect(
+            Self.runbookProblems(rules: [rule("DuoRelayDown", "OPERATIONS.md#duorelaydown")], page: page)
+                .count == 1)
+        #expect(Self.runbookProblems(rules: [rule("DuoRelayDown", nil)], page: page).count == 1)
+    }
+
+    /// What is wrong with the rules' runbook URLs against `page` (the incidents page's text): each must be
+    /// `docs/operations/incidents.md#ANCHOR`, where ANCHOR is the alert's name in lower case (the anchor GitHub and
+    /// most Markdown renderers give its heading) and a heading of the page has that anchor.
+    static func runbookProblems(rules: [(name: String, block: String)], page: String) -> [String] {
+        let anchors = Set(
+            page.split(separator: "\n").filter { $0.hasPrefix("#") }.map { heading in
+                headingAnchor(String(heading.drop { $0 == "#" }))
+            })
+        var problems: [String] = []
+        for (alert, block) in rules {
+            guard let line = block.split(separator: "\n").first(where: { $0.contains("runbook_url: ") }) else {
+                problems.append("\(alert) has no runbook_url")
+                continue
+            }
+            let url = line.split(separator: "runbook_url: ", maxSplits: 1).last.map(String.init) ?? ""
+            let parts = url.trimmingCharacters(in: .whitespaces).split(separator: "#", maxSplits: 1).map(String.init)
+            guard parts.count == 2, parts[0] == runbook else {
+                problems.append("\(alert): \(url) is not \(runbook)#ANCHOR")
+                continue
+            }
+            if parts[1] != alert.lowercased() {
+                problems.append("\(alert): \(url) is not the alert's own section (#\(alert.lowercased()))")
+            }
+            if !anchors.contains(parts[1]) { problems.append("\(alert): no heading of \(runbook) has #\(parts[1])") }
+        }
+        return problems
+    }
+
+    /// The anchor a Markdown heading gets (GitHub's rule): lower case, punctuation but hyphens dropped, spaces as
+    /// hyphens.
+    static func headingAnchor(_ heading: String) -> String {
+        String(
+            heading.trimmingCharacters(in: .whitespaces).lowercased().compactMap { character -> Character? in
+                if character == " " { return "-" }
+                return character.isLetter || character.isNumber || character == "-" || character == "_"
+                    ? character : nil
+            })
+    }
+
+    /// Each rule of the rules file: its alert name and its lines up to the next rule.
+    static func ruleBlocks() throws -> [(name: String, block: String)] {
+        var found: [(name: String, block: String)] = []
+        for line in try Repository.text(rules).split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("- alert: ") {
+                found.append((String(trimmed.dropFirst("- alert: ".count)), ""))
+            } else if !found.isEmpty {
+                found[found.count - 1].block += line + "\n"
+            }
+        }
+        return found
+    }
+
     static func alertNames() throws -> [String] {
         try Repository.text(rules).split(separator: "\n").compactMap { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)

@@ -7,6 +7,7 @@ import Testing
 /// will read them: systemd-analyze, python3-yaml, nginx, caddy.
 @Suite struct DeploymentArtifactTests {
     static let unitPath = "deploy/systemd/duo-relay.service"
+    static let socketPath = "deploy/systemd/duo-relay.socket"
     static let systemdConfiguration = "deploy/systemd/relay.json"
     static let relayEnvironment = "deploy/systemd/relay.env"
     /// The relay's configuration on Kubernetes: the file the kustomization generates its ConfigMap from.
@@ -44,6 +45,50 @@ import Testing
             .replacingOccurrences(of: "[Service]\n", with: "[Service]\nProtectSystm=strict\n")
         let result = try Self.verifyUnit(unit)
         #expect((result.errors + result.output).contains("ProtectSystm"))
+    }
+
+    @Test(
+        "systemd-analyze verify accepts the socket unit with its service without a single warning",
+        .enabled(if: Tool.isAvailable(systemdAnalyze)))
+    func socketUnitVerifies() throws {
+        let result = try Self.verifyUnit(
+            try Repository.text(Self.unitPath), socket: try Repository.text(Self.socketPath))
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.isEmpty, "\(result.errors)")
+        #expect(result.output.isEmpty, "\(result.output)")
+    }
+
+    @Test(
+        "systemd-analyze verify reports a misspelt directive in the socket unit, so the check above can fail",
+        .enabled(if: Tool.isAvailable(systemdAnalyze)))
+    func verifyReportsMisspeltSocketDirectives() throws {
+        let socket = try Repository.text(Self.socketPath)
+            .replacingOccurrences(of: "[Socket]\n", with: "[Socket]\nListenStrem=127.0.0.1:1\n")
+        let result = try Self.verifyUnit(try Repository.text(Self.unitPath), socket: socket)
+        #expect((result.errors + result.output).contains("ListenStrem"))
+    }
+
+    /// The socket unit hands one listening socket to the relay's service (no socket per connection), on the address
+    /// the example configuration serves otherwise, with a backlog that holds the connections of a restart.
+    @Test func theSocketUnitPassesOneListeningSocketToTheService() throws {
+        let socket = SystemdUnit(try Repository.text(Self.socketPath))
+        #expect(socket.value("Service", in: "Socket") == "duo-relay.service")
+        #expect(socket.value("Accept", in: "Socket") == "no")
+        #expect(socket.values("ListenStream", in: "Socket").count == 1)
+        let configuration = try Self.exampleConfiguration(Self.systemdConfiguration)
+        #expect(socket.value("ListenStream", in: "Socket") == configuration["listen"].string)
+        #expect(Int(socket.value("Backlog", in: "Socket") ?? "") ?? 0 >= 1024)
+        #expect(socket.value("WantedBy", in: "Install") == "sockets.target")
+    }
+
+    /// The unit's comment on a stop says what docs/DESIGN.md ("Lifecycle") says the relay answers at the end of
+    /// the grace: 503 `overloaded` for a push never sent to APNs, 502 `apns` for one that was.
+    @Test func theUnitSaysWhatTheRelayAnswersAtTheEndOfTheGrace() throws {
+        let comments = try Repository.text(Self.unitPath).split(separator: "\n").filter { $0.hasPrefix("#") }
+            .map { $0.dropFirst().trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(comments.contains("503 `overloaded`"))
+        #expect(comments.contains("502 `apns`"))
+        #expect(!comments.contains("answers the rest 503"))
     }
 
     @Test(
@@ -562,13 +607,16 @@ import Testing
 
     /// Runs `systemd-analyze verify` on `unit`, its binary swapped for a stand-in that exists
     /// (verify checks that ExecStart's program does).
-    static func verifyUnit(_ unit: String) throws -> ToolResult {
+    /// With `socket`, the socket unit is verified too, beside its service.
+    static func verifyUnit(_ unit: String, socket: String? = nil) throws -> ToolResult {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
         let stub = try scratch.write("#!/bin/sh\nexit 0\n", to: "duo-relay", mode: 0o755)
         let file = try scratch.write(
             unit.replacingOccurrences(of: binary, with: stub.path), to: "duo-relay.service")
-        return try Tool.run(systemdAnalyze, ["verify", "--man=no", file.path], in: scratch.url)
+        var files = [file.path]
+        if let socket { files.insert(try scratch.write(socket, to: "duo-relay.socket").path, at: 0) }
+        return try Tool.run(systemdAnalyze, ["verify", "--man=no"] + files, in: scratch.url)
     }
 
     /// `NAME=value` lines of an environment file, comments skipped.

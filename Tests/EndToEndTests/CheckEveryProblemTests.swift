@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 import RelayCrypto
 import RelayTestSupport
 import Testing
@@ -19,7 +20,7 @@ import Testing
         let result = try CommandRun.run(["check", "--config", config], environment: environment)
         #expect(result.status == 1)
         #expect(result.standardOutput.isEmpty, "\(result.standardOutput)")
-        let lines = result.standardError.split(separator: "\n").map(String.init)
+        let lines = result.logMessages
         let subjects = ["grant_lifetme_s", "server.threads", "RELAY_KEYS", "APNS_TEAM_ID", "apns.ca_file"]
         #expect(lines.count == subjects.count, "\(result.standardError)")
         for subject in subjects {
@@ -102,7 +103,7 @@ import Testing
         withKey["RELAY_KEYS"] = nil
         let keygen = try CommandRun.run(["check", "--config", config], environment: withKey)
         #expect(keygen.status == 1)
-        let line = keygen.standardError.split(separator: "\n").first { $0.contains("RELAY_KEYS") } ?? ""
+        let line = keygen.logMessages.first { $0.contains("RELAY_KEYS") } ?? ""
         #expect(line.hasPrefix("check failed: RELAY_KEYS: is not set: run `"), "\(keygen.output)")
         #expect(!line.contains("--credentials-dir"), "\(line)")
 
@@ -192,5 +193,32 @@ import Testing
         try process.run()
         process.waitUntilExit()
         return try String(contentsOfFile: output, encoding: .utf8)
+    }
+}
+
+/// Under systemd, when standard error is the journal (`JOURNAL_STREAM` names it), each line starts with its
+/// syslog priority, which journald keeps as the entry's; otherwise (a pipe of another program) it does not.
+@Suite struct JournalPriorityTests {
+    @Test func eachLineCarriesItsLevelAsAPriorityOnlyForTheJournal() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("relay.json").path
+        try #"{"apns":{"topic":"app.openduo.pocket"},"grant_lifetime_s":0}"#.write(
+            toFile: config, atomically: true, encoding: .utf8)
+        // The shell names its own standard error (the pipe the test reads) as the journal's stream, as systemd
+        // does for a unit's; `stat -L` of /proc/self/fd/2 gives that pipe's device and inode.
+        let script = #"JOURNAL_STREAM="$(stat -L -c %d:%i /proc/self/fd/2)" exec "$BINARY" check --config "$1""#
+        let environment = TestSecrets().environment.merging(["BINARY": RelayProcess.binary.path]) { a, _ in a }
+        let journal = try CommandRun.run(["/bin/sh", "-c", script, "sh", config], shell: environment)
+        #expect(journal.status == 1)
+        let line = try #require(journal.standardError.split(separator: "\n").first { $0.contains("grant_lifetime_s") })
+        #expect(line.hasPrefix("<3>"), "\(line)")
+        #expect(LogLine.parse(line.dropFirst(3))?.level == .error, "\(line)")
+
+        let elsewhere = try CommandRun.run(
+            ["/bin/sh", "-c", #"JOURNAL_STREAM=1:2 exec "$BINARY" check --config "$1""#, "sh", config],
+            shell: environment)
+        let plain = try #require(elsewhere.standardError.split(separator: "\n").first)
+        #expect(LogLine.parse(plain)?.level == .error, "\(plain)")
     }
 }

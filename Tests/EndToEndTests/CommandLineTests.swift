@@ -34,7 +34,7 @@ import Testing
         #expect(check.standardOutput.contains("version: \(version)\n"), "\(check.standardOutput)")
     }
 
-    @Test(arguments: ["serve", "check", "keygen"])
+    @Test(arguments: ["serve", "check", "keygen", "grant-info"])
     func everyCommandAnswersHelp(_ command: String) throws {
         for flag in ["--help", "-h"] {
             let result = try run([command, flag])

@@ -119,3 +119,38 @@ import Testing
         #expect(dev.standardError.contains("--fault: a fault"))
     }
 }
+
+extension DevCommandTests {
+    /// `dev --tls`: the relay serves HTTPS under the throwaway CA, and the printed commands (curl --cacert, push
+    /// --ca-file) run as printed.
+    @Test func withTLSThePrintedCommandsTrustTheThrowawayCAAndDeliver() throws {
+        let dev = try RelayProcess(arguments: ["dev", "--tls", "--port", "0"], environment: [:])
+        Poll.until(within: .seconds(30)) { dev.standardOutput.contains("Ctrl-C stops") }
+        let output = dev.standardOutput
+        #expect(output.contains("relay on https://127.0.0.1:"), "\(output)")
+        let start = try #require(output.range(of: "Try it from another shell:\n\n"))
+        let end = try #require(output.range(of: "\nor: ", range: start.upperBound..<output.endIndex))
+        let curl = String(output[start.upperBound..<end.lowerBound])
+        #expect(curl.contains("curl -s --cacert /") && curl.contains("https://127.0.0.1:"), "\(curl)")
+        let push = try #require(output[end.upperBound...].split(separator: "\n").first)
+        #expect(push.contains(" push --relay https://127.0.0.1:") && push.contains(" --ca-file /"), "\(push)")
+        let run = try CommandRun.run(["/bin/bash", "-euc", curl + "\necho\n" + push + "\n"], shell: [:])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.standardOutput.contains(#""apns_id":""#), "\(run.output)")
+        #expect(run.standardOutput.contains("push: delivered, apns-id "), "\(run.output)")
+        // Without the CA, push says the certificate is not trusted and that the push never reached the relay.
+        let untrusted = try CommandRun.run(
+            [
+                "/bin/bash", "-euc",
+                curl + "\n"
+                    + push.replacingOccurrences(of: " --ca-file ", with: " --x ")
+                    .replacingOccurrences(of: #"--x \S+"#, with: "", options: .regularExpression) + "\n",
+            ], shell: [:])
+        #expect(untrusted.status != 0)
+        #expect(
+            untrusted.output.contains("is not trusted") && untrusted.output.contains("never reached the relay"),
+            "\(untrusted.output)")
+        dev.signal(SIGINT)
+        #expect(try dev.waitForExit() == 0)
+    }
+}

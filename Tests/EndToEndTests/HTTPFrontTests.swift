@@ -279,8 +279,9 @@ import Testing
 
     // MARK: Caps
 
-    /// One address at its cap gets its extra connection closed at once; another address still connects and is
-    /// served, and so do the address's own open connections.
+    /// One address at its cap gets its extra request answered 503 `overloaded` promptly (after the short wait for
+    /// room) and the connection closed; another address still connects and is served, and so do the address's own
+    /// open connections.
     @Test func anAddressAtItsCapDoesNotShutOutAnother() throws {
         let relay = try Self.relay(server: #""max_connections_per_address":4"#)
         // Each held connection is answered before the next is made: the workers accept in parallel, so connections
@@ -292,8 +293,12 @@ import Testing
         }
         let extra = try RawHTTPClient(port: relay.port, source: "127.0.0.60", timeoutSeconds: 5)
         let started = ContinuousClock.now
+        try extra.send("GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n")
+        let refused = try extra.readResponse()
+        Self.expectJSON(refused, 503, "overloaded")
+        #expect(refused.header("connection")?.lowercased() == "close")
         #expect(extra.isClosedByPeer(within: 2))
-        // Wall-clock: a separate relay process; "at once" bounded at 1 s.
+        // Wall-clock: a separate relay process; "promptly" (a quarter of a second's wait for room) bounded at 1 s.
         #expect(ContinuousClock.now - started < .seconds(1))
         let other = try RawHTTPClient(port: relay.port, source: "127.0.0.61", timeoutSeconds: 5)
         #expect(try other.request("GET", "/healthz").status == 200)

@@ -177,7 +177,7 @@ import Testing
     @Test func theRelayRunsOnJemalloc() throws {
         let fixture = try PushFixture()
         let systemMalloc = ProcessInfo.processInfo.environment["DUO_RELAY_SYSTEM_MALLOC"] != nil
-        let announced = fixture.relay.standardError.split(separator: "\n").first { $0.contains("memory allocator:") }
+        let announced = fixture.relay.logMessages.first { $0.contains("memory allocator:") }
         // The maps of the same binary running `dev`: `serve` is undumpable (SecretMemory), so a test that does
         // not run as root cannot read its maps. Read to the end: /proc files report a size of 0, and a sized read
         // stops early.
@@ -186,10 +186,10 @@ import Testing
         let mapsFile = try #require(FileHandle(forReadingAtPath: "/proc/\(dev.process.processIdentifier)/maps"))
         let maps = String(decoding: try mapsFile.readToEnd() ?? Data(), as: UTF8.self)
         if systemMalloc {
-            #expect(announced == "duo-relay: memory allocator: the C library's malloc")
+            #expect(announced == "memory allocator: the C library's malloc")
             #expect(!maps.contains("libjemalloc"))
         } else {
-            #expect(announced?.hasPrefix("duo-relay: memory allocator: jemalloc 5.") == true, "\(announced ?? "")")
+            #expect(announced?.hasPrefix("memory allocator: jemalloc 5.") == true, "\(announced ?? "")")
             #expect(maps.contains("libjemalloc.so"))
         }
         let grant = try fixture.grant(token: randomToken())
@@ -396,11 +396,14 @@ import Testing
         #expect(fixture.waitForDeliveries(4).last?.keyID == "NEWKEY0002")
     }
 
-    @Test func privacyAcrossAFullScenario() throws {
+    /// In either log format: nothing identifying in any line, and every line a log line of that format.
+    @Test(arguments: LogLine.Format.allCases)
+    func privacyAcrossAFullScenario(_ format: LogLine.Format) throws {
         let secrets = TestSecrets()
         let fixture = try PushFixture(
             relayConfig:
-                #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60}"#,
+                #""ip_limit":{"requests":40,"period_s":60,"block_s":60},"push_limit":{"requests":3,"period_s":60},"#
+                + #""log":{"format":"\#(format)"}"#,
             apnsConfig: #""timeout_ms":800"#, secrets: secrets)
         let connection = try fixture.relay.connect()
         let token = randomToken()
@@ -435,9 +438,21 @@ import Testing
         seen.append("127.0.0.1:\(connection.localPort)")
         fixture.relay.signal(SIGTERM)
         #expect(try fixture.relay.waitForExit() == 0)
-        let output = fixture.relay.allOutput
+        // As printed, not as a test reads it back.
+        let output = fixture.relay.standardOutput + fixture.relay.rawStandardError
         #expect(output.contains("stopped"))
         for secret in seen { #expect(!output.contains(secret), "printed: \(secret.prefix(12))…") }
+        let lines = fixture.relay.rawStandardError.split(separator: "\n")
+        #expect(lines.count >= 8, "\(lines)")
+        #expect(RelayProcess.logLineProblems(fixture.relay.rawStandardError, format: format).isEmpty)
+        let parsed = lines.compactMap { LogLine.parse($0) }
+        #expect(parsed.count == lines.count)
+        #expect(
+            parsed.contains {
+                $0.event == "listening" && $0.fields == [LogLine.Field("address", "127.0.0.1:\(fixture.relay.port)")]
+            } || format == .text)
+        #expect(parsed.last?.message.hasPrefix("stopped; ") == true)
+        #expect(parsed.allSatisfy { $0.level == .info || $0.level == .warning }, "\(parsed.map(\.message))")
     }
 }
 

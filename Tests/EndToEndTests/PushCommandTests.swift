@@ -48,8 +48,9 @@ import Testing
         #expect(other.standardOutput.contains("is not trusted: "), "\(other.output)")
         #expect(
             other.standardOutput.contains("(nor by --ca-file); the push never reached the relay"), "\(other.output)")
-        // Neither reached the relay: the simulator still has the one push.
-        try await Task.sleep(for: .milliseconds(200))
+        // Neither reached the relay: nginx ended both connections in the handshake (its log says so once each), so
+        // the simulator still has the one push.
+        #expect(front.waitForHandshakeFailures(2), "\(front.errorLog)")
         #expect(fixture.simulator.delivered.count == 1)
 
         // The certificate names localhost and 127.0.0.1, not another name of this host.
@@ -163,8 +164,9 @@ final class NginxFront: Sendable {
         try site.write(toFile: directory + "/site.conf", atomically: true, encoding: .utf8)
         let temporary = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
             .map { "\($0)_temp_path \(directory)/\($0);" }.joined(separator: " ")
+        // Its error log at `info` names every connection that ended in the TLS handshake.
         let main =
-            "pid \(directory)/nginx.pid; error_log stderr; daemon off; events {}\n"
+            "pid \(directory)/nginx.pid; error_log \(directory)/error.log info; daemon off; events {}\n"
             + "http { \(temporary) include \(directory)/site.conf; }\n"
         try main.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
         let process = Process()
@@ -174,16 +176,22 @@ final class NginxFront: Sendable {
         process.standardError = FileHandle.nullDevice
         self.process = process
         try process.run()
-        let port = self.port
-        guard
-            Poll.until(
-                within: .seconds(10), every: .milliseconds(20),
-                {
-                    !process.isRunning || !LoopbackSocket.all(localPort: port, state: .listening).isEmpty
-                }), process.isRunning
-        else {
+        guard waitUntilListening(port: port, process: process) else {
             stop()
             throw TestFailure("nginx did not start on port \(port)")
+        }
+    }
+
+    /// What nginx logged (at `info`): its start, and each connection that failed.
+    var errorLog: String {
+        (try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? ""
+    }
+
+    /// Waits until nginx has logged `count` connections that ended in the TLS handshake (a client that refused its
+    /// certificate); nginx logs such a connection once, after it closed it.
+    func waitForHandshakeFailures(_ count: Int) -> Bool {
+        waitForLine(containing: "while SSL handshaking", count: count) {
+            errorLog.split(separator: "\n").map(String.init)
         }
     }
 
@@ -256,5 +264,45 @@ final class CannedServer: Sendable {
             .first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
         return text.utf8.distance(from: headEnd.upperBound, to: text.endIndex) >= length
+    }
+}
+
+extension PushCommandTests {
+    /// A 502 `apns` says which of three it was, and `push` tells the operator: APNs refused it (with its reason) or
+    /// was never reached, not delivered; sent without an answer, it may or may not have been.
+    @Test func a502SaysWhetherThePushWasDelivered() throws {
+        let fixture = try PushFixture(apnsConfig: #""timeout_ms":800"#)
+        let relay = "http://127.0.0.1:\(fixture.relay.port)"
+        let grant = try fixture.grant(token: randomToken())
+        fixture.simulator.inject(.status(400, reason: "BadTopic"))
+        let refused = try CommandRun(["push", "--relay", relay, "--grant", grant])
+        #expect(refused.status == 1)
+        #expect(
+            refused.standardOutput.hasPrefix("push: not delivered: APNs refused the push (BadTopic) (HTTP 502, "),
+            "\(refused.output)")
+        fixture.simulator.inject(.stall)
+        let unknown = try CommandRun(["push", "--relay", relay, "--grant", grant])
+        #expect(unknown.status == 1)
+        #expect(
+            unknown.standardOutput.hasPrefix(
+                "push: no definite answer: sent to APNs, but no answer came: the push may or may not have been "
+                    + "delivered (HTTP 502, "), "\(unknown.output)")
+        #expect(!refused.output.contains(grant) && !unknown.output.contains(grant))
+
+        // A relay whose APNs cannot be reached at all.
+        let secrets = TestSecrets()
+        let alone = try RelayProcess(
+            config: RelayProcess.config(apns: #""sandbox_origin":"https://127.0.0.1:1","timeout_ms":800"#),
+            secrets: secrets)
+        let connection = try alone.connect()
+        let aloneGrant = try #require(
+            try connection.request(
+                "POST", "/v1/grant", body: Array(#"{"token":"\#(randomToken())","environment":"sandbox"}"#.utf8)
+            ).json?["grant"] as? String)
+        let unreached = try CommandRun(["push", "--relay", "http://127.0.0.1:\(alone.port)", "--grant", aloneGrant])
+        #expect(unreached.status == 1)
+        #expect(
+            unreached.standardOutput.hasPrefix("push: not delivered: APNs was not reached (HTTP 502, "),
+            "\(unreached.output)")
     }
 }

@@ -199,6 +199,100 @@ struct RedisFailoverTests {
         for relay in cluster.relays { #expect(try shared.limits(relay) == "200 shared") }
     }
 
+    /// What each relay admitted alone counts once Redis is back (docs/DESIGN.md, "Failover"): a phone pushing through
+    /// both relays across the kill -9 of the primary, with an outage long enough for both to spend their own budgets,
+    /// gets at most what was shared before plus 2 × 20 in the window that spans the outage, then nothing until that
+    /// window ends; and exactly 20 in a window wholly after it.
+    @Test func aPhoneGetsNoFreshBudgetWhenThePrimaryIsKilled() throws {
+        guard RedisSentinelProcess.isInstalled else {
+            Issue.record("redis-sentinel is not installed: run scripts/install-deps --test")
+            return
+        }
+        let (old, new) = try pair()
+        // The primary is replaced 4 s after it stops answering: time for both relays to use their own budgets.
+        let sentinel = try RedisSentinelProcess(monitoring: old, downAfterMilliseconds: 4_000)
+        #expect(Poll.until(within: .seconds(30)) { sentinel.log.contains("+slave") })
+        let place = #""sentinel":{"master":"duo-limits","nodes":["127.0.0.1:\#(sentinel.port)"]}"#
+        let cluster = try cluster(store: store(place), redis: old)
+        for relay in cluster.relays { #expect(try shared.limits(relay) == "200 shared") }
+        let token = randomToken()
+        let connections = try cluster.relays.map { try $0.connect() }
+        let grants = try cluster.relays.indices.map { try cluster.fixture.grant(token: token, on: connections[$0]) }
+        /// One push for the phone on relay `index`; its status, and the Retry-After of a 429.
+        func push(_ index: Int) throws -> (status: Int, retryAfter: Int?) {
+            let answer = try connections[index].request(
+                "POST", "/v1/push", body: PushFixture.pushBody(grant: grants[index]))
+            #expect(answer.status == 200 || answer.status == 429, "\(answer.status) \(answer.text)")
+            return (answer.status, answer.headers["retry-after"].flatMap { Int($0) })
+        }
+
+        // Shared before the outage: 4, in the window the outage will span (replicated before the kill).
+        let windowStart = Date()
+        let before = try (0..<4).map { try push($0 % 2).status }
+        #expect(before == [200, 200, 200, 200])
+        try Poll.wait(for: "the count on the replica", within: .seconds(10)) {
+            (try? new.keysWithTTL().first { $0.key.hasPrefix("duo-relay:p:") }).flatMap { $0 }.map { key in
+                (try? new.command("HGET", key.key, "c").trimmingCharacters(in: .whitespacesAndNewlines)) == "4"
+            } ?? false
+        }
+
+        // kill -9 of the primary: each relay counts alone, with its own budget, until both refuse.
+        old.stop()
+        for relay in cluster.relays {
+            try Poll.wait(for: "limits \"200 local\"", within: .seconds(10)) {
+                (try? shared.limits(relay)) == "200 local"
+            }
+        }
+        var alone = [0, 0]
+        var refusedAlone = [false, false]
+        for index in 0..<60 where !refusedAlone.allSatisfy({ $0 }) {
+            let status = try push(index % 2).status
+            if status == 200 { alone[index % 2] += 1 } else { refusedAlone[index % 2] = true }
+        }
+        try #require(!sentinel.log.contains("+switch-master"), "the outage lasted while both relays counted alone")
+        #expect(alone == [20, 20], "each relay admitted its own budget alone")
+
+        // The replica is promoted; once both relays count there again, the phone has nothing left in this window.
+        #expect(
+            Poll.until(within: .seconds(30)) { sentinel.log.contains("+switch-master") },
+            "the sentinel promoted the replica")
+        var afterwards: [Int] = []
+        var retryAfter: Int?
+        try Poll.wait(for: "both relays shared again", within: .seconds(20)) {
+            let answer = try push(afterwards.count % 2)
+            afterwards.append(answer.status)
+            retryAfter = answer.retryAfter
+            return try cluster.relays.allSatisfy { try shared.limits($0) == "200 shared" }
+        }
+        let answer = try push(afterwards.count % 2)
+        afterwards.append(answer.status)
+        retryAfter = answer.retryAfter
+        // The window that spans the outage is the one the first push opened: it ends 60 s after it.
+        let windowEnd = windowStart.addingTimeInterval(60)
+        let remaining = try #require(retryAfter, "a 429 says when the phone may push again")
+        #expect(
+            abs(Date().addingTimeInterval(Double(remaining)).timeIntervalSince(windowEnd)) < 5,
+            "refused until the window that spans the outage ends (\(remaining) s)")
+        // Nothing more until it ends: a push every 2 s, through both relays.
+        while Date().addingTimeInterval(2) < windowEnd {
+            afterwards.append(try push(afterwards.count % 2).status)
+            usleep(2_000_000)
+        }
+        #expect(afterwards.allSatisfy { $0 == 429 }, "\(afterwards)")
+        let delivered = before.filter { $0 == 200 }.count + alone.reduce(0, +) + afterwards.filter { $0 == 200 }.count
+        #expect(delivered <= 4 + 2 * 20, "\(delivered) in the window that spans the outage")
+
+        // A window wholly after it: exactly 20, through both relays.
+        while Date() < windowEnd.addingTimeInterval(2) { usleep(200_000) }
+        let next = try (0..<21).map { try push($0 % 2).status }
+        #expect(next.filter { $0 == 200 }.count == 20, "\(next)")
+        #expect(next.last == 429)
+        for relay in cluster.relays {
+            #expect(!relay.allOutput.contains(old.password))
+            #expect(!relay.allOutput.contains(token))
+        }
+    }
+
     @Test func aSwitchAnnouncedByTheSentinelIsFollowedWithoutWaitingForACall() throws {
         guard RedisSentinelProcess.isInstalled else {
             Issue.record("redis-sentinel is not installed: run scripts/install-deps --test")

@@ -5,8 +5,8 @@ import Testing
 /// SIGHUP says, in its `reloaded: …` line, which changed settings it did not apply.
 @Suite struct ReloadTests {
 
-    func reloadedLines(_ relay: RelayProcess) -> [Substring] {
-        relay.standardError.split(separator: "\n").filter { $0.hasPrefix("duo-relay: reloaded: ") }
+    func reloadedLines(_ relay: RelayProcess) -> [String] {
+        relay.logMessages.filter { $0.hasPrefix("reloaded: ") }
     }
 
     @Test func aReloadNamesTheSettingsThatNeedARestart() throws {
@@ -14,8 +14,9 @@ import Testing
             config: RelayProcess.config(extra: #""grant_lifetime_s":100"#), secrets: TestSecrets())
         let path = relay.directory.appendingPathComponent("relay.json").path
         // Nothing restart-only changed: the line says nothing of a restart.
-        try RelayProcess.config(extra: #""grant_lifetime_s":200"#).write(
-            toFile: path, atomically: true, encoding: .utf8)
+        // Rewritten in the log format the relay was started with (a file without `log` is text).
+        try RelayProcess.config(RelayProcess.config(extra: #""grant_lifetime_s":200"#), logFormat: relay.logFormat)
+            .write(toFile: path, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
         try Poll.wait(for: "one reloaded line", within: .seconds(15)) { reloadedLines(relay).count == 1 }
         #expect(!reloadedLines(relay)[0].contains("restart"), "\(reloadedLines(relay)[0])")
@@ -23,7 +24,8 @@ import Testing
         let changed = RelayProcess.config(
             extra: #""grant_lifetime_s":200,"ip_limit":{"requests":5},"server":{"threads":3}"#
         ).replacingOccurrences(of: "127.0.0.1:0", with: "127.0.0.1:1")
-        try changed.write(toFile: path, atomically: true, encoding: .utf8)
+        try RelayProcess.config(changed, logFormat: relay.logFormat).write(
+            toFile: path, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
         try Poll.wait(for: "two reloaded lines", within: .seconds(15)) { reloadedLines(relay).count == 2 }
         let line = reloadedLines(relay)[1]

@@ -97,4 +97,78 @@ import Testing
         #expect(run.status == 64)
         #expect(run.standardError.contains("openssl pkey -in KEY.p8 -pubout"))
     }
+
+    /// A rotation rehearsed as at Apple: the simulator accepts both keys of its `--keys` directory, so relays on
+    /// the old key and on the new one both deliver; and, restarted on the same `--ca-dir`, it serves the kept CA's
+    /// certificate, which relays still trust without a reload.
+    @Test func bothKeysOfADirectoryAreAcceptedAndTheKeptCASurvivesARestart() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        let caDirectory = directory.appendingPathComponent("ca").path
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        var old = TestSecrets()
+        old.keyID = "OLDKEY0001"
+        var new = TestSecrets()
+        new.keyID = "NEWKEY0002"
+        new.teamID = old.teamID
+        for secrets in [old, new] {
+            try secrets.apnsKey.pemRepresentation.write(
+                toFile: keys + "/AuthKey_\(secrets.keyID).p8", atomically: true, encoding: .utf8)
+        }
+        func startSimulator(port: UInt16) throws -> (RelayProcess, UInt16) {
+            let simulator = try RelayProcess(
+                arguments: [
+                    "apns-sim", "--listen", "127.0.0.1:\(port)", "--team-id", old.teamID, "--keys", keys, "--ca-dir",
+                    caDirectory,
+                ],
+                environment: [:], directory: directory.appendingPathComponent("run-\(port)"))
+            return (simulator, try #require(simulator.printedPort(after: "listening on https://127.0.0.1:")))
+        }
+        let (first, port) = try startSimulator(port: 0)
+        #expect(
+            first.logMessages.contains("apns-sim: CA made and kept in \(caDirectory)/ca.pem"), "\(first.standardError)")
+        #expect(first.logMessages.contains("apns-sim: accepting provider tokens of key ids NEWKEY0002, OLDKEY0001"))
+        let apns = #""sandbox_origin":"https://127.0.0.1:\#(port)","ca_file":"\#(caDirectory)/ca.pem""#
+        let relays = try [old, new].map { try RelayProcess(config: RelayProcess.config(apns: apns), secrets: $0) }
+        func push(_ relay: RelayProcess) throws -> Int {
+            let connection = try relay.connect()
+            let grant = try #require(
+                try connection.request(
+                    "POST", "/v1/grant", body: Array(#"{"token":"\#(randomToken())","environment":"sandbox"}"#.utf8)
+                ).json?["grant"] as? String)
+            return try connection.request("POST", "/v1/push", body: PushFixture.pushBody(grant: grant)).status
+        }
+        #expect(try relays.map(push) == [200, 200], "both keys valid at once")
+        first.signal(SIGTERM)
+        #expect(try first.waitForExit() == 0)
+
+        let (second, _) = try startSimulator(port: port)
+        #expect(second.logMessages.contains("apns-sim: CA kept from an earlier start: \(caDirectory)/ca.pem"))
+        // The relays reconnect by themselves and trust the restarted simulator: the same CA.
+        for relay in relays {
+            #expect(Poll.until(within: .seconds(15), every: .milliseconds(250)) { (try? push(relay)) == 200 })
+        }
+        #expect(!relays.contains { $0.standardError.contains("APNs' TLS certificate is not trusted") })
+        second.signal(SIGTERM)
+        #expect(try second.waitForExit() == 0)
+    }
+
+    @Test func aKeysDirectoryWithAKeyNamedOtherwiseIsRefused() throws {
+        let directory = try RelayProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try TestSecrets().apnsKey.pemRepresentation.write(
+            toFile: directory.appendingPathComponent("apns.p8").path, atomically: true, encoding: .utf8)
+        let run = try CommandRun([
+            "apns-sim", "--listen", "127.0.0.1:0", "--team-id", "TEAM000001", "--keys", directory.path,
+        ])
+        #expect(run.status == 1)
+        #expect(run.logMessages.contains { $0.contains("apns.p8 is not named AuthKey_<KEY ID>.p8") }, "\(run.output)")
+        let both = try CommandRun([
+            "apns-sim", "--team-id", "TEAM000001", "--keys", directory.path, "--ca-dir", directory.path, "--ca-out",
+            "x",
+        ])
+        #expect(both.status == 64)
+        #expect(both.standardError.contains("--ca-dir keeps its own CA"))
+    }
 }

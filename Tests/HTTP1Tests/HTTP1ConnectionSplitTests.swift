@@ -12,10 +12,11 @@ struct HTTP1ConnectionSplitTests {
 
     /// Serves `pieces` with a handler that answers at once (every third request from its head) and a socket that
     /// writes everything at once, then ends the stream.
-    static func serve(_ pieces: [ArraySlice<UInt8>]) -> Outcome {
+    /// `overCap`: the connection was accepted over a cap, and finds room at once when it asks.
+    static func serve(_ pieces: [ArraySlice<UInt8>], overCap: Bool = false) -> Outcome {
         var configuration = HTTP1Connection.Configuration()
         configuration.discardableBodyBytes = 16
-        var connection = HTTP1Connection(configuration: configuration, now: 0)
+        var connection = HTTP1Connection(configuration: configuration, now: 0, overCap: overCap)
         var outcome = Outcome()
         var requests = 0
         func carry(_ action: HTTP1Connection.Action) {
@@ -35,6 +36,9 @@ struct HTTP1ConnectionSplitTests {
                 carry(connection.respond(HTTP1Response(status: 200, body: body), now: 0))
             case .refused(_, let error, _), .bodyTooLarge(_, let error):
                 carry(connection.respond(.refusal(error), now: 0))
+            case .admission:
+                requests -= 1
+                carry(connection.admission(room: true, now: 0))
             }
         }
         for piece in pieces where !connection.isClosed {
@@ -67,5 +71,14 @@ struct HTTP1ConnectionSplitTests {
         for cut in 0...bytes.count {
             #expect(Self.serve([bytes[..<cut], bytes[cut...]]) == whole, "split at \(cut)")
         }
+    }
+
+    /// A connection accepted over a cap that finds room when its head is in is served as any other, byte for byte.
+    @Test(arguments: streams)
+    func aConnectionOverACapGivenRoomWritesTheSameBytes(stream: String) {
+        let bytes = Array(stream.utf8)
+        let whole = Self.serve([bytes[...]])
+        #expect(Self.serve([bytes[...]], overCap: true) == whole)
+        #expect(Self.serve(bytes.indices.map { bytes[$0...$0] }, overCap: true) == whole, "a byte at a time")
     }
 }

@@ -95,10 +95,13 @@ struct HTTP1ConnectionTests {
         #expect(after.deadline == harness.now + Self.timeout)
     }
 
-    /// A drain (the server shutting down): an idle connection closes at once; a request in progress is answered with
-    /// `connection: close`, and the connection closes once that answer is written.
+    /// A drain (the server shutting down): a connection idle after its requests closes at once; a request in
+    /// progress is answered with `connection: close`, and the connection closes once that answer is written.
     @Test func aDrainClosesAnIdleConnectionNowAndABusyOneAfterItsAnswer() throws {
         var idle = Harness()
+        idle.receive("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.respond()
+        #expect(!idle.writeFinished().close)
         #expect(idle.connection.drain(now: idle.now).close)
 
         var busy = Harness()
@@ -332,10 +335,39 @@ struct HTTP1ConnectionTests {
         #expect(harness.writeFinished().close)
 
         var idle = Harness()
+        idle.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.respond()
+        idle.writeFinished()
         #expect(idle.connection.drain(now: idle.now).close)
+    }
+
+    /// A request on its way when the server stops (a new connection's first, which its client sent as the connection
+    /// was accepted, or a head partly in) has a second for its head, and is answered with `connection: close`; a head
+    /// that does not come in that second ends the connection.
+    @Test func drainingGivesARequestOnItsWayASecondForItsHead() throws {
         var partial = Harness()
         partial.receive("GET / HT")
-        #expect(partial.connection.drain(now: partial.now).close)
+        let drained = partial.connection.drain(now: partial.now)
+        #expect(!drained.close)
+        #expect(drained.deadline == partial.now + Self.second)
+        guard case .head? = partial.receive("TP/1.1\r\nHost: x\r\n\r\n").handUp else {
+            Issue.record("the head was not handed up")
+            return
+        }
+        partial.respond()
+        #expect(partial.takeWritten().contains("\r\nconnection: close\r\n"))
+        #expect(partial.writeFinished().close)
+
+        var fresh = Harness()
+        let waiting = fresh.connection.drain(now: fresh.now)
+        #expect(!waiting.close)
+        #expect(waiting.isReading)
+        #expect(waiting.deadline == fresh.now + Self.second)
+        fresh.now = fresh.now + Self.second / 2
+        // The head's deadline stays the drain's: its first byte does not restart it.
+        #expect(fresh.receive("GET / HTTP/1.1\r\n").deadline == waiting.deadline)
+        #expect(fresh.fire(at: try #require(waiting.deadline)).close)
+        #expect(fresh.takeWritten().isEmpty)
     }
 
     // MARK: Deadlines

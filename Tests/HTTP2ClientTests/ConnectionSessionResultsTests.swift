@@ -1,3 +1,4 @@
+import HTTP2Wire
 import LoopTLS
 import MonotonicTime
 import RelayTestSupport
@@ -107,8 +108,9 @@ struct ConnectionSessionResultsTests {
 
     @Test func aReadNghttp2RefusesBreaksTheConnectionInItsWords() {
         var machine = Tests.open()
-        // NGHTTP2_ERR_PROTO: the server broke the protocol.
-        #expect(machine.read(consumed: -505, of: 120) == .breakOff)
+        // NGHTTP2_ERR_PROTO: the server broke the protocol (in nghttp2's words, which the shell gives).
+        #expect(HTTP2Session.words(ofError: -505) == "Protocol error")
+        #expect(machine.read(consumed: -505, of: 120, error: HTTP2Session.words(ofError: -505)) == .breakOff)
         let lost = StreamOutcome.lost("the connection broke: the server broke the HTTP/2 protocol (Protocol error)")
         #expect(machine.takeReport().results.map(\.outcome) == [lost, lost, .notSent])
         #expect(machine.isClosed)
@@ -152,7 +154,9 @@ struct ConnectionSessionResultsTests {
     @Test func aRoundNghttp2FailsBreaksTheConnectionInItsWords() {
         var machine = Tests.open()
         // NGHTTP2_ERR_NOMEM.
-        #expect(machine.serialized(-901, gathered: 300, batch: 1024) == .breakOff)
+        #expect(HTTP2Session.words(ofError: -901) == "Out of memory")
+        #expect(
+            machine.serialized(-901, gathered: 300, batch: 1024, error: HTTP2Session.words(ofError: -901)) == .breakOff)
         let lost = StreamOutcome.lost("the connection broke: nghttp2: Out of memory")
         #expect(machine.takeReport().results.map(\.outcome) == [lost, lost, .notSent])
     }

@@ -10,18 +10,13 @@ import Testing
 /// never sent twice.
 @Suite("HTTP2Client under server faults")
 struct HTTP2ClientFaultTests {
-    private func client(_ server: TestHTTP2Server, events: EventLog? = nil) throws -> HTTP2Client {
+    private func client(_ server: TestHTTP2Server, events: Recorder<HTTP2ClientEvent>? = nil) throws -> HTTP2Client {
         var configuration = HTTP2ClientConfiguration(
             origin: server.origin, caFile: TestPKI.shared.caFile, maxConnections: 1)
         if let events {
-            configuration.onEvent = { event in events.events.withLock { $0.append(event) } }
+            configuration.onEvent = { event in events.record(event) }
         }
         return try HTTP2Client(configuration: configuration)
-    }
-
-    /// What the client told its `onEvent`.
-    final class EventLog: Sendable {
-        let events = Mutex<[HTTP2ClientEvent]>([])
     }
 
     /// Opens the connection with one answered request, then sends `paths` at once.
@@ -75,7 +70,7 @@ struct HTTP2ClientFaultTests {
         // The first connection answers the warm-up and the next request, then the third brings a GOAWAY whose
         // last-stream-id is the second's: it and any later stream on that connection were not processed.
         let server = try TestHTTP2Server { $0.connection == 1 && $0.request == 3 ? .goaway : nil }
-        let events = EventLog()
+        let events = Recorder<HTTP2ClientEvent>()
         let client = try client(server, events: events)
         defer { client.shutdown() }
         let paths = ["/a", "/b", "/c"]
@@ -90,7 +85,7 @@ struct HTTP2ClientFaultTests {
         #expect(onFirst == 1)
         // The server did send a GOAWAY (what the retries above rest on), and the client read it.
         #expect(server.simulator.statistics.goawaysSent == 1)
-        #expect(events.events.withLock { $0.filter { $0.kind == .goaway }.count } == 1)
+        #expect(events.all.filter { $0.kind == .goaway }.count == 1)
         #expect(client.statistics.retries <= 2)
         #expect(client.statistics.connectionsReplaced == 1)
     }

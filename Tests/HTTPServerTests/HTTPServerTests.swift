@@ -192,9 +192,16 @@ struct HTTPServerTests {
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().status == 200)
         }
+        // Over the cap: answered 503 `overloaded` (never a reset), and closed.
         let third = try RawHTTPClient(port: server.port)
-        try? third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        try third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = try third.readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.error == "overloaded")
+        #expect(refused.header("retry-after") == "1")
+        #expect(refused.header("connection")?.lowercased() == "close")
         #expect(third.isClosedByPeer())
+        #expect(server.core.caps.open == 2)
         // Once one closes, a new connection is accepted again.
         _ = consume first
         try Poll.wait(for: "a new connection served", within: .seconds(10)) {
@@ -202,6 +209,43 @@ struct HTTPServerTests {
                 (try? fourth.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")) != nil
             else { return false }
             return (try? fourth.readResponse().status) == 200
+        }
+    }
+
+    /// A connection the server closes stops counting against the caps at once, in the same turn of its loop, not when
+    /// its handle's close callback runs a turn later (another connection may be accepted in between).
+    @Test func aConnectionStopsCountingWhenTheServerClosesIt() throws {
+        let server = try makeServer { $0.threads = 1 }
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        let worker = try #require(server.workers.first)
+        #expect(server.core.caps.open == 1)
+        // The drain closes the idle connection; the count is read before the loop's turn ends.
+        let open = try worker.loop.performAndWait { [core = server.core] in
+            worker.quiesce()
+            return core.caps.open
+        }
+        #expect(open == 0)
+        #expect(client.isClosedByPeer(within: 5))
+    }
+
+    /// A connection stops counting against its cap the moment it closes, not a turn of the loop later: one worker and
+    /// a cap of one, and a client that opens a new connection for each request after closing the last one, is never
+    /// refused (the new connection's accept and the old one's end of stream often reach the loop in one turn).
+    @Test func aClosedConnectionStopsCountingAtOnce() throws {
+        let server = try makeServer {
+            $0.perAddressConnectionLimit = 1
+            $0.threads = 1
+        }
+        defer { server.stop() }
+        for attempt in 0..<500 {
+            let client = try RawHTTPClient(port: server.port, timeoutSeconds: 5)
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let status = try? client.readResponse().status
+            #expect(status == 200, "request \(attempt)")
+            if status != 200 { break }
         }
     }
 
@@ -517,6 +561,83 @@ struct HTTPServerTests {
         }
         try second.send("GET /memo HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try second.readResponse().text == "kept 2")
+    }
+
+    // MARK: A passed socket (socket activation)
+
+    /// A server on a passed socket listens on it as on its own; when it stops accepting, the socket is not shut down:
+    /// a connection that comes meanwhile waits in the backlog, unanswered but not reset, and the next server on the
+    /// same socket answers it (what a restart under a socket unit does).
+    @Test func aPassedSocketOutlivesItsServerAndTheNextServerAnswersTheBacklog() throws {
+        let held = try SilentListener(backlog: 128)
+        func serve() throws -> HTTPServer {
+            try makeServer {
+                $0.passedSocket = fcntl(held.descriptor, F_DUPFD_CLOEXEC, 0)
+                $0.threads = 2
+            }
+        }
+        let first = try serve()
+        #expect(first.port == held.port)
+        let client = try RawHTTPClient(port: held.port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        first.quiesce()
+        #expect(client.isClosedByPeer(within: 5))
+        let waiting = try RawHTTPClient(port: held.port, timeoutSeconds: 10)
+        try waiting.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        first.stop()
+        // Nobody accepts for a while: the connection waits in the backlog, not reset.
+        var entry = pollfd(fd: waiting.descriptor, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&entry, 1, 300) == 0, "the waiting connection was closed or reset")
+        let second = try serve()
+        defer { second.stop() }
+        let answer = try waiting.readResponse()
+        #expect(answer.status == 200)
+        #expect(answer.text == #"{"hello":"world"}"#)
+    }
+
+    /// What the service manager says is checked before the socket is taken, each refusal naming its cause.
+    @Test func socketActivationTakesExactlyOneSocketMeantForThisProcess() throws {
+        let pid = getpid()
+        #expect(
+            try SocketActivation.passedDescriptor(
+                environment: ["LISTEN_PID": String(pid), "LISTEN_FDS": "1"], processID: pid) == 3)
+        let refusals: [([String: String], String)] = [
+            ([:], "no socket was passed"),
+            (["LISTEN_FDS": "1"], "no socket was passed"),
+            (["LISTEN_PID": String(pid + 1), "LISTEN_FDS": "1"], "meant for another process"),
+            (["LISTEN_PID": String(pid), "LISTEN_FDS": "2"], "exactly one listening socket"),
+            (["LISTEN_PID": String(pid), "LISTEN_FDS": "0"], "exactly one listening socket"),
+        ]
+        for (environment, reason) in refusals {
+            do {
+                _ = try SocketActivation.passedDescriptor(environment: environment, processID: pid)
+                Issue.record("accepted \(environment)")
+            } catch {
+                #expect(error.reason.contains(reason), "\(error.reason)")
+            }
+        }
+    }
+
+    /// The passed descriptor must be a listening TCP socket; anything else is refused, and the descriptor closed.
+    @Test func aPassedDescriptorThatIsNotAListeningTCPSocketIsRefused() throws {
+        let unbound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let datagram = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let file = open("/dev/null", O_RDONLY)
+        for (descriptor, reason) in [
+            (unbound, "not listening"), (datagram, "not a TCP stream socket"), (file, "is not a socket"),
+        ] {
+            do {
+                _ = try makeServer { $0.passedSocket = descriptor }
+                Issue.record("accepted a descriptor that is \(reason)")
+            } catch let error as HTTPServerError {
+                #expect(error == HTTPServerError(.bindFailed, ""))
+                #expect(error.reason.contains(reason), "\(error.reason)")
+            } catch {
+                Issue.record("\(error)")
+            }
+            #expect(fcntl(descriptor, F_GETFD) == -1, "the descriptor was left open")
+        }
     }
 
     @Test func bindingAPortInUseFails() throws {

@@ -142,6 +142,10 @@ struct BenchRunTests {
         #expect(
             BenchReadings.listeningPort(log: "duo-relay: starting\nduo-relay: listening on 127.0.0.1:41234\n") == 41234)
         #expect(BenchReadings.listeningPort(log: "duo-relay: listening on 127.0.0.1:") == nil)
+        #expect(
+            BenchReadings.listeningPort(
+                log: "2026-12-05T14:40:00.123Z info duo-relay: version: 0.1.0\n"
+                    + "2026-12-05T14:40:00.124Z info duo-relay: listening on 127.0.0.1:41234\n") == 41234)
         #expect(BenchReadings.listeningPort(log: "duo-relay: listening on 127.0.0.1:80 (TLS)") == nil)
         #expect(BenchReadings.listeningPort(log: "duo-relay: listening on 127.0.0.1:99999") == nil)
     }

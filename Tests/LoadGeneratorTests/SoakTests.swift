@@ -1,3 +1,4 @@
+import HTTP1
 import Testing
 
 @testable import LoadGenerator
@@ -311,6 +312,18 @@ import Testing
             policy: SoakAccountingTests.policy, attempts: [], deliveries: [], samples: samples)
         // (Relay 0's first sample already counts 3: the second before it is a stretch too.)
         #expect(accounting.unsharedStretches() == [0...1, 1...2, 1...4])
+    }
+
+    @Test func retryAfterIsReadInWholeSecondsWhateverTheNamesCase() {
+        func head(_ fields: [(String, String)]) -> HTTP1ResponseHead {
+            HTTP1ResponseHead(
+                version: .http11, status: 429, reason: "Too Many Requests",
+                headers: HTTP1Headers(fields.map { (name: $0.0, value: $0.1) }), contentLength: 0, isChunked: false,
+                keepAlive: true)
+        }
+        #expect(ClientConnection.retryAfter(head([("retry-AFTER", " 17")])) == 17)
+        #expect(ClientConnection.retryAfter(head([("Content-Length", "0")])) == nil)
+        #expect(ClientConnection.retryAfter(head([("Retry-After", "Fri, 31 Dec 1999 23:59:59 GMT")])) == nil)
     }
 
     @Test func theFallbackCountIsTheSumOfThePhoneLimitsDecisionsWithoutRedis() {

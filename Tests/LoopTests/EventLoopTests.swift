@@ -1,4 +1,5 @@
 import Dispatch
+import RelayTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import RelayTestSupport
 import Synchronization
 import Testing
 
@@ -9,28 +10,10 @@ import Testing
 /// of this target when it looks at /proc/self/fd.
 @Suite(.serialized) enum LoopTests {}
 
-/// Events recorded on any thread and waited for with a deadline (never a sleep).
-final class Recorder<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
-    private let signal = DispatchSemaphore(value: 0)
-
-    func record(_ event: Event) {
-        events.withLock { $0.append(event) }
-        signal.signal()
-    }
-
-    var all: [Event] { events.withLock { $0 } }
-
-    /// Waits until `condition` holds for the events recorded, at most `seconds`; returns whether it held.
-    @discardableResult
-    func wait(seconds: Double = 10, until condition: ([Event]) -> Bool) -> Bool {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if events.withLock({ condition($0) }) { return true }
-            if signal.wait(timeout: deadline) == .timedOut { return events.withLock { condition($0) } }
-        }
-    }
-}
+/// RelayTestSupport's recorder and failure, by the names this target's tests use (visible in every file of it,
+/// whether or not the file imports RelayTestSupport).
+typealias Recorder<Event: Sendable> = RelayTestSupport.Recorder<Event>
+typealias TestFailure = RelayTestSupport.TestFailure
 
 /// A blocking loopback client for the tests: reads and writes with a 10 s bound.
 final class TestClient {
@@ -125,11 +108,6 @@ final class TestClient {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// The targets of this process's open descriptors, as /proc/self/fd shows them (`socket:[1234]`, …).

@@ -1,4 +1,5 @@
 import MonotonicTime
+import RelayTestSupport
 import Testing
 
 @testable import Loop

@@ -1,3 +1,4 @@
+import RelayTestSupport
 import Testing
 
 @testable import Loop

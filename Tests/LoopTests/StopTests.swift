@@ -1,4 +1,5 @@
 import Glibc
+import RelayTestSupport
 import Testing
 
 @testable import Loop

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import RelayTestSupport
 import Synchronization
 import Testing
 

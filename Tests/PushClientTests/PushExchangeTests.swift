@@ -83,7 +83,7 @@ import Testing
         garbled.connected()
         #expect(
             Self.feed(&garbled, "SSH-2.0-OpenSSH\r\n\r\n")
-                == .failed(.malformedAnswer("the answer does not start with an HTTP/1.1 status line")))
+                == .failed(.malformedAnswer("the status line does not start with HTTP/1.0 or HTTP/1.1")))
         #expect(PushExchange.Failure.malformedAnswer("x").pushMayHaveArrived)
     }
 }

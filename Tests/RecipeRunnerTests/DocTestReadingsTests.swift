@@ -37,6 +37,15 @@ import Testing
         #expect(DocTestReadings.devInstructions("or: duo-relay push\n") == nil)
     }
 
+    @Test func readsThePromotionTimeTheFailoverRehearsalPrinted() {
+        let output =
+            "Could not connect to Redis at 127.0.0.1:26379: Connection refused\n"
+            + "the replica is the primary 2317 ms after the stop began\n"
+        #expect(DocTestReadings.promotionMilliseconds(output) == 2317)
+        #expect(DocTestReadings.promotionMilliseconds("the replica is the primary ms after the stop began\n") == nil)
+        #expect(DocTestReadings.promotionMilliseconds("") == nil)
+    }
+
     @Test func readyzSaysWhetherTheLimitsAreShared() {
         let shared = #"{"status":"ready","environments":{"production":"up"},"limits":"shared"}"#
         let memory = #"{"status":"ready","environments":{"production":"up"},"limits":"memory"}"#
@@ -109,7 +118,7 @@ import Testing
         #expect(RecipeHTTP.isComplete(chunked))
         #expect(!RecipeHTTP.isComplete(Array(plain.dropLast())))
         #expect(!RecipeHTTP.isComplete(Array(chunked.dropLast(5))))
-        #expect(RecipeHTTP.status(ofHead: Array("HTTP/1.0 403 Filtered\r\n".utf8)) == 403)
-        #expect(RecipeHTTP.status(ofHead: Array("SSH-2.0\r\n".utf8)) == nil)
+        #expect(RecipeHTTP.status(ofHead: Array("HTTP/1.0 403 Filtered\r\n\r\n".utf8)) == 403)
+        #expect(RecipeHTTP.status(ofHead: Array("SSH-2.0\r\n\r\n".utf8)) == nil)
     }
 }

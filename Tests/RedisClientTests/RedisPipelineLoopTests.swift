@@ -62,7 +62,7 @@ struct RedisPipelineLoopTests {
         defer { loop.stop() }
         let configuration = Self.configuration(server)
         let eventsOffLoop = Atomic<Int>(0)
-        let log = EventLog()
+        let log = Recorder<RedisPipeline.Event>()
         let pipeline = try RedisPipeline(configuration: configuration, loop: loop) { event in
             if !loop.isCurrent { eventsOffLoop.add(1, ordering: .relaxed) }
             log.record(event)

@@ -80,7 +80,7 @@ struct RedisPipelineTests {
 
     @Test func aWrongPasswordIsReportedAsAuthAndNothingIsSent() throws {
         let server = try RedisServerProcess()
-        let log = EventLog()
+        let log = Recorder<RedisPipeline.Event>()
         let pipeline = try RedisPipeline.connected(
             to: server, script: SharedLimitsScript.source, password: "not-the-password", log: log)
         defer { pipeline.shutdown() }
@@ -108,7 +108,7 @@ struct RedisPipelineTests {
 
     @Test func aRestartedServerIsReconnectedOnItsOwnAndTheScriptLoadedAgain() throws {
         let server = try RedisServerProcess()
-        let log = EventLog()
+        let log = Recorder<RedisPipeline.Event>()
         let pipeline = try RedisPipeline.connected(to: server, script: SharedLimitsScript.source, log: log) {
             $0.timeout = .milliseconds(500)
         }
@@ -148,7 +148,7 @@ struct RedisPipelineTests {
         for (caFile, serverFiles) in [(pki.otherCAFile, files), (pki.bothCAsFile, wrongName)] {
             let target =
                 serverFiles.certificate == files.certificate ? server : try RedisServerProcess(tls: serverFiles)
-            let log = EventLog()
+            let log = Recorder<RedisPipeline.Event>()
             let untrusted = try RedisPipeline.connected(to: target, script: SharedLimitsScript.source, log: log) {
                 $0.useTLS = true
                 $0.caFile = caFile
@@ -166,7 +166,10 @@ struct RedisPipelineTests {
 /// is replaced, nothing crashes.
 @Suite("RedisPipeline against a broken server", .serialized)
 struct RedisPipelineFaultTests {
-    func pipeline(_ fake: FakeRedisServer, log: EventLog = EventLog(), timeout: Duration = .seconds(2)) throws
+    func pipeline(
+        _ fake: FakeRedisServer, log: Recorder<RedisPipeline.Event> = Recorder<RedisPipeline.Event>(),
+        timeout: Duration = .seconds(2)
+    ) throws
         -> RedisPipeline
     {
         var configuration = RedisClientConfiguration(
@@ -186,7 +189,7 @@ struct RedisPipelineFaultTests {
     func brokenRepliesFailAtOnceAndTheConnectionIsReplaced(_ behaviour: FakeRedisServer.Behaviour) throws {
         let fake = try FakeRedisServer(behaviour: behaviour, digest: try digest())
         defer { fake.stop() }
-        let log = EventLog()
+        let log = Recorder<RedisPipeline.Event>()
         // A long timeout: the failures below must not be timeouts.
         let pipeline = try pipeline(fake, log: log, timeout: .seconds(5))
         defer { pipeline.shutdown() }
@@ -229,7 +232,7 @@ struct RedisPipelineFaultTests {
     @Test func aSilentServerTimesOutEveryRequestWithinTheTimeout() throws {
         let fake = try FakeRedisServer(behaviour: .silent, digest: try digest())
         defer { fake.stop() }
-        let log = EventLog()
+        let log = Recorder<RedisPipeline.Event>()
         let pipeline = try pipeline(fake, log: log, timeout: .milliseconds(100))
         defer { pipeline.shutdown() }
         #expect(pipeline.isConnected)

@@ -7,6 +7,7 @@ import Testing
 /// each reply means, when to ask again, and `+switch-master`.
 @Suite struct SentinelMachineTests {
     typealias Node = SentinelMachine.Node
+    typealias Action = SentinelMachine.Action
 
     static let ms: UInt64 = 1_000_000
     /// The test clock's origin.
@@ -39,7 +40,10 @@ import Testing
         #expect(Self.written(&machine) == "AUTH;ASK;")
         #expect(machine.received(.status("OK"), now: Self.t0 + 2 * Self.ms) == .none)
         let primary = Node(host: "127.0.0.1", port: 6380)
-        #expect(machine.received(Self.address("127.0.0.1", "6380"), now: Self.t0 + 2 * Self.ms) == .primary(primary))
+        // The answer is the primary, and the subscription to write (the machine says so: `.write`).
+        #expect(
+            machine.received(Self.address("127.0.0.1", "6380"), now: Self.t0 + 2 * Self.ms)
+                == Action(stream: .write, news: .primary(primary)))
         #expect(machine.current == primary)
         #expect(Self.written(&machine) == "SUBSCRIBE;", "the connection stays, subscribed to +switch-master")
         #expect(machine.nextDeadline == nil, "watching waits for nothing")
@@ -63,7 +67,9 @@ import Testing
         // Silent past its timeout: the round is over, and the pipeline is told why (the last problem, no secret).
         _ = machine.connected(now: Self.t0 + 4 * Self.ms)
         #expect(machine.timerFired(now: Self.t0 + 3 * Self.ms + 299 * Self.ms) == .none)
-        guard case .exhausted(let error) = machine.timerFired(now: Self.t0 + 3 * Self.ms + 300 * Self.ms) else {
+        let exhausted = machine.timerFired(now: Self.t0 + 3 * Self.ms + 300 * Self.ms)
+        #expect(exhausted.stream == .close, "the connection to the last node is closed")
+        guard case .exhausted(let error) = exhausted.news else {
             Issue.record("a round of failed nodes is exhausted")
             return
         }
@@ -93,7 +99,8 @@ import Testing
         _ = machine.failed("refused", now: 0)
         _ = machine.connected(now: 0)
         #expect(
-            machine.received(Self.address("10.0.1.1", "6379"), now: 0) == .primary(Node(host: "10.0.1.1", port: 6379)))
+            machine.received(Self.address("10.0.1.1", "6379"), now: 0)
+                == Action(stream: .write, news: .primary(Node(host: "10.0.1.1", port: 6379))))
         machine.primaryLost()
         #expect(machine.locate(now: Self.t0 + 5 * Self.ms) == .connect(Self.nodes[1]))
     }
@@ -114,7 +121,7 @@ import Testing
         let moved = Node(host: "127.0.0.1", port: 6381)
         #expect(
             machine.received(message("duo-limits 127.0.0.1 6380 127.0.0.1 6381"), now: Self.t0 + 2 * Self.ms)
-                == .moved(moved))
+                == Action(stream: .none, news: .moved(moved)))
         #expect(machine.current == moved)
         // The same announcement again (another sentinel's echo) is no news.
         #expect(
@@ -141,7 +148,8 @@ import Testing
         _ = machine.connected(now: Self.t0 + 2_014 * Self.ms)
         #expect(
             machine.received(Self.address("127.0.0.1", "6390"), now: Self.t0 + 2_015 * Self.ms)
-                == .moved(Node(host: "127.0.0.1", port: 6390)))
+                == Action(stream: .write, news: .moved(Node(host: "127.0.0.1", port: 6390))))
+        #expect(Self.written(&machine) == "SUBSCRIBE;", "watching again")
     }
 
     @Test func aRoundTheConnectTimeoutEndedStopsAndTheNextStartsAfresh() {

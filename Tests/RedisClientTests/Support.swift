@@ -6,18 +6,8 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-/// Collects a pipeline's events, for waiting on them.
-final class EventLog: Sendable {
-    let events = Mutex<[RedisPipeline.Event]>([])
-
-    func record(_ event: RedisPipeline.Event) { events.withLock { $0.append(event) } }
-
-    var all: [RedisPipeline.Event] { events.withLock { $0 } }
-
-    func wait(seconds: Double = 10, until condition: ([RedisPipeline.Event]) -> Bool) -> Bool {
-        Poll.until(within: .seconds(seconds), every: .milliseconds(5)) { condition(all) }
-    }
-}
+/// A pipeline's events, recorded for waiting on them (RelayTestSupport's recorder).
+typealias EventLog = Recorder<RedisPipeline.Event>
 
 extension RedisPipeline {
     /// One evaluation, waited for: nil when the pipeline refused at once (not connected).
@@ -43,7 +33,8 @@ extension RedisPipeline {
     }
 
     static func connected(
-        to server: RedisServerProcess, script: String, password: String? = nil, log: EventLog = EventLog(),
+        to server: RedisServerProcess, script: String, password: String? = nil,
+        log: Recorder<RedisPipeline.Event> = Recorder<RedisPipeline.Event>(),
         configure: (inout RedisClientConfiguration) -> Void = { _ in }
     ) throws -> RedisPipeline {
         var configuration = RedisClientConfiguration(host: "127.0.0.1", port: server.port, script: script)

@@ -275,29 +275,9 @@ import Testing
         #expect(failure(block)?.subject == key)
     }
 
-    @Test func redisPasswordIsASecretInEveryForm() throws {
-        let relayKey = Base64.urlEncode(SecureRandom.bytes(count: 32))
-        var env = [
-            "APNS_KEY_SANDBOX": P256.Signing.PrivateKey().pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
-            "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(relayKey)"}"#,
-        ]
-        let files = ["/run/secrets/redis": "s3cret\n", "/creds/REDIS_PASSWORD": "fromsystemd\r\n"]
-        func load(_ env: [String: String]) throws(ConfigurationError) -> RelaySecrets {
-            try RelaySecrets.load(
-                from: SecretSource(environment: env) { path in
-                    guard let text = files[path] else { throw ConfigurationError(.unreadable, path, "none") }
-                    return text
-                })
-        }
-        #expect(try load(env).redisPassword == nil)
-        env["REDIS_PASSWORD_FILE"] = "/run/secrets/redis"
-        #expect(try load(env).redisPassword == "s3cret")
-        env["REDIS_PASSWORD"] = "twice"
-        #expect(throws: ConfigurationError(.invalid, "REDIS_PASSWORD", "")) { try load(env) }
-        env["REDIS_PASSWORD"] = nil
-        env["REDIS_PASSWORD_FILE"] = nil
-        env["CREDENTIALS_DIRECTORY"] = "/creds"
-        let secrets = try load(env)
+    /// Its forms are SecretFormsTests'.
+    @Test func theRedisPasswordIsNeverInTheSummaryAndAUserNeedsOne() throws {
+        let secrets = try SecretFormsTests.loadCredential("REDIS_PASSWORD", "fromsystemd\r\n")
         #expect(secrets.redisPassword == "fromsystemd")
 
         // A user name without a password cannot AUTH; the summary never shows the password.
@@ -315,5 +295,46 @@ import Testing
         #expect(
             try RelaySetup(configuration: config, secrets: withoutPassword).summary.last
                 == "limits store: memory (this instance only)")
+    }
+}
+
+/// `tls` (docs/DESIGN.md, "TLS"): both paths required, null or absent for plain HTTP, unknown keys refused.
+@Suite struct TLSConfigurationTests {
+    func check(_ tls: String) -> (RelayConfiguration, [String]) {
+        let (config, problems) = RelayConfiguration.check(
+            Array(#"{"apns":{"topic":"app.openduo.pocket"},"tls":\#(tls)}"#.utf8))
+        return (config, problems.map(\.description))
+    }
+
+    @Test func bothPathsAreRead() {
+        let (config, problems) = check(#"{"certificate_file":"/etc/relay/fullchain.pem","key_file":"/etc/k.pem"}"#)
+        #expect(problems.isEmpty)
+        #expect(config.tls == .init(certificateFile: "/etc/relay/fullchain.pem", keyFile: "/etc/k.pem"))
+    }
+
+    @Test func nullOrAbsentIsPlainHTTP() throws {
+        let (config, problems) = check("null")
+        #expect(problems.isEmpty)
+        #expect(config.tls == nil)
+        let absent = try RelayConfiguration.parse(Array(#"{"apns":{"topic":"app.openduo.pocket"}}"#.utf8))
+        #expect(absent.tls == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"certificate_file":"/c.pem"}"#, "tls.key_file: is required with tls"),
+        (#"{"key_file":"/k.pem"}"#, "tls.certificate_file: is required with tls"),
+        (#"{"certificate_file":"","key_file":"/k.pem"}"#, "tls.certificate_file: must be a file path"),
+        (
+            #"{"certificate_file":"/c.pem","key_file":"/k.pem","ca_file":"/ca.pem"}"#,
+            "tls.ca_file: is not a known configuration key"
+        ),
+        (#""/c.pem""#, "tls: must be a JSON object"),
+        (#"{"certificate_file":1,"key_file":"/k.pem"}"#, "tls.certificate_file: must be a string"),
+    ])
+    func aProblemNamesItsKey(_ tls: String, _ problem: String) {
+        let (config, problems) = check(tls)
+        #expect(problems == [problem])
+        // A key beside the paths is its own problem; the paths themselves were read.
+        #expect((config.tls == nil) == !problem.contains("not a known"))
     }
 }

@@ -63,31 +63,12 @@ import Testing
         #expect(problem?.description.contains("secret") != true)
     }
 
-    @Test func theAuthorizationIsASecretInEveryForm() throws {
-        let relayKey = Base64.urlEncode(SecureRandom.bytes(count: 32))
-        var env = [
-            "APNS_KEY_SANDBOX": P256.Signing.PrivateKey().pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
-            "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(relayKey)"}"#,
-        ]
-        let files = ["/run/secrets/proxy": "relay:from-file\n", "/creds/APNS_PROXY_AUTHORIZATION": "relay:systemd\r\n"]
+    /// Its forms are SecretFormsTests'; a value that is not user:password is refused, never shown.
+    @Test func aMalformedAuthorizationIsRefusedWithoutShowingIt() throws {
+        var env = SecretFormsTests.requiredEnvironment()
         func load(_ env: [String: String]) throws(ConfigurationError) -> RelaySecrets {
-            try RelaySecrets.load(
-                from: SecretSource(environment: env) { path in
-                    guard let text = files[path] else { throw ConfigurationError(.unreadable, path, "none") }
-                    return text
-                })
+            try SecretFormsTests.load(env, files: [:])
         }
-        #expect(try load(env).apnsProxyAuthorization == nil)
-        env["APNS_PROXY_AUTHORIZATION"] = "relay:plain"
-        #expect(try load(env).apnsProxyAuthorization == "relay:plain")
-        env["APNS_PROXY_AUTHORIZATION_FILE"] = "/run/secrets/proxy"
-        #expect(throws: ConfigurationError(.invalid, "APNS_PROXY_AUTHORIZATION", "")) { try load(env) }
-        env["APNS_PROXY_AUTHORIZATION"] = nil
-        #expect(try load(env).apnsProxyAuthorization == "relay:from-file")
-        env["APNS_PROXY_AUTHORIZATION_FILE"] = nil
-        env["CREDENTIALS_DIRECTORY"] = "/creds"
-        #expect(try load(env).apnsProxyAuthorization == "relay:systemd")
-        env["CREDENTIALS_DIRECTORY"] = nil
         for bad in ["no-colon", "relay:line\nbreak", "relay:caf\u{E9}"] {
             env["APNS_PROXY_AUTHORIZATION"] = bad
             do {

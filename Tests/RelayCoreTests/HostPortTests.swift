@@ -55,4 +55,14 @@ import Testing
             #expect(ListenAddress(refused) == nil, "\(refused)")
         }
     }
+
+    /// `listen: "systemd"` takes the socket the service manager passes; the word is not an address anywhere else.
+    @Test func listenTakesSystemd() {
+        #expect(Self.refusal(#","listen":"systemd""#) == nil)
+        let parsed = try? RelayConfiguration.parse(Array(#"{"apns":{"topic":"a"},"listen":"systemd"}"#.utf8))
+        #expect(parsed?.listen.isSystemd == true)
+        #expect(ListenAddress.systemd.description == "systemd")
+        #expect(Self.refusal(#","listen":"systemd:8787""#)?.subject == "listen")
+        #expect(Self.refusal(#","metrics_listen":"systemd""#)?.subject == "metrics_listen")
+    }
 }

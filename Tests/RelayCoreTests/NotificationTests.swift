@@ -74,3 +74,39 @@ import Testing
         #expect(RelayError.tooLarge.body == #"{"error":"too_large"}"#)
     }
 }
+
+/// The 502 `apns` detail says which of three it was (docs/DESIGN.md, "POST /v1/push"), in fixed sentences.
+@Suite struct APNsFailureDetailTests {
+    @Test func aRefusalNamesAPNsReasonAndSaysNotDelivered() throws {
+        let answer = APNsAnswer(status: 400, reason: "BadTopic", apnsID: nil)
+        guard case .answer(.failure(let error)) = answer.action(retryAfter: 1) else {
+            Issue.record("not an answer")
+            return
+        }
+        #expect(error.status == 502)
+        #expect(error.body == #"{"error":"apns","detail":"APNs refused the push (BadTopic): it was not delivered"}"#)
+        let unknown = RelayError.apnsRefused(reason: "Some\"Thing\u{1}New")
+        #expect(unknown.detail == "APNs refused the push: it was not delivered", "APNs' bytes are never repeated")
+        #expect(RelayError.apnsRefused(reason: nil).detail == "APNs refused the push: it was not delivered")
+        for status in [500, 503] {
+            guard
+                case .answer(.failure(let error)) = APNsAnswer(status: status, reason: "Shutdown", apnsID: nil)
+                    .action(retryAfter: 1)
+            else { continue }
+            #expect(error.detail == "APNs refused the push (Shutdown): it was not delivered")
+        }
+    }
+
+    @Test func theThreeKindsAreTellableApart() throws {
+        let details = try [
+            RelayError.apnsRefused(reason: "TooManyProviderTokenUpdates"), .apnsNotReached, .apnsNoAnswer,
+        ].map { try #require($0.detail) }
+        let notDelivered = details.map { detail in
+            RelayError.notDeliveredDetailPrefixes.contains { detail.hasPrefix($0) }
+        }
+        #expect(notDelivered == [true, true, false])
+        #expect(details[2].contains("may or may not have been delivered"))
+        #expect(
+            Set([RelayError.apnsNotReached, .apnsNoAnswer, .apnsRefused(reason: "BadTopic")].map(\.code)) == [.apns])
+    }
+}

@@ -60,30 +60,9 @@ import Testing
         #expect(error?.description.contains("sentinel") == true)
     }
 
-    @Test func theSummarySaysSentinelAndTheMasterAndTheSentinelPasswordIsASecretInEveryForm() throws {
-        let relayKey = Base64.urlEncode(SecureRandom.bytes(count: 32))
-        var env = [
-            "APNS_KEY_SANDBOX": P256.Signing.PrivateKey().pemRepresentation, "APNS_KEY_ID_SANDBOX": "ABCDE12345",
-            "APNS_TEAM_ID": "TEAM123456", "RELAY_KEYS": #"{"1":"\#(relayKey)"}"#,
-        ]
-        let files = ["/run/secrets/sentinel": "from-file\n", "/creds/REDIS_SENTINEL_PASSWORD": "fromsystemd\r\n"]
-        func load(_ env: [String: String]) throws(ConfigurationError) -> RelaySecrets {
-            try RelaySecrets.load(
-                from: SecretSource(environment: env) { path in
-                    guard let text = files[path] else { throw ConfigurationError(.unreadable, path, "none") }
-                    return text
-                })
-        }
-        #expect(try load(env).redisSentinelPassword == nil)
-        env["REDIS_SENTINEL_PASSWORD"] = "plain"
-        #expect(try load(env).redisSentinelPassword == "plain")
-        env["REDIS_SENTINEL_PASSWORD_FILE"] = "/run/secrets/sentinel"
-        #expect(throws: ConfigurationError(.invalid, "REDIS_SENTINEL_PASSWORD", "")) { try load(env) }
-        env["REDIS_SENTINEL_PASSWORD"] = nil
-        #expect(try load(env).redisSentinelPassword == "from-file")
-        env["REDIS_SENTINEL_PASSWORD_FILE"] = nil
-        env["CREDENTIALS_DIRECTORY"] = "/creds"
-        let secrets = try load(env)
+    /// The password's forms are SecretFormsTests'.
+    @Test func theSummarySaysSentinelAndTheMasterAndNeverThePassword() throws {
+        let secrets = try SecretFormsTests.loadCredential("REDIS_SENTINEL_PASSWORD", "fromsystemd\r\n")
         #expect(secrets.redisSentinelPassword == "fromsystemd")
 
         let config = try RelayConfiguration.parse(

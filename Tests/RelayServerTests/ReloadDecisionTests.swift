@@ -46,3 +46,26 @@ import Testing
         #expect(decision.configuration.server == running.server)
     }
 }
+
+extension ReloadDecisionTests {
+    static let tls = #","tls":{"certificate_file":"/etc/relay/fullchain.pem","key_file":"/etc/relay/privkey.pem"}"#
+
+    /// The listener speaks TLS or plain HTTP from its start: turning `tls` on or off waits for a restart.
+    @Test(arguments: [("", tls), (tls, "")])
+    func turningTLSOnOrOffWaitsForARestart(_ running: String, _ new: String) throws {
+        let running = try Self.configuration(running)
+        let decision = ReloadDecision(running: running, new: try Self.configuration(new))
+        #expect(decision.needRestart == ["tls"])
+        #expect(decision.configuration == running)
+    }
+
+    /// New paths for the pair are taken at once (the files are read again on every reload anyway).
+    @Test func newPathsForThePairApplyAtOnce() throws {
+        let running = try Self.configuration(Self.tls)
+        let moved = try Self.configuration(
+            #","tls":{"certificate_file":"/etc/relay/new.pem","key_file":"/etc/relay/new.key"}"#)
+        let decision = ReloadDecision(running: running, new: moved)
+        #expect(decision.needRestart.isEmpty)
+        #expect(decision.configuration.tls?.certificateFile == "/etc/relay/new.pem")
+    }
+}

@@ -145,6 +145,9 @@ enum HTTP1ConnectionTarget {
                 carry(connection.respond(HTTP1Response(status: 200, body: body), now: 0))
             case .refused(_, let error, _), .bodyTooLarge(_, let error):
                 carry(connection.respond(.refusal(error), now: 0))
+            case .admission:
+                // Not asked: this connection counts against no cap.
+                carry(connection.admission(room: true, now: 0))
             }
         }
         for piece in pieces {

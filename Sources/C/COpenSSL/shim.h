@@ -20,4 +20,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+
+// Constants built from function-like macros, which Swift does not import.
+static const uint64_t COpenSSL_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;
+static const uint64_t COpenSSL_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
+static const unsigned long COpenSSL_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
 #endif

@@ -2,10 +2,12 @@ import COpenSSL
 
 /// Application-Layer Protocol Negotiation (RFC 7301) in one place: how a client offers protocols,
 /// how a server picks one from an offer, and the check after the handshake. The APNs client and the
-/// simulator both speak "h2" only: APNs speaks nothing else.
+/// simulator both speak "h2" only (APNs speaks nothing else); the relay's front speaks "http/1.1".
 public enum ALPN {
     /// HTTP/2 over TLS.
     public static let http2 = "h2"
+    /// HTTP/1.1 (the relay's own front).
+    public static let http11 = "http/1.1"
 
     /// `names` as the wire list OpenSSL takes (`SSL_CTX_set_alpn_protos`): each name prefixed
     /// with its length in one byte. Names are short ASCII tokens; longer than 255 bytes is cut.

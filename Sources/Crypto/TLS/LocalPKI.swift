@@ -19,6 +19,15 @@ public struct LocalPKI: Sendable {
     /// Each host becomes an IP address entry when it parses as IPv4 or IPv6, otherwise a DNS entry.
     /// Both certificates are valid from one day ago to thirty days ahead.
     public static func generate(hosts: [String] = ["localhost", "127.0.0.1", "::1"]) throws(TLSError) -> LocalPKI {
+        try generate(hosts: hosts, validDays: 30)
+    }
+
+    /// ``generate(hosts:)`` with a validity of `validDays` ahead (a negative count: a certificate that expired that
+    /// many days ago, valid for the day before it).
+    public static func generate(hosts: [String] = ["localhost", "127.0.0.1", "::1"], validDays: Int) throws(TLSError)
+        -> LocalPKI
+    {
+        let validity = (notBefore: min(-86_400, (validDays - 1) * 86_400), notAfter: validDays * 86_400)
         let caKey = try makeP256Key()
         defer { EVP_PKEY_free(caKey) }
         let serverKey = try makeP256Key()
@@ -26,6 +35,7 @@ public struct LocalPKI: Sendable {
 
         let ca = try makeCertificate(
             commonName: "duo-relay APNs simulator CA", publicKey: caKey, issuer: nil, signingKey: caKey,
+            validity: validity,
             extensions: [
                 (NID_basic_constraints, "critical,CA:TRUE"),
                 (NID_key_usage, "critical,keyCertSign,cRLSign"),
@@ -46,6 +56,7 @@ public struct LocalPKI: Sendable {
         }
         let server = try makeCertificate(
             commonName: hosts.first ?? "localhost", publicKey: serverKey, issuer: ca, signingKey: caKey,
+            validity: validity,
             extensions: serverExtensions)
         defer { X509_free(server) }
 
@@ -81,7 +92,7 @@ public struct LocalPKI: Sendable {
     /// `issuer == nil` makes it self-signed.
     private static func makeCertificate(
         commonName: String, publicKey: OpaquePointer, issuer: OpaquePointer?, signingKey: OpaquePointer,
-        extensions: [(Int32, String)]
+        validity: (notBefore: Int, notAfter: Int), extensions: [(Int32, String)]
     ) throws(TLSError) -> OpaquePointer {
         guard let certificate = X509_new() else { throw TLSError.openSSL("X509_new failed") }
         var success = false
@@ -95,8 +106,8 @@ public struct LocalPKI: Sendable {
             BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate)) != nil
         else { throw TLSError.openSSL("serial number generation failed") }
 
-        guard X509_gmtime_adj(X509_getm_notBefore(certificate), -86_400) != nil,
-            X509_gmtime_adj(X509_getm_notAfter(certificate), 30 * 86_400) != nil
+        guard X509_gmtime_adj(X509_getm_notBefore(certificate), validity.notBefore) != nil,
+            X509_gmtime_adj(X509_getm_notAfter(certificate), validity.notAfter) != nil
         else { throw TLSError.openSSL("setting the validity failed") }
 
         guard X509_set_pubkey(certificate, publicKey) == 1 else {

@@ -44,11 +44,12 @@ public final class StreamBIO {
         body()
     }
 
-    /// Hands the records written so far to `send`, then forgets them (keeping the array's room).
-    public func flush(_ send: (UnsafeRawBufferPointer) -> Void) {
+    /// Hands the records written so far to `send`, then forgets them, keeping the array's room unless told not to (a
+    /// server connection, mostly idle, keeps none).
+    public func flush(keepingCapacity: Bool = true, _ send: (UnsafeRawBufferPointer) -> Void) {
         guard !output.isEmpty else { return }
         output.withUnsafeBytes { send($0) }
-        output.removeAll(keepingCapacity: true)
+        output.removeAll(keepingCapacity: keepingCapacity)
     }
 
     // MARK: The BIO's functions

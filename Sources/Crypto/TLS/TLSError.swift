@@ -21,6 +21,8 @@ extension ModuleError where Domain == TLSErrorDomain {
 extension ErrorCode where Domain == TLSErrorDomain {
     /// The certificate or private key PEM could not be loaded, or does not match.
     public static var invalidCertificate: Self { Self("invalidCertificate") }
+    /// The certificate's validity has ended.
+    public static var expiredCertificate: Self { Self("expiredCertificate") }
     /// A client context's extra CA file cannot be read, or holds no certificate OpenSSL loads.
     public static var caFile: Self { Self("caFile") }
     /// OpenSSL failed (it could not allocate a context, or refused a setting).

@@ -79,6 +79,11 @@ public struct TLSSession {
         return String(decoding: UnsafeBufferPointer(start: selected, count: Int(length)), as: UTF8.self)
     }
 
+    /// One step of a server's handshake (``TLSHandshake/acceptStep(_:)``).
+    public func acceptStep() -> TLSHandshake.AcceptStep {
+        TLSHandshake.acceptStep(ssl)
+    }
+
     /// Whether the handshake agreed on `name` by ALPN (``ALPN/agreed(on:_:)``).
     public func agreed(on name: String) -> Bool {
         ALPN.agreed(on: name, ssl)

@@ -1,4 +1,5 @@
 import LoopTLS
+import MonotonicTime
 import TLS
 
 /// What every connection of one client shares: the origin, the TLS context, the limits.

@@ -1,4 +1,3 @@
-import HTTP2Wire
 import LoopTLS
 import MonotonicTime
 
@@ -312,11 +311,12 @@ struct ConnectionStateMachine {
         failed(.broken("the connection closed", closedByPeer: false))
     }
 
-    /// `nghttp2_session_mem_recv` took `consumed` of the `count` bytes that arrived (negative: nghttp2's error).
-    /// Bytes it did not take cannot be given again: the connection is broken either way.
-    mutating func read(consumed: Int, of count: Int) -> ReadResult {
+    /// `nghttp2_session_mem_recv` took `consumed` of the `count` bytes that arrived (negative: nghttp2's error, which
+    /// the shell gives in nghttp2's words as `error`). Bytes it did not take cannot be given again: the connection is
+    /// broken either way.
+    mutating func read(consumed: Int, of count: Int, error: String? = nil) -> ReadResult {
         if consumed < 0 {
-            let words = HTTP2Session.words(ofError: consumed)
+            let words = error ?? "error \(consumed)"
             failed(.broken("the server broke the HTTP/2 protocol (\(words))", closedByPeer: false))
             return .breakOff
         }
@@ -327,11 +327,12 @@ struct ConnectionStateMachine {
         return .carryOn
     }
 
-    /// `nghttp2_session_mem_send` gave `length` bytes (0: nothing more; negative: nghttp2's error), and `gathered`
-    /// bytes wait to be written: whether to gather on or write them, one write per `batch` bytes.
-    mutating func serialized(_ length: Int, gathered: Int, batch: Int) -> WriteStep {
+    /// `nghttp2_session_mem_send` gave `length` bytes (0: nothing more; negative: nghttp2's error, which the shell
+    /// gives in nghttp2's words as `error`), and `gathered` bytes wait to be written: whether to gather on or write
+    /// them, one write per `batch` bytes.
+    mutating func serialized(_ length: Int, gathered: Int, batch: Int, error: String? = nil) -> WriteStep {
         if length < 0 {
-            failed(.broken("nghttp2: \(HTTP2Session.words(ofError: length))", closedByPeer: false))
+            failed(.broken("nghttp2: \(error ?? "error \(length)")", closedByPeer: false))
             return .breakOff
         }
         if length > 0 && gathered < batch { return .gather }

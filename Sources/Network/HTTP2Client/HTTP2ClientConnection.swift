@@ -111,7 +111,9 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             machine.received(now: now)
             let consumed = nghttp2_session_mem_recv(
                 session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-            if machine.read(consumed: consumed, of: bytes.count) == .breakOff {
+            // nghttp2's words for its error are taken here: the machine makes no C call.
+            let error = consumed < 0 ? HTTP2Session.words(ofError: consumed) : nil
+            if machine.read(consumed: consumed, of: bytes.count, error: error) == .breakOff {
                 // What nghttp2 queued (a GOAWAY telling the server why) goes before the connection is given up.
                 serializeAndWrite(session: session, stream: stream)
                 endSession()
@@ -259,7 +261,8 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
             var chunk: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &chunk)
             if length > 0 { output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length)) }
-            switch machine.serialized(length, gathered: output.count, batch: Self.batchSize) {
+            let error = length < 0 ? HTTP2Session.words(ofError: length) : nil
+            switch machine.serialized(length, gathered: output.count, batch: Self.batchSize, error: error) {
             case .gather:
                 continue
             case .write(let last):

@@ -3,6 +3,7 @@ import Glibc
 import HTTP1
 import Loop
 import Synchronization
+import TLS
 
 /// The relay's HTTP/1.1 server (docs/DESIGN.md, "The HTTP front"), knowing nothing of routes: every request goes to an
 /// ``HTTPHandler``. `threads` workers, each an event loop that accepts from a duplicate of one listening socket (not
@@ -26,6 +27,8 @@ public final class HTTPServer: Sendable {
         /// socket closed only by its workers would go on accepting through those; `shutdown` ends it whatever holds
         /// it. -1 once closed.
         var listening: Int32
+        /// The socket was passed to the process: it is never shut down (see ``HTTPServerConfiguration/passedSocket``).
+        var passed: Bool
         var quiesced = false
     }
 
@@ -42,7 +45,8 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(.invalidConfiguration, "one event loop per thread is needed")
         }
         Self.prepareProcess()
-        let limit = Self.affordableConnections(configuration.connectionLimit)
+        let slots = Self.overCapSlots(configuration.connectionLimit)
+        let limit = Self.affordableConnections(configuration.connectionLimit, besides: slots)
         let timeout =
             configuration.connectionTimeoutSeconds == 0
             ? Self.noDeadline : UInt64(configuration.connectionTimeoutSeconds) * 1_000_000_000
@@ -52,10 +56,21 @@ public final class HTTPServer: Sendable {
             timeout: timeout)
         let core = ServerCore(
             handler: handler, connection: connection,
-            caps: ConnectionCaps(total: limit, perAddress: configuration.perAddressConnectionLimit),
-            workers: configuration.threads)
+            caps: ConnectionCaps(
+                total: limit, perAddress: configuration.perAddressConnectionLimit, overCapSlots: slots),
+            workers: configuration.threads, tls: configuration.tls.map(TLSFront.init))
         let backlog = Int32(clamping: min(limit, 4096))
-        let socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
+        let socket: ListeningSocket.Opened
+        if let passed = configuration.passedSocket {
+            do {
+                socket = try ListeningSocket.adopt(passed)
+            } catch {
+                close(passed)
+                throw error
+            }
+        } else {
+            socket = try ListeningSocket.open(host: configuration.host, port: configuration.port, backlog: backlog)
+        }
         let listening = fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
         guard listening >= 0 else {
             close(socket.descriptor)
@@ -88,7 +103,8 @@ public final class HTTPServer: Sendable {
         self.port = socket.port
         self.connectionLimit = limit
         self.core = core
-        self.lifecycle = Mutex(Lifecycle(workers: workers, listening: listening))
+        self.lifecycle = Mutex(
+            Lifecycle(workers: workers, listening: listening, passed: configuration.passedSocket != nil))
     }
 
     deinit {
@@ -103,7 +119,8 @@ public final class HTTPServer: Sendable {
         core.ledgers.total { $0.pending.load(ordering: .relaxed) }
     }
 
-    /// Stops accepting connections (new attempts are refused from when this returns); idle connections close at once,
+    /// Stops accepting connections (new attempts are refused from when this returns; with a passed socket they wait in
+    /// its backlog for the next process instead); idle connections close at once,
     /// requests already received are still answered, each answer carrying `Connection: close` and closing its
     /// connection once written. ``waitUntilDrained(until:)`` then says when the last has closed. Idempotent.
     public func quiesce() {
@@ -116,7 +133,15 @@ public final class HTTPServer: Sendable {
         // The workers close their descriptors first, so that none of them sees the socket's end as an error.
         for worker in workers { worker.quiesce() }
         lifecycle.withLock { state in
-            if state.listening >= 0 { shutdown(state.listening, Int32(SHUT_RDWR)) }
+            guard state.listening >= 0 else { return }
+            if state.passed {
+                // Another process holds it too (the service manager): shutting it down would reset the connections
+                // waiting in its backlog, which the next process must accept. Only this descriptor closes.
+                close(state.listening)
+                state.listening = -1
+            } else {
+                shutdown(state.listening, Int32(SHUT_RDWR))
+            }
         }
     }
 
@@ -151,10 +176,32 @@ public final class HTTPServer: Sendable {
         for worker in workers { worker.stop() }
         lifecycle.withLock { state in
             guard state.listening >= 0 else { return }
-            shutdown(state.listening, Int32(SHUT_RDWR))
+            if !state.passed { shutdown(state.listening, Int32(SHUT_RDWR)) }
             close(state.listening)
             state.listening = -1
         }
+    }
+
+    /// The workers (for tests).
+    var workers: [ServerWorker] {
+        lifecycle.withLock { $0.workers }
+    }
+
+    /// Connections accepted from now on run their TLS with `context` (a renewed certificate); open connections keep
+    /// theirs. Nothing for a plain server.
+    public func replaceTLSContext(_ context: TLSServerContext) {
+        core.tls?.replace(with: context)
+    }
+
+    /// The certificate new connections are served, nil for a plain server.
+    public var tlsCertificate: CertificateSummary? {
+        core.tls?.current.leaf
+    }
+
+    /// TLS handshakes that failed, by kind (`protocol`, `alpn`, `timeout`, `other`; each present), empty for a plain
+    /// server.
+    public var tlsHandshakeFailures: [(kind: String, count: Int)] {
+        core.tls?.failureCounts ?? []
     }
 
     /// Request contexts the connections hold right now (for leak checks in tests).
@@ -194,13 +241,19 @@ public final class HTTPServer: Sendable {
         return true
     }()
 
-    /// The configured limit, lowered to leave descriptors for the rest of the process.
-    private static func affordableConnections(_ configured: Int) -> Int {
+    /// How many connections over a cap are held at once, each waiting for its head and room or for its 503 to be
+    /// read: a quarter of the global cap, at least 16 and at most 4,096.
+    static func overCapSlots(_ configured: Int) -> Int {
+        max(16, min(configured / 4, 4096))
+    }
+
+    /// The configured limit, lowered to leave descriptors for the connections over a cap and the rest of the process.
+    private static func affordableConnections(_ configured: Int, besides overCapSlots: Int) -> Int {
         var limit = rlimit()
         guard getrlimit(fileLimitResource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return configured }
         let available = Int(clamping: limit.rlim_cur)
         let reserve = max(64, available / 16)
-        return max(1, min(configured, available - reserve))
+        return max(1, min(configured, available - reserve - overCapSlots))
     }
 }
 

@@ -93,3 +93,40 @@ extension in6_addr {
         withUnsafeBytes(of: lhs) { left in withUnsafeBytes(of: rhs) { right in left.elementsEqual(right) } }
     }
 }
+
+extension ListeningSocket {
+    /// Takes a listening socket this process was given (socket activation): it must be a listening TCP stream
+    /// socket. It is made non-blocking and close-on-exec; it stays open here, however this ends.
+    static func adopt(_ descriptor: Int32) throws(HTTPServerError) -> Opened {
+        func option(_ name: Int32) -> Int32? {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(descriptor, SOL_SOCKET, name, &value, &length) == 0 ? value : nil
+        }
+        guard let type = option(SO_TYPE) else {
+            throw HTTPServerError(.bindFailed, "descriptor \(descriptor) is not a socket")
+        }
+        guard type == Int32(SOCK_STREAM.rawValue), let domain = option(SO_DOMAIN),
+            domain == AF_INET || domain == AF_INET6
+        else {
+            throw HTTPServerError(.bindFailed, "the socket passed is not a TCP stream socket (IPv4 or IPv6)")
+        }
+        guard option(SO_ACCEPTCONN) == 1 else {
+            throw HTTPServerError(.bindFailed, "the socket passed is not listening")
+        }
+        _ = fcntl(descriptor, F_SETFD, fcntl(descriptor, F_GETFD) | FD_CLOEXEC)
+        // Every worker accepts from this socket, so it must not block.
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        var bound = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        let port = withUnsafeBytes(of: &bound) { raw -> UInt16 in
+            domain == AF_INET
+                ? UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port)
+                : UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port)
+        }
+        return Opened(descriptor: descriptor, port: port, isIPv6: domain == AF_INET6)
+    }
+}

@@ -1,14 +1,20 @@
 import HTTP1
 import Loop
 import MonotonicTime
+import TLS
 
 /// One client connection on its worker's loop: the shell around ``HTTP1Conversation`` (and its ``HTTP1Connection``).
 /// It gives the conversation what the socket, the timer and the handler say, carries out the actions it returns, and
 /// hands the handler what they hand up. Loop-bound: every method runs on the worker's loop thread.
 ///
+/// With TLS (docs/DESIGN.md, "TLS"), the socket's bytes go through the connection's TLS session on the same loop: a
+/// ``ServerHandshake`` phase first (the handshake inside the first request's deadline), then the conversation reads
+/// and writes plaintext through the session. The session's records pass through a ``StreamBIO``, never copied on
+/// the way in.
+///
 /// Ownership: the worker's table and the socket (its delegate) hold the connection until the socket's close callback;
-/// the connection holds its timer until then. Responders and pending decisions reach it through a weak
-/// ``ConnectionReference``.
+/// the connection holds its timer and its TLS session (freed there) until then. Responders and pending decisions reach
+/// it through a weak ``ConnectionReference``.
 final class ServerConnection: TCPConnectionDelegate {
     private let core: ServerCore
     private unowned let worker: ServerWorker
@@ -31,29 +37,72 @@ final class ServerConnection: TCPConnectionDelegate {
     /// The head decision the connection waits for.
     private var pendingDecision: PendingHeadDecision?
     private var closed = false
+    /// What the connection holds of the caps (``ConnectionCaps``), given back once, as the socket closes.
+    private var caps: CapsHeld
+    /// With TLS: the handshake's phase (kept once open), the session, and the records between it and the socket.
+    private var handshake: ServerHandshake?
+    private var session: TLSSession?
+    private var records: StreamBIO?
 
-    init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer) {
+    private struct CapsHeld {
+        /// Counted against the caps.
+        var counted: Bool
+        /// Over a cap: holds an over-cap slot.
+        var overCap: Bool
+        /// Over a cap and waiting for room.
+        var waiting = false
+    }
+
+    init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer, overCap: Bool = false) {
         self.core = core
         self.worker = worker
         ledger = worker.ledger
         self.socket = socket
         self.peer = peer
-        conversation = HTTP1Conversation(configuration: core.connection, now: EventLoop.monotonicNow())
+        caps = CapsHeld(counted: !overCap, overCap: overCap)
+        let accepted = EventLoop.monotonicNow()
+        // Made at the accept: its first deadline is the handshake's too.
+        conversation = HTTP1Conversation(configuration: core.connection, now: accepted, overCap: overCap)
+        if let tls = core.tls {
+            let records = StreamBIO()
+            self.records = records
+            session = tls.current.session(through: records)
+            // Over a cap the request's head is due within a short time of the accept, and the handshake comes first.
+            let timeout =
+                overCap ? min(core.connection.timeout, core.connection.overCapHeadTimeout) : core.connection.timeout
+            handshake = ServerHandshake(acceptedAt: accepted, timeout: timeout)
+        }
         reference = ConnectionReference(loop: socket.loop, connection: self)
     }
 
     /// The machine's clock, read once per input.
     private var now: Instant { EventLoop.monotonicNow() }
 
-    /// Starts reading and arms the idle deadline.
+    /// Starts reading and arms the idle deadline (with TLS, the handshake's, which is the same).
     func start() {
         socket.delegate = self
+        if handshake != nil {
+            guard session != nil else {
+                closeSocket()
+                return
+            }
+            // Accepted as the server stops: the client connected before the stop, and is served as a drain serves.
+            let action =
+                core.quiesced.load(ordering: .relaxed)
+                ? handshake!.drain(now: now, wait: core.connection.drainHeadWait) : handshake!.start
+            carryOut(action)
+            return
+        }
         run(conversation.start(draining: core.quiesced.load(ordering: .relaxed), now: now))
     }
 
     /// The server is shutting down: the next answer closes the connection.
     func drain() {
         guard !closed else { return }
+        if handshake?.phase == .handshaking {
+            carryOut(handshake!.drain(now: now, wait: core.connection.drainHeadWait))
+            return
+        }
         run(conversation.drain(now: now))
     }
 
@@ -90,11 +139,25 @@ final class ServerConnection: TCPConnectionDelegate {
 
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         guard !closed else { return }
-        run(conversation.received(bytes, now: now))
+        guard let records, let session else {
+            run(conversation.received(bytes, now: now))
+            return
+        }
+        records.reading(bytes) {
+            if handshake?.phase == .handshaking {
+                guard carryOut(handshake!.received(bytes, now: now)) else { return }
+            }
+            readPlaintext(session)
+        }
+        flushRecords()
     }
 
     func connectionDidReachEnd(_ connection: TCPConnection) {
         guard !closed else { return }
+        if handshake?.phase == .handshaking {
+            carryOut(handshake!.peerClosed())
+            return
+        }
         run(conversation.peerClosed(now: now))
     }
 
@@ -103,7 +166,8 @@ final class ServerConnection: TCPConnectionDelegate {
     }
 
     func connectionDidFinishWriting(_ connection: TCPConnection) {
-        guard !closed else { return }
+        // The handshake's records have no writer waiting for them.
+        guard !closed, handshake?.phase != .handshaking else { return }
         run(conversation.writeFinished(now: now))
     }
 
@@ -111,6 +175,10 @@ final class ServerConnection: TCPConnectionDelegate {
         closed = true
         timer?.close()
         timer = nil
+        // The socket is gone: nothing reads or writes through the session any more.
+        session?.free()
+        session = nil
+        records = nil
         if let context {
             self.context = nil
             ledger.held.subtract(1, ordering: .relaxed)
@@ -120,8 +188,59 @@ final class ServerConnection: TCPConnectionDelegate {
         pendingDecision = nil
         head = nil
         reference.connection = nil
-        core.connectionClosed(peer)
+        releaseCaps()
         worker.remove(self)
+    }
+
+    // MARK: - The caps
+
+    /// Over a cap: asks the caps for room and tells the machine (now, or when a closing connection wakes the
+    /// worker: ``ServerWorker``).
+    func askForRoom() {
+        guard !closed, caps.overCap else { return }
+        guard conversation.connection.isAwaitingRoom else {
+            stopWaitingForRoom()
+            return
+        }
+        let room = core.caps.admitLater(peer, waiting: caps.waiting)
+        if room {
+            caps = CapsHeld(counted: true, overCap: false)
+        } else if !caps.waiting {
+            caps.waiting = true
+        }
+        worker.setWaiting(self, caps.waiting)
+        run(conversation.admission(room: room, now: now))
+    }
+
+    /// The wait for room is over: one more try once the loop has read what is ready now, then the machine's answer.
+    /// A loop's timers run before its reads in each turn, so a loop that ran late would otherwise refuse with the
+    /// close that makes room still unread (work enqueued twice runs after the next turn's reads).
+    private func roomWaitEnded() {
+        let loop = socket.loop
+        loop.enqueue { [weak self] in
+            loop.enqueue { [weak self] in
+                guard let self, !closed else { return }
+                askForRoom()
+                if conversation.connection.isAwaitingRoom { run(conversation.deadlineReached(now: now)) }
+            }
+        }
+    }
+
+    private func stopWaitingForRoom() {
+        guard caps.waiting else { return }
+        caps.waiting = false
+        core.caps.stopWaiting()
+        worker.setWaiting(self, false)
+    }
+
+    /// Gives back what the connection holds of the caps: as the server closes the socket (the client's next
+    /// connection may come in the same turn of the loop), or as the handle closes when something else closed it.
+    private func releaseCaps() {
+        let held = caps
+        caps = CapsHeld(counted: false, overCap: false)
+        if held.counted { core.connectionClosed(peer) }
+        if held.overCap { core.caps.leave(waiting: held.waiting) }
+        if held.waiting { worker.setWaiting(self, false) }
     }
 
     // MARK: - Carrying out the conversation's actions
@@ -132,6 +251,7 @@ final class ServerConnection: TCPConnectionDelegate {
         repeat {
             perform(action)
         } while !closed && conversation.actionDone(&action, now: now)
+        if caps.waiting && !closed && !conversation.connection.isAwaitingRoom { stopWaitingForRoom() }
     }
 
     private func perform(_ action: HTTP1Connection.Action) {
@@ -139,10 +259,15 @@ final class ServerConnection: TCPConnectionDelegate {
             closeSocket()
             return
         }
-        if let bytes = action.write, socket.write(bytes) {
+        if let bytes = action.write, session == nil ? socket.write(bytes) : writeThroughTLS(bytes) {
             _ = conversation.writeFinished(now: now)  // queued: the action is still being carried out
         }
+        guard !closed else { return }
         if action.shutdownWrite {
+            if let session {
+                session.shutdown()
+                flushRecords()
+            }
             socket.shutdownOutput()
         }
         schedule(action.deadline)
@@ -162,6 +287,14 @@ final class ServerConnection: TCPConnectionDelegate {
         if timer == nil {
             timer = LoopTimer(on: socket.loop) { [unowned self] in
                 guard !closed else { return }
+                if handshake?.phase == .handshaking {
+                    carryOut(handshake!.deadlineReached(now: now))
+                    return
+                }
+                if caps.waiting {
+                    roomWaitEnded()
+                    return
+                }
                 run(conversation.deadlineReached(now: now))
             }
         }
@@ -172,7 +305,96 @@ final class ServerConnection: TCPConnectionDelegate {
         guard !closed else { return }
         closed = true
         timer?.cancel()
+        // An open TLS session ends with its close_notify when the socket takes it at once (never waited for: a
+        // client that does not read must not hold the connection).
+        if let session, handshake?.phase == .open, socket.queuedWriteCount == 0 {
+            session.shutdown()
+            flushRecords()
+        }
         socket.close()
+        releaseCaps()
+    }
+
+    // MARK: - TLS
+
+    /// Carries out the handshake's action (and those it leads to); true when the connection has just opened.
+    @discardableResult
+    private func carryOut(_ first: ServerHandshake.Action) -> Bool {
+        var action = first
+        while !closed, let session {
+            switch action {
+            case .step:
+                let step: ServerHandshake.Step
+                switch session.acceptStep() {
+                case .done: step = .done
+                case .inProgress: step = .inProgress
+                case .failed(let failure): step = .failed(ServerHandshake.Failure(failure))
+                }
+                // The server's flight, or its alert.
+                flushRecords()
+                action = handshake!.stepped(step, now: now)
+            case .wait(let deadline):
+                schedule(deadline)
+                if !socket.isReading { socket.startReading() }
+                return false
+            case .open:
+                run(conversation.start(draining: core.quiesced.load(ordering: .relaxed), now: now))
+                return !closed
+            case .close(let failure):
+                if let failure { core.tls?.count(failure) }
+                closeSocket()
+                return false
+            }
+        }
+        return false
+    }
+
+    /// Hands the conversation the plaintext of every record received, until TLS needs more.
+    private func readPlaintext(_ session: TLSSession) {
+        let buffer = worker.plaintext
+        while !closed {
+            switch session.read(into: buffer) {
+            case .read(let count):
+                run(conversation.received(UnsafeRawBufferPointer(rebasing: buffer[..<count]), now: now))
+            case .wantsMore:
+                return
+            case .closed:
+                // The client's close_notify: its end of input.
+                run(conversation.peerClosed(now: now))
+                return
+            case .failed:
+                closeSocket()
+                return
+            }
+        }
+    }
+
+    /// Encrypts an answer and writes its records; true when the socket took them all at once (as `socket.write`).
+    private func writeThroughTLS(_ bytes: [UInt8]) -> Bool {
+        guard let session else { return false }
+        let taken = bytes.withUnsafeBytes { plain -> Bool in
+            var offset = 0
+            while offset < plain.count {
+                guard case .wrote(let count) = session.write(UnsafeRawBufferPointer(rebasing: plain[offset...])) else {
+                    return false
+                }
+                offset += count
+            }
+            return true
+        }
+        guard taken else {
+            closeSocket()
+            return false
+        }
+        var all = true
+        records?.flush(keepingCapacity: false) { all = socket.write($0) }
+        return all
+    }
+
+    /// Writes whatever TLS has written (handshake messages, alerts, a close_notify). The records' buffer is not kept
+    /// between writes: an idle connection holds none (10,000 idle connections: 9 MB less).
+    private func flushRecords() {
+        records?.flush(keepingCapacity: false) { _ = socket.write($0) }
     }
 
     private func respond(_ response: HTTP1Response) {
@@ -201,6 +423,8 @@ final class ServerConnection: TCPConnectionDelegate {
         case .refused(let parsed, let error, let followsHead):
             let head = followsHead ? takeHead(parsed) : makeHead(parsed)
             respond(core.handler.refused(head, refusal: HTTPRefusal(error, followsHead: followsHead)))
+        case .admission:
+            askForRoom()
         }
     }
 

@@ -9,6 +9,8 @@ final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let connection: HTTP1Connection.Configuration
     let caps: ConnectionCaps
+    /// The TLS every connection runs through; nil: plain HTTP.
+    let tls: TLSFront?
     /// Each worker's record of the requests it holds (indexed by ``ServerWorker/index``), added up by the server's
     /// counts; a request context retains its own worker's, so an answer that comes after the server stopped still
     /// counts.
@@ -18,15 +20,26 @@ final class ServerCore: Sendable {
     /// Signalled when the last connection of a quiesced server closes (``HTTPServer/waitUntilDrained(until:)``).
     let drained = DispatchSemaphore(value: 0)
 
-    /// A connection has closed.
+    /// Each worker's way to try its connections waiting for room again, on its own loop (set as the workers start).
+    let roomWakers = Mutex<[@Sendable () -> Void]>([])
+
+    /// A connection counted against the caps has closed (the server has closed it, or its handle closed without).
     func connectionClosed(_ peer: SocketPeer) {
-        if caps.release(peer) == 0 && quiesced.load(ordering: .relaxed) {
+        let (open, wake) = caps.release(peer)
+        if open == 0 && quiesced.load(ordering: .relaxed) {
             drained.signal()
+        }
+        if wake {
+            for wake in roomWakers.withLock({ $0 }) { wake() }
         }
     }
 
-    init(handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps, workers: Int) {
+    init(
+        handler: any HTTPHandler, connection: HTTP1Connection.Configuration, caps: ConnectionCaps, workers: Int,
+        tls: TLSFront? = nil
+    ) {
         ledgers = (0..<workers).map { _ in WorkerLedger() }
+        self.tls = tls
         self.handler = handler
         self.connection = connection
         self.caps = caps

@@ -16,6 +16,11 @@ final class ServerWorker: @unchecked Sendable {
     private let core: ServerCore
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
+    /// This worker's connections over a cap that wait for room (``ConnectionCaps``).
+    private var waiting: [ObjectIdentifier: ServerConnection] = [:]
+    /// Where a TLS connection's records are decrypted to, one at a time (a record holds at most 16 KiB): lent to each
+    /// connection while it reads, on this loop only.
+    let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
     /// The worker made its loop (and stops it); false for a loop its caller owns.
     private let ownsLoop: Bool
@@ -36,6 +41,22 @@ final class ServerWorker: @unchecked Sendable {
         }
         self.core = core
         ledger = core.ledgers[index]
+        registerWaker()
+    }
+
+    /// Lets a connection closing on any worker wake this one's connections waiting for room.
+    private func registerWaker() {
+        // Weak: the server's core outlives a stopped worker.
+        core.roomWakers.withLock {
+            $0.append { [weak self] in
+                guard let self else { return }
+                _ = loop.execute { self.roomMayHaveCome() }
+            }
+        }
+    }
+
+    deinit {
+        plaintext.deallocate()
     }
 
     /// Accepts from `descriptor` (the server's listening socket or a duplicate of it), which the worker owns from
@@ -63,13 +84,18 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     private func accepted(_ socket: TCPConnection) {
-        // Over a cap (global or for this address), or an address family the caps cannot key: closed at once.
-        guard let address = socket.peerAddress, let peer = SocketPeer(bytes: address.bytes), core.caps.admit(peer)
-        else {
+        // An address family the caps cannot key, or over a cap with every over-cap slot taken: closed at once.
+        guard let address = socket.peerAddress, let peer = SocketPeer(bytes: address.bytes) else {
             socket.close()
             return
         }
-        let connection = ServerConnection(core: core, worker: self, socket: socket, peer: peer)
+        let admission = core.caps.admit(peer)
+        guard admission != .refused else {
+            socket.close()
+            return
+        }
+        let connection = ServerConnection(
+            core: core, worker: self, socket: socket, peer: peer, overCap: admission == .overCap)
         connections[ObjectIdentifier(connection)] = connection
         connection.start()
     }
@@ -77,6 +103,17 @@ final class ServerWorker: @unchecked Sendable {
     /// Called by a connection once its socket has closed.
     func remove(_ connection: ServerConnection) {
         connections[ObjectIdentifier(connection)] = nil
+        waiting[ObjectIdentifier(connection)] = nil
+    }
+
+    /// A connection over a cap waits for room (true) or no longer does (false).
+    func setWaiting(_ connection: ServerConnection, _ isWaiting: Bool) {
+        waiting[ObjectIdentifier(connection)] = isWaiting ? connection : nil
+    }
+
+    /// A counted connection closed somewhere: every connection of this worker waiting for room asks again.
+    private func roomMayHaveCome() {
+        for connection in Array(waiting.values) { connection.askForRoom() }
     }
 
     /// Stops accepting (this worker's descriptor of the listening socket closes; the socket itself once every

@@ -1,3 +1,4 @@
+import HTTP1
 import MonotonicTime
 
 /// What a ``ClientStream`` decides, without I/O: `connecting → tunnelling → handshaking → open`, then `ending →
@@ -101,7 +102,7 @@ public struct ClientStreamMachine: Sendable {
         case idle
         case resolving
         case connecting(count: Int, next: Int, lastReason: String)
-        case tunnelling(TunnelAnswerParser)
+        case tunnelling(HTTP1ResponseReader)
         case handshaking
         /// `writeFailure`: a write failed because the peer closed; what it sent is still read, and the failure is
         /// reported at the end of input.
@@ -204,7 +205,7 @@ public struct ClientStreamMachine: Sendable {
     public mutating func connected() -> [Action] {
         guard case .connecting = state else { return [] }
         if let proxy {
-            state = .tunnelling(TunnelAnswerParser())
+            state = .tunnelling(HTTP1ResponseReader())
             return [.startReading, .writePlain(proxy.connectRequest(host: host, port: port))]
         }
         return [.startReading] + afterConnecting(leftover: [])
@@ -220,25 +221,40 @@ public struct ClientStreamMachine: Sendable {
         return [.cancelTimer, .open] + (leftover.isEmpty ? [] : [.deliver(leftover)])
     }
 
-    /// Bytes read while tunnelling: the proxy's answer, and maybe the server's first bytes after it.
+    /// Bytes read while tunnelling: the proxy's answer, and maybe the server's first bytes after it. Only the
+    /// answer's head is read (a 2xx to `CONNECT` has no body: what follows its blank line is the server's); any
+    /// other status, an interim one too, is a refusal named by its status line.
     public mutating func tunnelRead(_ bytes: UnsafeRawBufferPointer) -> [Action] {
-        guard case .tunnelling(var parser) = state, let proxy else { return [] }
-        state = .ending  // a placeholder while the parser is out of the state (no copy of its buffer)
-        let result = parser.feed(bytes)
-        state = .tunnelling(parser)
-        switch result {
-        case .needsMore:
+        guard case .tunnelling(var reader) = state, let proxy else { return [] }
+        state = .ending  // a placeholder while the reader is out of the state (no copy of its buffer)
+        reader.append(bytes)
+        let event = reader.next()
+        state = .tunnelling(reader)
+        let refusal: HTTP1ResponseHead
+        switch event {
+        case .needMoreBytes:
             return []
-        case .established(let leftover):
-            return afterConnecting(leftover: leftover)
-        case .refused(let statusLine):
-            return fail(.connect, "proxy \(proxy.name) refused the tunnel: \(statusLine)", tunnel: .refused)
-        case .malformed(let reason):
+        case .head(let head) where (200...299).contains(head.status):
+            return afterConnecting(leftover: reader.takeBufferedBytes())
+        case .head(let head), .interim(let head):
+            refusal = head
+        case .failed(let error):
             return fail(
-                .connect, "proxy \(proxy.name) answered CONNECT with no valid HTTP answer: \(reason)",
+                .connect, "proxy \(proxy.name) answered CONNECT with no valid HTTP answer: \(error.reason)",
                 tunnel: .malformed)
+        case .body, .end:
+            return fail(.connect, "proxy \(proxy.name) answered CONNECT with no head", tunnel: .malformed)
         }
+        // The reason is printable ASCII (the reader takes no other); a long one is cut.
+        let reason = refusal.reason
+        let shown =
+            reason.count > Self.maximumReasonLength ? String(reason.prefix(Self.maximumReasonLength)) + "..." : reason
+        let statusLine = shown.isEmpty ? "\(refusal.status)" : "\(refusal.status) \(shown)"
+        return fail(.connect, "proxy \(proxy.name) refused the tunnel: \(statusLine)", tunnel: .refused)
     }
+
+    /// The most characters of a proxy's reason phrase a refusal names.
+    static let maximumReasonLength = 100
 
     /// Bytes read while tunnelling, as ``tunnelRead(_:)-(UnsafeRawBufferPointer)``.
     public mutating func tunnelRead(_ bytes: [UInt8]) -> [Action] {

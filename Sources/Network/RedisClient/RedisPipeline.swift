@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Loop
 import LoopTLS
+import MonotonicTime
 import RelayCrypto
 import Synchronization
 import TLS
@@ -23,11 +24,12 @@ import TLS
 /// anew each time, and reports each loss and return once through the event handler, with the server's address.
 ///
 /// With ``RedisClientConfiguration/sentinel``, each connection is preceded by asking the sentinels where the primary
-/// is (``SentinelLocator``, on the same loop), and a sentinel's `+switch-master` makes the pipeline leave the server.
+/// is, and a sentinel's `+switch-master` makes the pipeline leave the server: the machine decides (it composes a
+/// ``SentinelMachine``); the shell holds the connection to a sentinel (``SentinelLocator``) and does what it says.
 ///
 /// Threading: made and used on its loop's thread, requests cost no lock and no thread crossing, and completions
 /// and events run on that thread. Called from another thread, a request hops to the loop (`loop.execute`).
-// @unchecked Sendable: `machine`, `stream`, `reader`, `timer`, `statistics` and `started` are used
+// @unchecked Sendable: `machine`, `stream`, `reader`, `timer`, `statistics`, `locator` and `started` are used
 // only on `loop`'s thread (every path to them runs there: checked, or reached through `loop.execute` or
 // `performAndWait`); the rest is immutable or atomic.
 public final class RedisPipeline: @unchecked Sendable {
@@ -51,6 +53,7 @@ public final class RedisPipeline: @unchecked Sendable {
     /// The script's SHA-1 in hex, as EVALSHA names it.
     public let scriptDigest: String
 
+    /// The script and the TLS settings (the rest is the machine's).
     private let configuration: RedisClientConfiguration
     /// The TLS context for the server (and the sentinels); nil: plain TCP.
     private let tlsContext: TLSClientContext?
@@ -69,10 +72,8 @@ public final class RedisPipeline: @unchecked Sendable {
     private var timer: LoopTimer?
     private var statistics = RedisPipelineStatistics()
     private var started = false
-    /// With a sentinel configuration: who says where the primary is.
+    /// The connection to a sentinel (with a sentinel configuration).
     private var locator: SentinelLocator?
-    /// The server connected to last (`host:port`), for the events; empty before any.
-    private var server = ""
     /// A write of the output is due at the start of the loop's next turn (``scheduleFlush()``).
     private var flushScheduled = false
 
@@ -132,36 +133,15 @@ public final class RedisPipeline: @unchecked Sendable {
         }
         scriptDigest = Self.scriptDigest(of: configuration.script)
         machine = RedisPipelineMachine(
-            configuration: Self.machineConfiguration(configuration, digest: Array(scriptDigest.utf8)),
+            configuration: .init(configuration, digest: Array(scriptDigest.utf8), format: Self.formatted),
             seed: UInt64.random(in: .min ... .max))
     }
 
-    private static func machineConfiguration(
-        _ configuration: RedisClientConfiguration, digest: [UInt8]
-    ) -> RedisPipelineMachine<Request>.Configuration {
-        func formatted(_ arguments: [[UInt8]]) -> [UInt8] {
-            var bytes: [UInt8] = []
-            RedisCommand.append(arguments, to: &bytes)
-            return bytes
-        }
-        var setUp: [RedisPipelineMachine<Request>.SetUpCommand] = []
-        if let password = configuration.password {
-            var auth = [Array("AUTH".utf8)]
-            if let username = configuration.username { auth.append(Array(username.utf8)) }
-            auth.append(Array(password.utf8))
-            setUp.append(.init(kind: .auth, bytes: formatted(auth)))
-        }
-        setUp.append(.init(kind: .role, bytes: formatted(RedisCommand.bytes("ROLE"))))
-        if configuration.database != 0 {
-            setUp.append(
-                .init(kind: .select, bytes: formatted(RedisCommand.bytes("SELECT", String(configuration.database)))))
-        }
-        let scriptLoad = formatted(RedisCommand.bytes("SCRIPT", "LOAD", configuration.script))
-        setUp.append(.init(kind: .scriptLoad, bytes: scriptLoad))
-        return .init(
-            timeout: max(1_000_000, nanoseconds(configuration.timeout)),
-            connectTimeout: max(1_000_000, nanoseconds(configuration.connectTimeout)), setUp: setUp,
-            scriptLoad: scriptLoad, scriptDigest: digest)
+    /// One command's bytes, formatted by hiredis.
+    private static func formatted(_ arguments: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        RedisCommand.append(arguments, to: &bytes)
+        return bytes
     }
 
     /// Connects (from any thread); the connection is made on the loop.
@@ -173,7 +153,7 @@ public final class RedisPipeline: @unchecked Sendable {
     /// when connected.
     public func awaitFirstAttempt(timeout: Duration) -> Bool {
         if !firstAttemptDone.load(ordering: .acquiring),
-            firstAttempt.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) == .success
+            firstAttempt.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .success
         {
             firstAttempt.signal()
         }
@@ -204,10 +184,9 @@ public final class RedisPipeline: @unchecked Sendable {
         timer = nil
         locator?.close()
         locator = nil
-        if let stream {
-            self.stream = nil
-            stream.reset()
-        }
+        let closing = stream
+        stream = nil
+        closing?.reset()
         let error = RedisClientError(.unavailable, "shutting down")
         for request in failed { request.completion(.failure(error)) }
     }
@@ -222,10 +201,7 @@ public final class RedisPipeline: @unchecked Sendable {
     /// for `error`: another pipeline of the same store found the server no longer the primary, and this one, which
     /// may have had no call since, must not stay on it.
     public func leaveServer(_ error: RedisClientError) {
-        loop.execute { [self] in
-            guard machine.isReady, let loss = machine.failed(error, now: EventLoop.monotonicNow()) else { return }
-            lost(loss)
-        }
+        loop.execute { [self] in run(machine.leave(error, now: EventLoop.monotonicNow())) }
     }
 
     /// Connected and set up (requests are sent); readable from any thread.
@@ -276,21 +252,18 @@ public final class RedisPipeline: @unchecked Sendable {
             completion: completion)
     }
 
-    /// Sends `request` from this thread or, hopping, from another.
+    /// Sends `request` from this thread or, hopping, from another (only while connected: not connected, the caller
+    /// decides at once).
     private func submit(_ request: Request) -> Bool {
-        if loop.isCurrent { return submitOnLoop(request) }
-        guard connected.load(ordering: .acquiring) else { return false }
-        let accepted = loop.execute { [self] in
-            if !submitOnLoop(request) {
-                request.completion(.failure(RedisClientError(.unavailable, "not connected")))
-            }
-        }
-        return accepted
+        guard !loop.isCurrent else { return submitOnLoop(request, hopped: false) }
+        return connected.load(ordering: .acquiring) && loop.execute { [self] in submitOnLoop(request, hopped: true) }
     }
 
-    private func submitOnLoop(_ request: Request) -> Bool {
-        switch machine.submit(request, now: EventLoop.monotonicNow()) {
+    @discardableResult
+    private func submitOnLoop(_ request: Request, hopped: Bool) -> Bool {
+        switch machine.submit(request, now: EventLoop.monotonicNow(), hopped: hopped) {
         case .refused: return false
+        case .answer(let error): request.completion(.failure(error))
         case .flush: scheduleFlush()
         case .deferred: break
         }
@@ -304,75 +277,49 @@ public final class RedisPipeline: @unchecked Sendable {
         guard !started, !machine.isStopped else { return }
         started = true
         timer = LoopTimer(on: loop) { [weak self] in self?.timerFired() }
-        if let sentinel = configuration.sentinel {
-            locator = makeLocator(sentinel)
+        locator = configuration.sentinel.map { _ in SentinelLocator(pipeline: self, loop: loop, tls: tlsContext) }
+        run(machine.begin(now: EventLoop.monotonicNow()))
+    }
+
+    /// Does what the machine says about the connections: a loss first, then the sentinel's connection, then a new
+    /// connection to a server.
+    private func run(_ step: RedisPipelineMachine<Request>.Step) {
+        if let loss = step.loss { lost(loss) }
+        switch step.sentinel {
+        case .none: break
+        case .connect(let node): locator?.connect(to: node)
+        case .write:
+            locator?.write(machine.sentinelOutput)
+            machine.sentinelFlushed()
+        case .close: locator?.close()
         }
-        if machine.start(now: EventLoop.monotonicNow()) { connect() }
+        if let node = step.connect { connect(to: node) }
         armTimer()
     }
 
-    /// The next attempt: to the configured server, or to the primary the sentinels name.
-    private func connect() {
-        if let locator {
-            locator.locate()
-        } else {
-            connect(to: configuration.host, port: configuration.port)
-        }
-    }
-
-    private func connect(to host: String, port: UInt16) {
+    private func connect(to node: SentinelMachine.Node) {
         reader = RedisReplyReader()
-        server = SentinelMachine.Node(host: host, port: port).description
         stream = ClientStream.connect(
-            on: loop, host: host, port: port,
-            tls: tlsContext.map { ClientStream.TLS(context: $0, serverName: host) }, delegate: self)
-    }
-
-    private func makeLocator(_ sentinel: RedisClientConfiguration.Sentinel) -> SentinelLocator {
-        func formatted(_ arguments: [[UInt8]]) -> [UInt8] {
-            var bytes: [UInt8] = []
-            RedisCommand.append(arguments, to: &bytes)
-            return bytes
-        }
-        let connectTimeout = max(1_000_000, Self.nanoseconds(configuration.connectTimeout))
-        let locator = SentinelLocator(
-            configuration: SentinelMachine.Configuration(
-                master: sentinel.master,
-                nodes: sentinel.nodes.map { SentinelMachine.Node(host: $0.host, port: $0.port) },
-                auth: sentinel.password.map { formatted([Array("AUTH".utf8), Array($0.utf8)]) },
-                ask: formatted(RedisCommand.bytes("SENTINEL", "get-master-addr-by-name", sentinel.master)),
-                subscribe: formatted(RedisCommand.bytes("SUBSCRIBE", "+switch-master")),
-                // A round of every node fits in the connect timeout, with time left to connect to the primary.
-                nodeTimeout: connectTimeout / UInt64(sentinel.nodes.count + 1)),
-            loop: loop, tls: tlsContext)
-        locator.handler = SentinelLocator.Handler(
-            primary: { [weak self] node in
-                guard let self, machine.isConnecting, stream == nil else { return }
-                connect(to: node.host, port: node.port)
-            },
-            exhausted: { [weak self] error in
-                guard let self else { return }
-                if let loss = machine.failed(error, now: EventLoop.monotonicNow()) { lost(loss) }
-                armTimer()
-            },
-            moved: { [weak self] node in
-                guard let self, let stream else { return }
-                self.stream = nil
-                stream.reset()
-                let error = RedisClientError(.notPrimary, "the sentinels moved the primary to \(node.description)")
-                if let loss = machine.failed(error, now: EventLoop.monotonicNow()) { lost(loss) }
-                armTimer()
-            })
-        return locator
+            on: loop, host: node.host, port: node.port,
+            tls: tlsContext.map { ClientStream.TLS(context: $0, serverName: node.host) }, delegate: self)
     }
 
     private func timerFired() {
-        switch machine.timerFired(now: EventLoop.monotonicNow()) {
-        case .none: break
-        case .connect: connect()
-        case .lost(let loss): lost(loss)
-        }
-        armTimer()
+        run(machine.timer(now: EventLoop.monotonicNow()))
+    }
+
+    // MARK: The sentinel's connection (``SentinelLocator``)
+
+    func sentinelConnected() {
+        run(machine.sentinelConnected(now: EventLoop.monotonicNow()))
+    }
+
+    func sentinelReceived(_ reply: RedisReply) {
+        run(machine.sentinelReceived(reply, now: EventLoop.monotonicNow()))
+    }
+
+    func sentinelFailed(_ reason: String) {
+        run(machine.sentinelFailed(reason, now: EventLoop.monotonicNow()))
     }
 
     /// Keeps the timer at (or before) the machine's next deadline. A timer that fires early is harmless: the
@@ -404,30 +351,27 @@ public final class RedisPipeline: @unchecked Sendable {
 
     /// A connection ended (the machine has answered its requests' failure): close it, answer them, report.
     private func lost(_ loss: RedisPipelineMachine<Request>.Loss) {
-        if let stream {
-            self.stream = nil
-            stream.reset()
-        }
-        locator?.primaryLost()
-        locator?.cancel()
+        let closing = stream
+        stream = nil
+        closing?.reset()
+        if loss.closeSentinel { locator?.close() }
         connected.store(false, ordering: .releasing)
         statistics.errors[loss.error.code.name, default: 0] += 1
         for request in loss.failed { request.completion(.failure(loss.error)) }
-        if let event = loss.event { onEvent(event, server) }
+        if let event = loss.event { onEvent(event, loss.server?.description ?? "") }
         // After the event: whoever waited for the first attempt finds it reported.
         firstAttemptEnded()
-        if configuration.sentinel != nil {
-            // The next attempt asks the sentinels again: no server is ours until one answers.
-            server = ""
-        }
         armTimer()
     }
+
+    /// The server of the events (`host:port`); empty when none was reached.
+    private var server: String { machine.server?.description ?? "" }
 
     private func replies(_ bytes: UnsafeRawBufferPointer) {
         do throws(RedisClientError) {
             try reader.feed(bytes)
         } catch {
-            if let loss = machine.failed(error, now: EventLoop.monotonicNow()) { lost(loss) }
+            run(machine.streamFailed(error, now: EventLoop.monotonicNow()))
             return
         }
         let time = EventLoop.monotonicNow()
@@ -437,7 +381,7 @@ public final class RedisPipeline: @unchecked Sendable {
                 guard let next = try reader.nextParsed() else { break }
                 reply = next
             } catch {
-                if let loss = machine.failed(error, now: time) { lost(loss) }
+                run(machine.streamFailed(error, now: time))
                 return
             }
             switch machine.received(reply, now: time) {
@@ -469,11 +413,6 @@ public final class RedisPipeline: @unchecked Sendable {
     }
 
     // MARK: Helpers
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
-    }
 
     /// Checks what a pipeline needs before one is made (a `rediss://` CA file that loads), without connecting.
     public static func validate(_ configuration: RedisClientConfiguration) throws(RedisClientError) {
@@ -513,7 +452,7 @@ extension RedisPipeline: ClientStreamDelegate {
     public func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
         guard stream === self.stream else { return }
         self.stream = nil
-        if let loss = machine.failed(Self.error(failure), now: EventLoop.monotonicNow()) { lost(loss) }
+        run(machine.streamFailed(Self.error(failure), now: EventLoop.monotonicNow()))
     }
 
     /// The stream's failure in the pipeline's terms.

@@ -28,6 +28,13 @@ import MonotonicTime
 /// - Reconnection: 50 ms doubling to 5 s, with up to a fifth more of jitter; a loss and a return are each
 ///   reported once (``RedisPipelineEvent``), however many attempts fail in between.
 ///
+/// - Sentinel: with ``Configuration/sentinel``, a ``SentinelMachine`` is composed in. Each attempt first asks it where
+///   the primary is (the connect timeout covers the asking too), and connects where it says; a round in which no
+///   sentinel answers is a failed attempt; a move it announces (`+switch-master`) leaves the server like `READONLY`;
+///   a loss tells it the primary it named is lost, and ends a round under way. One deadline covers both.
+/// - Requests from another thread are taken only while connected; one that reaches the loop after a loss is answered
+///   ``RedisClientError/unavailable`` (its caller was told it was taken).
+///
 /// `Request` is whatever the shell answers a request through (its completion); the machine only holds it.
 struct RedisPipelineMachine<Request> {
     struct Configuration {
@@ -47,6 +54,10 @@ struct RedisPipelineMachine<Request> {
         /// The most requests one call carries: Redis runs a script alone, so a call must stay short (a request
         /// takes it a few microseconds).
         var maximumBatch = 32
+        /// The server connected to (unused with ``sentinel``).
+        var server = SentinelMachine.Node(host: "127.0.0.1", port: 6379)
+        /// Redis Sentinel: who names the primary before each attempt; nil: ``server``.
+        var sentinel: SentinelMachine.Configuration?
     }
 
     struct SetUpCommand {
@@ -55,6 +66,17 @@ struct RedisPipelineMachine<Request> {
         }
         var kind: Kind
         var bytes: [UInt8]
+    }
+
+    /// What the shell does after an input about the connections: in this order, handle a loss, act on the sentinel's
+    /// connection, connect to a server.
+    struct Step {
+        /// The connection ended (or an attempt failed): ``Loss``.
+        var loss: Loss?
+        /// The connection to a sentinel (``SentinelMachine/Action/Stream``; `.write`: write ``sentinelOutput``).
+        var sentinel = SentinelMachine.Action.Stream.none
+        /// Connect to this server: a new reply reader, the stream connected and handshaken, then ``connected(now:)``.
+        var connect: SentinelMachine.Node?
     }
 
     /// A connection that ended, and what the shell does about it.
@@ -66,11 +88,18 @@ struct RedisPipelineMachine<Request> {
         var event: RedisPipelineEvent?
         /// When the next attempt is made (``timerFired(now:)`` returns `.connect` then).
         var retryAt: Instant
+        /// The server the loss concerns (for the event); nil: none was reached.
+        var server: SentinelMachine.Node?
+        /// A round of asking the sentinels was under way for the attempt: close the connection to the sentinel.
+        var closeSentinel = false
     }
 
     enum SubmitResult: Equatable {
         /// Not connected (or stopped): nothing was taken; the caller decides without the store.
         case refused
+        /// A request that came from another thread while connected, and found the connection gone: answer it now with
+        /// this error (its caller was told it was taken).
+        case answer(RedisClientError)
         /// Write the pending output now.
         case flush
         /// Taken; it leaves with the next write (after the replies in flight).
@@ -109,6 +138,8 @@ struct RedisPipelineMachine<Request> {
     private enum State {
         case idle
         case waiting(until: Instant)
+        /// Asking the sentinels where the primary is.
+        case locating(deadline: Instant)
         case connecting(deadline: Instant)
         case settingUp(deadline: Instant, step: Int)
         case ready
@@ -134,6 +165,11 @@ struct RedisPipelineMachine<Request> {
 
     let configuration: Configuration
     private var state = State.idle
+    /// With ``Configuration/sentinel``: who names the primary.
+    private var sentinel: SentinelMachine?
+    /// The server of the attempt under way or of the last connection (for the events); nil before any, and with a
+    /// sentinel, until it names one.
+    private(set) var server: SentinelMachine.Node?
     /// Bytes not yet handed to the stream.
     private(set) var output: [UInt8] = []
     /// Requests taken and not yet in a call, oldest first.
@@ -165,6 +201,7 @@ struct RedisPipelineMachine<Request> {
     /// - Parameter seed: the reconnection jitter's seed (a test gives a fixed one).
     init(configuration: Configuration, seed: UInt64) {
         self.configuration = configuration
+        sentinel = configuration.sentinel.map(SentinelMachine.init(configuration:))
         random = JitterGenerator(state: seed)
     }
 
@@ -188,10 +225,16 @@ struct RedisPipelineMachine<Request> {
     /// The earliest time at which ``timerFired(now:)`` has something to do: the oldest request's deadline, the
     /// connect timeout, or the next attempt. The shell keeps one timer at (or before) it.
     var nextDeadline: Instant? {
+        guard let sentinelDeadline = sentinel?.nextDeadline else { return connectionDeadline }
+        return connectionDeadline.map { min($0, sentinelDeadline) } ?? sentinelDeadline
+    }
+
+    /// The connection's part of ``nextDeadline``.
+    private var connectionDeadline: Instant? {
         switch state {
         case .idle, .stopped: return nil
         case .waiting(let until): return until
-        case .connecting(let deadline), .settingUp(let deadline, _): return deadline
+        case .locating(let deadline), .connecting(let deadline), .settingUp(let deadline, _): return deadline
         case .ready:
             // Deadlines grow with submission: the oldest call's is the first, unless one was sent again; queued
             // requests are younger than every call.
@@ -209,7 +252,60 @@ struct RedisPipelineMachine<Request> {
         }
     }
 
-    // MARK: Inputs
+    // MARK: Inputs of the shell
+
+    /// The first attempt (nothing once started).
+    mutating func begin(now: Instant) -> Step {
+        guard start(now: now) else { return Step() }
+        return attempt(now: now)
+    }
+
+    /// The timer fired: the sentinel's deadline (a node's timeout, a watch to make again), or the connection's (the
+    /// next attempt, the connect timeout, a request's).
+    mutating func timer(now: Instant) -> Step {
+        if let action = sentinel?.timerFired(now: now), action != .none { return news(action, now: now) }
+        switch timerFired(now: now) {
+        case .none: return Step()
+        case .connect: return attempt(now: now)
+        case .lost(let loss): return Step(loss: loss)
+        }
+    }
+
+    /// The stream to the server failed or closed, or could not be made.
+    mutating func streamFailed(_ error: RedisClientError, now: Instant) -> Step {
+        Step(loss: failed(error, now: now))
+    }
+
+    /// Leave the server (another pipeline found it no longer the primary), if connected to it.
+    mutating func leave(_ error: RedisClientError, now: Instant) -> Step {
+        guard isReady else { return Step() }
+        return Step(loss: lose(error, now: now))
+    }
+
+    /// The connection to the sentinel is up.
+    mutating func sentinelConnected(now: Instant) -> Step {
+        news(sentinel?.connected(now: now) ?? .none, now: now)
+    }
+
+    /// One whole reply from the sentinel.
+    mutating func sentinelReceived(_ reply: RedisReply, now: Instant) -> Step {
+        news(sentinel?.received(reply, now: now) ?? .none, now: now)
+    }
+
+    /// The connection to the sentinel failed or closed (`reason` without a secret).
+    mutating func sentinelFailed(_ reason: String, now: Instant) -> Step {
+        news(sentinel?.failed(reason, now: now) ?? .none, now: now)
+    }
+
+    /// What to write to the sentinel when a step says `.write`.
+    var sentinelOutput: [UInt8] { sentinel?.output ?? [] }
+
+    /// ``sentinelOutput`` has been written.
+    mutating func sentinelFlushed() {
+        sentinel?.flushed()
+    }
+
+    // MARK: Inputs of the connection
 
     /// The first attempt: true when the shell should connect now.
     mutating func start(now: Instant) -> Bool {
@@ -230,13 +326,16 @@ struct RedisPipelineMachine<Request> {
     mutating func failed(_ error: RedisClientError, now: Instant) -> Loss? {
         switch state {
         case .idle, .stopped, .waiting: return nil
-        case .connecting, .settingUp, .ready: return lose(error, now: now)
+        case .locating, .connecting, .settingUp, .ready: return lose(error, now: now)
         }
     }
 
-    /// One request, queued for the next write (``flush(format:write:)``).
-    mutating func submit(_ request: Request, now: Instant) -> SubmitResult {
-        guard case .ready = state else { return .refused }
+    /// One request, queued for the next write (``flush(format:write:)``). `hopped`: it came from another thread while
+    /// connected, and its caller was told it was taken: refused now, it is answered ``RedisClientError/unavailable``.
+    mutating func submit(_ request: Request, now: Instant, hopped: Bool = false) -> SubmitResult {
+        guard case .ready = state else {
+            return hopped ? .answer(RedisClientError(.unavailable, "not connected")) : .refused
+        }
         // Near server and replies due soon: wait for them and leave together with whatever queues meanwhile.
         let waits = inFlightRequests > 0 && (roundTrip ?? .max) <= configuration.batchingRoundTrip
         queued.append(Member(request: request, submitted: now))
@@ -246,7 +345,7 @@ struct RedisPipelineMachine<Request> {
     /// One whole reply, as the reader parsed it.
     mutating func received(_ reply: RedisPipelineReply, now: Instant) -> ReplyResult {
         switch state {
-        case .idle, .waiting, .connecting, .stopped:
+        case .idle, .waiting, .locating, .connecting, .stopped:
             return .none
         case .settingUp(let deadline, let step):
             return setUpReply(reply, step: step, deadline: deadline, now: now)
@@ -342,7 +441,7 @@ struct RedisPipelineMachine<Request> {
             guard now >= until else { return .none }
             state = .connecting(deadline: now + configuration.connectTimeout)
             return .connect
-        case .connecting(let deadline), .settingUp(let deadline, _):
+        case .locating(let deadline), .connecting(let deadline), .settingUp(let deadline, _):
             guard now >= deadline else { return .none }
             return .lost(lose(RedisClientError(.timeout, "no connection set up within the connect timeout"), now: now))
         case .ready:
@@ -394,6 +493,43 @@ struct RedisPipelineMachine<Request> {
     }
 
     // MARK: Helpers
+
+    /// An attempt starts (the connect timeout runs): to the configured server, or, with a sentinel, once it names
+    /// the primary.
+    private mutating func attempt(now: Instant) -> Step {
+        guard case .connecting(let deadline) = state, let action = sentinel?.locate(now: now) else {
+            server = configuration.server
+            return Step(connect: configuration.server)
+        }
+        state = .locating(deadline: deadline)
+        return news(action, now: now)
+    }
+
+    /// What the sentinel said, for the connection: connect where it names the primary (if still waiting for it),
+    /// leave a server it moved away from, fail the attempt when no sentinel answered.
+    private mutating func news(_ action: SentinelMachine.Action, now: Instant) -> Step {
+        var step = Step(sentinel: action.stream)
+        switch action.news {
+        case .none:
+            break
+        case .primary(let node):
+            guard case .locating(let deadline) = state else { break }
+            state = .connecting(deadline: deadline)
+            server = node
+            step.connect = node
+        case .moved(let node):
+            switch state {
+            case .connecting, .settingUp, .ready:
+                step.loss = lose(
+                    RedisClientError(.notPrimary, "the sentinels moved the primary to \(node.description)"), now: now)
+            case .idle, .waiting, .locating, .stopped:
+                break
+            }
+        case .exhausted(let error):
+            step.loss = failed(error, now: now)
+        }
+        return step
+    }
 
     private mutating func setUpReply(
         _ reply: RedisPipelineReply, step: Int, deadline: Instant, now: Instant
@@ -473,7 +609,15 @@ struct RedisPipelineMachine<Request> {
             reported = .down
             event = .lost(error)
         }
-        return Loss(error: error, failed: failed, event: event, retryAt: now + delay)
+        var loss = Loss(error: error, failed: failed, event: event, retryAt: now + delay, server: server)
+        if sentinel != nil {
+            // The next attempt asks the sentinels again: no server is ours until one answers, and the answer is news
+            // even if it is the same.
+            server = nil
+            sentinel?.primaryLost()
+            loss.closeSentinel = sentinel?.cancel().stream == .close
+        }
+        return loss
     }
 
     private mutating func drain() -> [Request] {
@@ -564,5 +708,41 @@ struct JitterGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+extension RedisPipelineMachine.Configuration {
+    /// The machine's configuration for a client's: which set-up commands are sent (`AUTH` with a password, with the
+    /// user name when there is one; `ROLE`; `SELECT` for a database other than 0; `SCRIPT LOAD` last), the timeouts
+    /// (at least a millisecond), and with Sentinel its commands (`AUTH` with a sentinel password) and a node's
+    /// timeout: a round of every node fits in the connect timeout, with time left to connect to the primary.
+    /// `format` formats one command's arguments (the shell's formatter: the machine makes no C call).
+    init(_ client: RedisClientConfiguration, digest: [UInt8], format: ([[UInt8]]) -> [UInt8]) {
+        func command(_ words: String...) -> [UInt8] { format(words.map { Array($0.utf8) }) }
+        var setUp: [RedisPipelineMachine.SetUpCommand] = []
+        if let password = client.password {
+            let user = client.username.map { [$0] } ?? []
+            setUp.append(.init(kind: .auth, bytes: format((["AUTH"] + user + [password]).map { Array($0.utf8) })))
+        }
+        setUp.append(.init(kind: .role, bytes: command("ROLE")))
+        if client.database != 0 {
+            setUp.append(.init(kind: .select, bytes: command("SELECT", String(client.database))))
+        }
+        let scriptLoad = command("SCRIPT", "LOAD", client.script)
+        setUp.append(.init(kind: .scriptLoad, bytes: scriptLoad))
+        let connectTimeout = max(1_000_000, client.connectTimeout.nanoseconds)
+        self.init(
+            timeout: max(1_000_000, client.timeout.nanoseconds), connectTimeout: connectTimeout,
+            setUp: setUp, scriptLoad: scriptLoad, scriptDigest: digest)
+        server = SentinelMachine.Node(host: client.host, port: client.port)
+        sentinel = client.sentinel.map { sentinel in
+            SentinelMachine.Configuration(
+                master: sentinel.master,
+                nodes: sentinel.nodes.map { SentinelMachine.Node(host: $0.host, port: $0.port) },
+                auth: sentinel.password.map { command("AUTH", $0) },
+                ask: command("SENTINEL", "get-master-addr-by-name", sentinel.master),
+                subscribe: command("SUBSCRIBE", "+switch-master"),
+                nodeTimeout: connectTimeout / UInt64(sentinel.nodes.count + 1))
+        }
     }
 }

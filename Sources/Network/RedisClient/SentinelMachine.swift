@@ -35,21 +35,37 @@ struct SentinelMachine {
         var watchRetry: UInt64 = 1_000_000_000
     }
 
-    enum Action: Equatable {
-        case none
-        /// Close any connection to a sentinel, and connect to this one.
-        case connect(Node)
-        /// Write ``output``.
-        case write
-        /// The primary, for a pipeline that waits for it: connect there.
-        case primary(Node)
-        /// The primary is no longer where the pipeline is (a `+switch-master`, or another answer when asked again):
-        /// leave it.
-        case moved(Node)
-        /// No node named the primary in this round (`error` says why, without a secret); the connection is closed.
-        case exhausted(RedisClientError)
-        /// Close the connection to the sentinel (nothing else to do now).
-        case close
+    /// What the shell does with its connection to a sentinel, and what the pipeline learns (composed into
+    /// ``RedisPipelineMachine``, which acts on the news).
+    struct Action: Equatable {
+        enum Stream: Equatable {
+            case none
+            /// Close any connection to a sentinel, and connect to this one.
+            case connect(Node)
+            /// Write ``SentinelMachine/output`` (then ``SentinelMachine/flushed()``).
+            case write
+            /// Close the connection to the sentinel.
+            case close
+        }
+
+        enum News: Equatable {
+            case none
+            /// The primary, for a pipeline that waits for it: connect there.
+            case primary(Node)
+            /// The primary is no longer where the pipeline is (a `+switch-master`, or another answer when asked
+            /// again): leave it.
+            case moved(Node)
+            /// No node named the primary in this round (`error` says why, without a secret).
+            case exhausted(RedisClientError)
+        }
+
+        var stream: Stream
+        var news: News
+
+        static let none = Action(stream: .none, news: .none)
+        static let write = Action(stream: .write, news: .none)
+        static let close = Action(stream: .close, news: .none)
+        static func connect(_ node: Node) -> Action { Action(stream: .connect(node), news: .none) }
     }
 
     private enum State: Equatable {
@@ -66,13 +82,13 @@ struct SentinelMachine {
     private var state = State.idle
     /// The node to ask first: the last that answered.
     private var preferred = 0
-    /// The pipeline waits for the primary's address (``Action/primary(_:)``, not ``Action/moved(_:)``).
+    /// The pipeline waits for the primary's address (``Action/News/primary(_:)``, not ``Action/News/moved(_:)``).
     private var pipelineWaits = false
     /// The address the pipeline was given last.
     private(set) var current: Node?
     /// Bytes to write to the sentinel.
     private(set) var output: [UInt8] = []
-    /// Why the last node of the round was passed over (for ``Action/exhausted(_:)``).
+    /// Why the last node of the round was passed over (for ``Action/News/exhausted(_:)``).
     private var lastProblem = "no node"
 
     init(configuration: Configuration) {
@@ -164,7 +180,8 @@ struct SentinelMachine {
                 state = .watching(node: node)
                 output.removeAll(keepingCapacity: true)
                 output.append(contentsOf: configuration.subscribe)
-                return answer(primary)
+                // The connection stays, subscribed to `+switch-master`.
+                return Action(stream: .write, news: answer(primary))
             case .array(nil), .bulk(nil):
                 return next(after: node, tried: tried, problem: "it does not know the master", now: now)
             case .error(let message):
@@ -182,7 +199,7 @@ struct SentinelMachine {
             guard words.count == 5, words[0] == configuration.master, let port = UInt16(words[4]), port > 0 else {
                 return .none
             }
-            return answer(Node(host: String(words[3]), port: port))
+            return Action(stream: .none, news: answer(Node(host: String(words[3]), port: port)))
         }
     }
 
@@ -216,16 +233,16 @@ struct SentinelMachine {
             pipelineWaits = false
             state = .idle
             let count = configuration.nodes.count
-            return .exhausted(
-                RedisClientError(
-                    .refused,
-                    "no sentinel named the primary of \(configuration.master) (\(count) asked; last, \(lastProblem))"))
+            let error = RedisClientError(
+                .refused,
+                "no sentinel named the primary of \(configuration.master) (\(count) asked; last, \(lastProblem))")
+            return Action(stream: .close, news: .exhausted(error))
         }
         return ask(node: (node + 1) % configuration.nodes.count, tried: tried + 1, now: now)
     }
 
     /// An address named by a sentinel: given to a pipeline that waits, or news of a move when it differs.
-    private mutating func answer(_ primary: Node) -> Action {
+    private mutating func answer(_ primary: Node) -> Action.News {
         if pipelineWaits {
             pipelineWaits = false
             current = primary

@@ -26,18 +26,42 @@ public struct HTTP1Connection: Sendable {
         /// The largest declared body read and dropped, keeping the connection, when the handler answers from the
         /// head alone; a larger or chunked one gets the answer and a lingering close instead.
         public var discardableBodyBytes: Int
+        /// A connection accepted over a cap: how long from its accept its request head may take before the
+        /// connection closes unanswered (or `timeout`, if shorter), in nanoseconds.
+        public var overCapHeadTimeout: UInt64
+        /// A connection over a cap whose head is in: how long it waits for a connection to close and make room
+        /// before it is answered 503 `overloaded`, in nanoseconds. A connection its client has closed reaches the
+        /// worker that owns it a moment after the kernel has it, and another worker may accept the client's next
+        /// connection meanwhile: this wait keeps that moment from refusing a client that never held more than its
+        /// cap.
+        public var roomWait: UInt64
+        /// The most bytes a connection over a cap holds while it waits: its head (or the head's first bytes) and
+        /// nothing more; reading stops there.
+        public var overCapBufferBytes: Int
+        /// The `Retry-After` seconds of the answer to a connection over a cap.
+        public var overCapRetryAfterSeconds: Int
+        /// When the server stops (``drain(now:)``), how long a request on its way still has for its head: a new
+        /// connection's first request (the client sent it as its connection was accepted), or a head partly in.
+        public var drainHeadWait: UInt64
 
         /// Creates a configuration; every limit has a production default.
         public init(
             limits: HTTP1RequestParser.Limits = HTTP1RequestParser.Limits(), timeout: UInt64 = 30_000_000_000,
             lingerTimeout: UInt64 = 2_000_000_000, maxBufferedBytes: Int = 64 * 1024,
-            discardableBodyBytes: Int = 64 * 1024
+            discardableBodyBytes: Int = 64 * 1024, overCapHeadTimeout: UInt64 = 1_000_000_000,
+            roomWait: UInt64 = 250_000_000, overCapBufferBytes: Int = 4096, overCapRetryAfterSeconds: Int = 1,
+            drainHeadWait: UInt64 = 1_000_000_000
         ) {
             self.limits = limits
             self.timeout = timeout
             self.lingerTimeout = lingerTimeout
             self.maxBufferedBytes = maxBufferedBytes
             self.discardableBodyBytes = discardableBodyBytes
+            self.overCapHeadTimeout = overCapHeadTimeout
+            self.roomWait = roomWait
+            self.overCapBufferBytes = overCapBufferBytes
+            self.overCapRetryAfterSeconds = overCapRetryAfterSeconds
+            self.drainHeadWait = drainHeadWait
         }
     }
 
@@ -58,6 +82,11 @@ public struct HTTP1Connection: Sendable {
         /// body grown past it; `error.status` is 413): the handler's own answer for that, through
         /// ``respond(_:now:)``. It always follows ``head(_:)``. The connection then closes, lingering.
         case bodyTooLarge(HTTP1RequestHead, HTTP1ParseError)
+        /// The connection was accepted over a cap (``init(configuration:now:overCap:)``) and its request head is in
+        /// (or as much of it as the connection holds): is there room for it now? Answer with
+        /// ``admission(room:now:)``, now and again whenever room may have come, while the machine waits. No room
+        /// within ``Configuration/roomWait``: the machine answers 503 `overloaded` itself.
+        case admission
     }
 
     /// What the shell does after an input. `deadline` and `isReading` are the connection's wishes as they stand
@@ -96,6 +125,9 @@ public struct HTTP1Connection: Sendable {
         case body(HTTP1RequestHead, deadline: Instant, answer: HTTP1Response?)
         /// The request is with the handler.
         case handling(HTTP1RequestHead)
+        /// Over a cap, the head (or as much as is held of it) is in: waiting for room; `deadline` is nil until the
+        /// first answer without room.
+        case admitting(Admission, deadline: Instant?)
         /// A refusal is with the handler.
         case refusing(HTTP1RequestHead)
         /// The answer is being written.
@@ -104,8 +136,18 @@ public struct HTTP1Connection: Sendable {
         case closed
     }
 
+    /// What a connection over a cap has read when it asks for room.
+    enum Admission: Sendable {
+        case head(HTTP1RequestHead)
+        case refused(HTTP1ParseError, HTTP1RequestHead)
+        /// The head is not complete: the connection holds its first ``Configuration/overCapBufferBytes``.
+        case partial(deadline: Instant)
+    }
+
     /// The configuration.
     public let configuration: Configuration
+    /// The connection counts against the caps; false for one accepted over a cap, until room is found for it.
+    public private(set) var admitted: Bool
     private var parser: HTTP1RequestParser
     private var state: State
     private var peerClosed = false
@@ -116,17 +158,30 @@ public struct HTTP1Connection: Sendable {
     private var pendingShutdown = false
     /// Set by ``drain(now:)``: the request in progress is the last.
     private var draining = false
+    /// A request's first byte has come on this connection.
+    private var begun = false
 
-    /// A connection just accepted at `now`: the idle deadline runs from here.
-    public init(configuration: Configuration = Configuration(), now: Instant) {
+    /// A connection just accepted at `now`: the idle deadline runs from here. `overCap`: it was accepted over a cap
+    /// (docs/DESIGN.md, "The HTTP front", Caps): it holds at most ``Configuration/overCapBufferBytes``, its head must
+    /// come within ``Configuration/overCapHeadTimeout`` and then waits for room (``HandUp/admission``); without room
+    /// it is answered 503 `overloaded` with `Retry-After` and `connection: close`, never reset.
+    public init(configuration: Configuration = Configuration(), now: Instant, overCap: Bool = false) {
         self.configuration = configuration
         parser = HTTP1RequestParser(limits: configuration.limits)
-        state = .idle(deadline: now + configuration.timeout)
+        admitted = !overCap
+        let wait = overCap ? min(configuration.timeout, configuration.overCapHeadTimeout) : configuration.timeout
+        state = .idle(deadline: now + wait)
     }
 
     /// Whether the connection is closed (it takes no more input).
     public var isClosed: Bool {
         if case .closed = state { return true }
+        return false
+    }
+
+    /// Whether the connection, over a cap, waits for room (``HandUp/admission``).
+    public var isAwaitingRoom: Bool {
+        if case .admitting = state { return true }
         return false
     }
 
@@ -166,7 +221,7 @@ public struct HTTP1Connection: Sendable {
         switch state {
         case .idle, .head, .body, .lingering:
             return close()
-        case .deciding, .handling, .refusing, .answered, .closed:
+        case .deciding, .handling, .refusing, .answered, .admitting, .closed:
             return action(nil, now: now)
         }
     }
@@ -175,6 +230,10 @@ public struct HTTP1Connection: Sendable {
     /// call changes nothing.
     public mutating func deadlineReached(now: Instant) -> Action {
         guard let due = deadline, now >= due else { return action(nil, now: now) }
+        if case .admitting = state {
+            // No room came in time: the request was not processed, and the client is told so.
+            return refuseOverCap(now: now)
+        }
         // A write that is not done, an idle or slow client, or the end of lingering: each ends the connection.
         return close()
     }
@@ -219,17 +278,56 @@ public struct HTTP1Connection: Sendable {
             return answer(response, head, then: head.keepAlive ? .nextRequest : .close, now: now)
         case .refusing(let head):
             return answer(response, head, then: .linger, now: now)
-        case .idle, .head, .body, .answered, .lingering, .closed:
+        case .idle, .head, .body, .answered, .lingering, .admitting, .closed:
             return action(nil, now: now)
         }
     }
 
+    /// The answer to ``HandUp/admission``: whether the connection now counts against the caps (`room`). With room,
+    /// the request goes on as on any connection; without, the connection waits for room until
+    /// ``Configuration/roomWait`` has passed since its first answer without room, or is refused at once when it holds
+    /// more than ``Configuration/overCapBufferBytes`` (it may not keep them while it waits).
+    public mutating func admission(room: Bool, now: Instant) -> Action {
+        guard case .admitting(let admission, let deadline) = state else { return action(nil, now: now) }
+        guard room else {
+            if parser.bufferedByteCount > configuration.overCapBufferBytes || draining {
+                return refuseOverCap(now: now)
+            }
+            state = .admitting(admission, deadline: deadline ?? now + configuration.roomWait)
+            return action(nil, now: now)
+        }
+        admitted = true
+        switch admission {
+        case .head(let head):
+            state = .deciding(head)
+            return action(.head(head), now: now)
+        case .refused(let error, let head):
+            state = .refusing(head)
+            return action(.refused(head, error, followsHead: false), now: now)
+        case .partial(let deadline):
+            // The head keeps the deadline it had.
+            state = .head(deadline: deadline)
+            return advance(now)
+        }
+    }
+
     /// The server is stopping: the request in progress (if any) still gets its answer, with `connection: close`,
-    /// and the connection then closes; an idle connection, or one in the middle of a head, closes now.
+    /// and the connection then closes. A request on its way, a new connection's first or a head partly in, has
+    /// ``Configuration/drainHeadWait`` for its head and is answered the same way (its client sent it to a server that
+    /// had accepted the connection); a connection idle after its requests closes now; one waiting for room over a
+    /// cap is answered 503 `overloaded`.
     public mutating func drain(now: Instant) -> Action {
         draining = true
+        let wait = now + configuration.drainHeadWait
         switch state {
-        case .idle, .head: return close()
+        case .idle(let deadline) where !begun:
+            state = .idle(deadline: min(deadline, wait))
+            return action(nil, now: now)
+        case .head(let deadline):
+            state = .head(deadline: min(deadline, wait))
+            return action(nil, now: now)
+        case .idle: return close()
+        case .admitting: return refuseOverCap(now: now)
         default: return action(nil, now: now)
         }
     }
@@ -270,12 +368,29 @@ public struct HTTP1Connection: Sendable {
                     return peerClosed ? close() : action(nil, now: now)
                 }
                 // The head's deadline runs from its first byte, or, for a pipelined head already buffered, from
-                // the moment the connection turns to it.
-                state = .head(deadline: now + configuration.timeout)
-            case .head:
+                // the moment the connection turns to it; over a cap, from the accept; while the server stops, from
+                // the drain.
+                begun = true
+                if case .idle(let deadline) = state, !admitted || draining {
+                    state = .head(deadline: deadline)
+                } else {
+                    state = .head(deadline: now + configuration.timeout)
+                }
+            case .head(let deadline):
                 switch parser.next() {
                 case .needMoreBytes:
-                    return peerClosed ? close() : action(nil, now: now)
+                    if peerClosed { return close() }
+                    if !admitted && parser.bufferedByteCount >= configuration.overCapBufferBytes {
+                        state = .admitting(.partial(deadline: deadline), deadline: nil)
+                        return action(.admission, now: now)
+                    }
+                    return action(nil, now: now)
+                case .head(let head) where !admitted:
+                    state = .admitting(.head(head), deadline: nil)
+                    return action(.admission, now: now)
+                case .refused(let error, let head) where !admitted:
+                    state = .admitting(.refused(error, head), deadline: nil)
+                    return action(.admission, now: now)
                 case .head(let head):
                     state = .deciding(head)
                     return action(.head(head), now: now)
@@ -304,10 +419,21 @@ public struct HTTP1Connection: Sendable {
                 case .head:
                     return close()
                 }
-            case .deciding, .handling, .refusing, .answered, .lingering, .closed:
+            case .deciding, .handling, .refusing, .answered, .lingering, .admitting, .closed:
                 return action(nil, now: now)
             }
         }
+    }
+
+    /// The answer to a connection over a cap that found no room: 503 `overloaded` with `Retry-After` and
+    /// `connection: close`, then a lingering close (what the client sends meanwhile is read and dropped, so that it
+    /// reads its answer rather than a reset). The bytes held are dropped now.
+    private mutating func refuseOverCap(now: Instant) -> Action {
+        parser = HTTP1RequestParser(limits: configuration.limits)
+        let answer = HTTP1Response.overloaded(retryAfter: configuration.overCapRetryAfterSeconds)
+        queue(answer.serialized(close: true), now: now)
+        state = .answered(.linger)
+        return action(nil, now: now)
     }
 
     /// The hand-up for a refusal: a body over the handler's limit has its own answer.
@@ -360,6 +486,8 @@ public struct HTTP1Connection: Sendable {
         switch state {
         case .idle(let deadline), .head(let deadline), .body(_, let deadline, _), .lingering(let deadline):
             stateDeadline = deadline
+        case .admitting(_, let deadline):
+            stateDeadline = deadline
         case .deciding, .handling, .refusing, .answered, .closed:
             stateDeadline = nil
         }
@@ -373,7 +501,9 @@ public struct HTTP1Connection: Sendable {
     private var wantsToRead: Bool {
         if peerClosed { return false }
         switch state {
-        case .closed: return false
+        case .closed, .admitting: return false
+        case .idle where !admitted, .head where !admitted:
+            return parser.bufferedByteCount < configuration.overCapBufferBytes
         case .idle, .head, .body, .lingering: return true
         case .deciding, .handling, .refusing, .answered:
             return parser.bufferedByteCount < configuration.maxBufferedBytes

@@ -31,6 +31,7 @@ public struct HTTP1Conversation: Sendable {
         case respond(HTTP1Response)
         case decide(Decision)
         case decidedLater(Decision)
+        case admission(room: Bool)
         /// The wishes as they stand (after a drain while an action was carried out).
         case current
     }
@@ -53,9 +54,12 @@ public struct HTTP1Conversation: Sendable {
     /// The head's decision is awaited (``Decision/later``).
     public private(set) var awaitingDecision = false
 
-    /// A connection just accepted at `now`.
-    public init(configuration: HTTP1Connection.Configuration = HTTP1Connection.Configuration(), now: Instant) {
-        machine = HTTP1Connection(configuration: configuration, now: now)
+    /// A connection just accepted at `now` (`overCap`: over a cap; see ``HTTP1Connection/init(configuration:now:overCap:)``).
+    public init(
+        configuration: HTTP1Connection.Configuration = HTTP1Connection.Configuration(), now: Instant,
+        overCap: Bool = false
+    ) {
+        machine = HTTP1Connection(configuration: configuration, now: now, overCap: overCap)
     }
 
     // MARK: - Inputs
@@ -115,6 +119,13 @@ public struct HTTP1Conversation: Sendable {
         take(.decidedLater(decision), now: now)
     }
 
+    /// Whether there is room for a connection over a cap (the answer to ``HTTP1Connection/HandUp/admission``, or
+    /// a later try while it waits).
+    public mutating func admission(room: Bool, now: @autoclosure () -> Instant) -> HTTP1Connection.Action? {
+        guard wait(or: .admission(room: room)) else { return nil }
+        return machine.admission(room: room, now: now())
+    }
+
     /// The server is stopping: the request in progress is the last. While an action is carried out, the flag is
     /// set at once (the answer being made reads it) and the wishes follow once the action is done.
     public mutating func drain(now: Instant) -> HTTP1Connection.Action? {
@@ -171,6 +182,7 @@ public struct HTTP1Conversation: Sendable {
         case .writeFinished: action = machine.writeFinished(now: now)
         case .respond(let response): action = machine.respond(response, now: now)
         case .current: action = machine.current
+        case .admission(let room): action = machine.admission(room: room, now: now)
         case .decide(.later):
             awaitingDecision = true
             return false

@@ -44,12 +44,8 @@ public struct HTTP1RequestParser: Sendable {
     /// The parser's limits.
     public let limits: Limits
 
-    /// Bytes received and not yet consumed start at `position`; a head or a trailer section stays in the buffer,
-    /// from `position`, until its end is found (its fields are recorded as offsets from `position`).
-    private var buffer: [UInt8] = []
-    private var position = 0
-    /// The next byte a head or trailer scan examines.
-    private var scan = 0
+    /// Bytes received and not yet consumed, and where the scan of a head or trailer section is.
+    private var input = ScanBuffer()
     private var state = State.head
     var lines = LineScan()
     /// The head whose body is being read (or that waits for its body limit).
@@ -65,20 +61,10 @@ public struct HTTP1RequestParser: Sendable {
         /// The head was returned; waiting for ``readBody(limit:keep:)``.
         case awaitingBodyLimit
         case lengthBody(remaining: Int)
-        /// Chunk size digits so far, and the length of the size line so far.
-        case chunkSize(value: UInt64, digits: Int, lineBytes: Int)
-        case chunkExtension(value: UInt64, lineBytes: Int)
-        case chunkSizeLF(value: UInt64)
-        case chunkData(remaining: Int)
-        case chunkDataCR
-        case chunkDataLF
-        /// Scanning the trailer section (`lines` holds where).
-        case trailers
+        /// Reading a chunked body's framing, up to the end of its trailer section.
+        case chunked(ChunkScan)
         case failed(HTTP1ParseError, HTTP1RequestHead)
     }
-
-    /// The longest chunk size line, extensions included: the parser ignores extensions, but bounds them.
-    static let maxChunkLineBytes = 1024
 
     /// Creates a parser with no bytes yet.
     public init(limits: Limits = Limits()) {
@@ -86,11 +72,11 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     /// Bytes received and not yet consumed (a head being read, or requests pipelined behind the current one).
-    public var bufferedByteCount: Int { buffer.count - position }
+    public var bufferedByteCount: Int { input.unconsumedCount }
 
     /// Whether the parser is between requests with no byte of the next one yet: an idle connection.
     public var isAtRequestBoundary: Bool {
-        if case .head = state { return buffer.count == position }
+        if case .head = state { return input.bytes.count == input.position }
         return false
     }
 
@@ -104,27 +90,12 @@ public struct HTTP1RequestParser: Sendable {
 
     /// Adds bytes received.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        compact()
-        buffer.append(contentsOf: bytes)
+        input.append(bytes)
     }
 
     /// Adds bytes received.
     public mutating func append(contentsOf bytes: some Collection<UInt8>) {
-        compact()
-        buffer.append(contentsOf: bytes)
-    }
-
-    /// Drops consumed bytes, so that the buffer holds only what is still to be read. Offsets into a head are kept
-    /// relative to `position`, so they survive the move.
-    private mutating func compact() {
-        guard position > 0 else { return }
-        if position == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-        } else {
-            buffer.removeSubrange(0..<position)
-        }
-        scan -= position
-        position = 0
+        input.append(contentsOf: bytes)
     }
 
     /// Sets the limit of the body of the head just returned, and starts reading it. A declared `Content-Length`
@@ -139,7 +110,7 @@ public struct HTTP1RequestParser: Sendable {
         body = []
         bodyLength = 0
         if head.isChunked {
-            state = .chunkSize(value: 0, digits: 0, lineBytes: 0)
+            state = .chunked(ChunkScan())
             return nil
         }
         let length = head.contentLength ?? 0
@@ -155,7 +126,7 @@ public struct HTTP1RequestParser: Sendable {
 
     /// What the bytes so far hold; see ``Event``.
     public mutating func next() -> Event {
-        let bytes = buffer
+        let bytes = input.bytes
         return bytes.withUnsafeBufferPointer { step($0) }
     }
 
@@ -184,26 +155,26 @@ public struct HTTP1RequestParser: Sendable {
     // MARK: - Head
 
     private mutating func scanHead(_ bytes: UnsafeBufferPointer<UInt8>) -> Event {
-        if scan == position && scan < bytes.count {
+        if input.scan == input.position && input.scan < bytes.count {
             lines = LineScan()
         }
-        var index = scan
-        let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: false)
-        scan = index
+        var index = input.scan
+        let outcome = lines.scan(bytes, from: input.position, at: &index, limits: limits, isTrailer: false)
+        input.scan = index
         switch outcome {
         case .needMoreBytes:
             return .needMoreBytes
         case .failed(let code, let reason):
-            let partial = lines.partialHead(bytes, start: position, upTo: scan, limits: limits)
+            let partial = lines.partialHead(bytes, start: input.position, upTo: input.scan, limits: limits)
             fail(code, reason, partial)
             return step(bytes)
         case .complete:
-            switch lines.makeHead(bytes, start: position) {
+            switch lines.makeHead(bytes, start: input.position) {
             case .failure(let refusal):
                 fail(refusal.code, refusal.reason, refusal.head)
                 return step(bytes)
             case .success(let head):
-                position = scan
+                input.position = input.scan
                 current = head
                 state = .awaitingBodyLimit
                 return .head(head)
@@ -218,108 +189,29 @@ public struct HTTP1RequestParser: Sendable {
         while true {
             switch state {
             case .lengthBody(let remaining):
-                let count = min(remaining, end - position)
+                let count = min(remaining, end - input.position)
                 take(bytes, count)
                 if count < remaining {
                     state = .lengthBody(remaining: remaining - count)
                     return .needMoreBytes
                 }
                 return finish()
-            case .chunkSize(let value, let digits, let lineBytes):
-                guard position < end else { return .needMoreBytes }
-                let byte = bytes[position]
-                guard lineBytes < Self.maxChunkLineBytes else {
-                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
-                }
-                position += 1
-                if let digit = ASCII.hexValue(byte) {
-                    // At most 16 digits, and never past 2^63: refused, not wrapped, so that no reader may take a
-                    // size for a smaller one.
-                    guard digits < 16, value <= (UInt64(Int.max) >> 4) else {
-                        return refuse(.invalidChunkSize, "chunk size over 16 hex digits or past 2^63", bytes)
-                    }
-                    state = .chunkSize(value: value << 4 | UInt64(digit), digits: digits + 1, lineBytes: lineBytes + 1)
-                    continue
-                }
-                guard digits > 0 else { return refuse(.invalidChunkSize, "chunk size without hex digits", bytes) }
-                switch byte {
-                case ASCII.cr: state = .chunkSizeLF(value: value)
-                case ASCII.semicolon: state = .chunkExtension(value: value, lineBytes: lineBytes + 1)
-                case ASCII.lf: return refuse(.invalidLineEnding, "chunk size line ended by a bare LF", bytes)
-                default:
-                    // White space before an extension (BWS in RFC 9112) is refused too: h11 and other readers
-                    // refuse it, and a request two readers frame differently is how requests are smuggled.
-                    return refuse(.invalidChunkSize, "chunk size not hex digits", bytes)
-                }
-            case .chunkExtension(let value, var lineBytes):
-                // Ignored, but held to a field value's bytes and to the line's limit.
-                while position < end && ASCII.isFieldValue(bytes[position]) && lineBytes < Self.maxChunkLineBytes {
-                    position += 1
-                    lineBytes += 1
-                }
-                guard position < end else {
-                    state = .chunkExtension(value: value, lineBytes: lineBytes)
-                    return .needMoreBytes
-                }
-                guard lineBytes < Self.maxChunkLineBytes else {
-                    return refuse(.invalidChunkSize, "chunk size line over its limit", bytes)
-                }
-                let byte = bytes[position]
-                position += 1
-                switch byte {
-                case ASCII.cr: state = .chunkSizeLF(value: value)
-                case ASCII.lf: return refuse(.invalidLineEnding, "chunk size line ended by a bare LF", bytes)
-                default: return refuse(.invalidChunkSize, "a control byte in a chunk extension", bytes)
-                }
-            case .chunkSizeLF(let value):
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.lf else {
-                    return refuse(.invalidLineEnding, "a CR not followed by LF after a chunk size", bytes)
-                }
-                position += 1
-                if value == 0 {
-                    state = .trailers
-                    scan = position
-                    lines = LineScan(trailers: ())
-                    continue
-                }
-                guard value <= UInt64(bodyLimit - bodyLength) else {
-                    return refuse(.bodyTooLarge, "chunked body over the route's body limit", bytes)
-                }
-                state = .chunkData(remaining: Int(value))
-            case .chunkData(let remaining):
-                let count = min(remaining, end - position)
-                take(bytes, count)
-                if count < remaining {
-                    state = .chunkData(remaining: remaining - count)
-                    return .needMoreBytes
-                }
-                state = .chunkDataCR
-            case .chunkDataCR:
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.cr else {
-                    return refuse(.invalidChunkData, "chunk data not followed by CRLF", bytes)
-                }
-                position += 1
-                state = .chunkDataLF
-            case .chunkDataLF:
-                guard position < end else { return .needMoreBytes }
-                guard bytes[position] == ASCII.lf else {
-                    return refuse(.invalidChunkData, "chunk data not followed by CRLF", bytes)
-                }
-                position += 1
-                state = .chunkSize(value: 0, digits: 0, lineBytes: 0)
-            case .trailers:
-                var index = scan
-                let outcome = lines.scan(bytes, from: position, at: &index, limits: limits, isTrailer: true)
-                scan = index
+            case .chunked(var chunks):
+                state = .head  // a placeholder while the scan is out of the state
+                let outcome = chunks.scan(bytes, in: &input, room: bodyLimit - bodyLength, limits: limits)
+                state = .chunked(chunks)
                 switch outcome {
-                case .needMoreBytes: return .needMoreBytes
-                case .failed(let code, let reason): return refuse(code, reason, bytes)
+                case .needMoreBytes:
+                    return .needMoreBytes
+                case .data(let range):
+                    take(bytes, range)
                 case .complete:
                     // Trailer fields are dropped: nothing in the relay reads them.
-                    position = scan
                     return finish()
+                case .tooLarge:
+                    return refuse(.bodyTooLarge, "chunked body over the route's body limit", bytes)
+                case .failed(let code, let reason):
+                    return refuse(code, reason, bytes)
                 }
             case .head, .awaitingBodyLimit, .failed:
                 return step(bytes)
@@ -328,11 +220,15 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ count: Int) {
-        if keepBody && count > 0 {
-            body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[position..<position + count]))
+        take(bytes, input.position..<input.position + count)
+        input.position += count
+    }
+
+    private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
+        if keepBody && !range.isEmpty {
+            body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[range]))
         }
-        bodyLength += count
-        position += count
+        bodyLength += range.count
     }
 
     private mutating func finish() -> Event {
@@ -340,7 +236,7 @@ public struct HTTP1RequestParser: Sendable {
         body = []
         current = nil
         state = .head
-        scan = position
+        input.scan = input.position
         return .body(whole)
     }
 

@@ -29,6 +29,14 @@ public struct HTTP1Response: Sendable, Equatable {
         .json(error.status, #"{"error":""# + error.code.errorName + #""}"#)
     }
 
+    /// The answer to a connection over a cap (docs/DESIGN.md, "The HTTP front", Caps): 503 `overloaded` with
+    /// `Retry-After`; nothing of the request was processed.
+    public static func overloaded(retryAfter seconds: Int) -> HTTP1Response {
+        .json(
+            503, #"{"error":"overloaded","detail":"too many connections; nothing was processed"}"#,
+            headers: [HTTP1Headers.Field(name: "retry-after", value: String(max(1, seconds)))])
+    }
+
     /// The bytes of this answer on the wire: status line, fields, `content-length`, `connection` when it matters,
     /// the empty line, and the body unless `headRequest`. `close` adds `connection: close`; `keepAliveHTTP10` adds
     /// `connection: keep-alive` (an HTTP/1.0 client closes unless told otherwise).

@@ -1,11 +1,14 @@
-/// Scans a head (request line and field lines) or a trailer section a byte at a time, remembering where each part
-/// lies as offsets from the section's first byte; the strings are made once the section is complete.
+/// Scans a head (a request line or a status line, then field lines) or a trailer section a byte at a time,
+/// remembering where each part lies as offsets from the section's first byte; the strings are made once the section
+/// is complete. Requests and responses are held to the same field rules.
 ///
 /// Every decision is taken at one byte's position, so the outcome for a stream of bytes does not depend on where
 /// its reads ended.
 struct LineScan: Sendable {
     enum Step: Sendable {
-        case method, target, version, requestLineLF, fieldStart, fieldName, fieldValue, fieldLF, finalLF
+        case method, target, version, startLineLF, fieldStart, fieldName, fieldValue, fieldLF, finalLF
+        /// A status line: `HTTP/1.x`, SP, three digits, then SP and a reason (or the CR at once).
+        case statusVersion, statusCode, reason
     }
 
     enum Outcome: Sendable {
@@ -29,6 +32,9 @@ struct LineScan: Sendable {
     var targetEnd = 0
     var versionStart = 0
     var minorVersion: UInt8 = 1
+    var status = 0
+    var reasonStart = 0
+    var reasonEnd = 0
     var fields: [FieldRange] = []
     var fieldLines = 0
     var current = FieldRange(nameStart: 0, nameEnd: 0, valueStart: 0, valueEnd: 0)
@@ -37,6 +43,12 @@ struct LineScan: Sendable {
     /// A scan of a head, from its request line.
     init() {
         step = .method
+        isTrailer = false
+    }
+
+    /// A scan of a response's head, from its status line.
+    init(statusLine: Void) {
+        step = .statusVersion
         isTrailer = false
     }
 
@@ -107,14 +119,67 @@ struct LineScan: Sendable {
                     case .failure(let failure): return .failed(failure.code, failure.reason)
                     case .success(let minor): minorVersion = minor
                     }
-                    step = .requestLineLF
+                    step = .startLineLF
                 } else if byte == ASCII.lf {
                     return .failed(.invalidLineEnding, "the request line ends with a bare LF")
                 } else if i - start - versionStart >= 8 {
                     return .failed(.invalidRequestLine, "the version is not HTTP/x.y")
                 }
                 i += 1
-            case .requestLineLF, .fieldLF:
+            case .statusVersion:
+                // `HTTP/1.0` or `HTTP/1.1` and a space, byte by byte: anything else (another protocol's bytes, a
+                // lowercase name, HTTP/2) is refused on its first wrong byte rather than when the head's time runs
+                // out.
+                let offset = i - start
+                let expected: Bool
+                switch offset {
+                case 0..<7: expected = byte == Self.httpSlashOneDot[offset]
+                case 7: expected = byte == UInt8(ascii: "0") || byte == UInt8(ascii: "1")
+                default: expected = byte == ASCII.space
+                }
+                guard expected else {
+                    return .failed(.invalidRequestLine, "the status line does not start with HTTP/1.0 or HTTP/1.1")
+                }
+                if offset == 7 { minorVersion = byte - UInt8(ascii: "0") }
+                if offset == 8 { step = .statusCode }
+                i += 1
+            case .statusCode:
+                let offset = i - start
+                if offset < 12 {
+                    guard let value = Self.digit(byte) else {
+                        return .failed(.invalidRequestLine, "the status is not three digits")
+                    }
+                    status = status * 10 + Int(value)
+                    i += 1
+                    continue
+                }
+                guard (100...599).contains(status) else {
+                    return .failed(.invalidRequestLine, "a status outside 100 to 599")
+                }
+                reasonStart = byte == ASCII.space ? 13 : 12
+                reasonEnd = reasonStart
+                switch byte {
+                case ASCII.space: step = .reason
+                // Some servers send no reason and no space before the line's end.
+                case ASCII.cr: step = .startLineLF
+                default: return .failed(.invalidRequestLine, "the status is not three digits followed by a space")
+                }
+                i += 1
+            case .reason:
+                // Printable ASCII and HTAB only: a caller may print the reason (a proxy's refusal is logged).
+                while i < end && (bytes[i] == ASCII.tab || (bytes[i] >= ASCII.space && bytes[i] < 0x7F)) {
+                    i += 1
+                }
+                guard i < end else { break }
+                switch bytes[i] {
+                case ASCII.cr:
+                    reasonEnd = i - start
+                    step = .startLineLF
+                    i += 1
+                case ASCII.lf: return .failed(.invalidLineEnding, "the status line ends with a bare LF")
+                default: return .failed(.invalidRequestLine, "a reason phrase byte that is not printable ASCII")
+                }
+            case .startLineLF, .fieldLF:
                 guard byte == ASCII.lf else { return .failed(.invalidLineEnding, "a CR not followed by LF") }
                 step = .fieldStart
                 i += 1
@@ -206,6 +271,8 @@ struct LineScan: Sendable {
         }
         return .success(minor)
     }
+
+    private static let httpSlashOneDot: [UInt8] = Array("HTTP/1.".utf8)
 
     private static func digit(_ byte: UInt8) -> UInt8? {
         byte >= 0x30 && byte <= 0x39 ? byte - 0x30 : nil

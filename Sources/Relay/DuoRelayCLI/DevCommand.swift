@@ -13,12 +13,14 @@ enum DevCommand {
     static let teamID = "DEVTEAM001"
 
     static let help = """
-        usage: duo-relay dev [--port N] [--metrics-port N] [--fault PREFIX=OUTCOME ...]
+        usage: duo-relay dev [--tls] [--port N] [--metrics-port N] [--fault PREFIX=OUTCOME ...]
 
         A playground: a relay and an APNs simulator on loopback, with throwaway keys, limits relaxed
         for trying things by hand, and GET /metrics on its own port. Nothing is kept: its temporary
         folder is removed when it stops (Ctrl-C).
 
+          --tls                  the relay serves HTTPS with a certificate from the throwaway CA (the
+                                 commands printed trust that CA: curl --cacert, push --ca-file)
           --port N               the relay's port (default 8787; 0 picks a free one)
           --metrics-port N       the metrics listener's port (default 0: a free one, printed)
         """ + "\n" + Usage.faultHelp
@@ -37,8 +39,9 @@ enum DevCommand {
         let port: UInt16
         let metricsPort: UInt16
         let faults: [TokenFault]
+        let tls = arguments.contains("--tls")
         do throws(UsageError) {
-            try Usage.check(arguments, allowed: ["--port", "--metrics-port", "--fault"])
+            try Usage.check(arguments.filter { $0 != "--tls" }, allowed: ["--port", "--metrics-port", "--fault"])
             port = try portOption("--port", in: arguments, default: 8787)
             metricsPort = try portOption("--metrics-port", in: arguments, default: 0)
             faults = try Usage.faults(in: arguments)
@@ -51,17 +54,18 @@ enum DevCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
             let (relay, simulator) = try start(
-                port: port, metricsPort: metricsPort, faults: faults, directory: directory)
+                port: port, metricsPort: metricsPort, faults: faults, directory: directory, tls: tls)
             Output.standard(
                 instructions(
                     listen: "127.0.0.1:\(relay.port)", simulatorPort: simulator.port,
-                    metricsPort: relay.metricsPort ?? 0, directory: directory.path, faults: faults))
+                    metricsPort: relay.metricsPort ?? 0, directory: directory.path, faults: faults,
+                    caFile: tls ? directory.appendingPathComponent("ca.pem").path : nil))
             relay.runUntilSignalled()
             simulator.stop()
             Output.standard("duo-relay dev: stopped; \(directory.path) removed, nothing kept")
             return 0
         } catch {
-            Log.line("duo-relay dev: cannot start: \(error)")
+            Log.line("dev: cannot start: \(error)", level: .error, event: "start_refused")
             return 1
         }
     }
@@ -75,7 +79,7 @@ enum DevCommand {
     }
 
     static func start(
-        port: UInt16, metricsPort: UInt16 = 0, faults: [TokenFault] = [], directory: URL
+        port: UInt16, metricsPort: UInt16 = 0, faults: [TokenFault] = [], directory: URL, tls: Bool = false
     ) throws -> (Relay, APNsSimulator) {
         let pki = try SimulatorPKI.generate()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -99,6 +103,17 @@ enum DevCommand {
         config.apns.productionOrigin = "https://127.0.0.1:\(simulator.port)"
         config.apns.caFile = caFile
         config.grantKeyID = 1
+        if tls {
+            // The simulator's certificate (localhost, 127.0.0.1, ::1) under the same throwaway CA; its key readable by
+            // this user only, as serve requires.
+            let certificateFile = directory.appendingPathComponent("relay.pem").path
+            let keyFile = directory.appendingPathComponent("relay.key").path
+            try pki.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
+            guard FileManager.default.createFile(atPath: keyFile, contents: nil, attributes: [.posixPermissions: 0o600])
+            else { throw CocoaError(.fileWriteUnknown) }
+            try Data(pki.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyFile))
+            config.tls = RelayConfiguration.TLSFiles(certificateFile: certificateFile, keyFile: keyFile)
+        }
         let secrets = RelaySecrets(
             teamID: teamID,
             apnsKeys: [
@@ -116,24 +131,29 @@ enum DevCommand {
     }
 
     static func instructions(
-        listen: String, simulatorPort: UInt16, metricsPort: UInt16, directory: String, faults: [TokenFault]
+        listen: String, simulatorPort: UInt16, metricsPort: UInt16, directory: String, faults: [TokenFault],
+        caFile: String? = nil
     ) -> String {
         let token = String(repeating: "ab", count: 32)
+        // With --tls, every command trusts the throwaway CA.
+        let scheme = caFile == nil ? "http" : "https"
+        let curl = caFile.map { "curl -s --cacert \($0)" } ?? "curl -s"
+        let push = caFile.map { " --ca-file \($0)" } ?? ""
         var text = """
-            duo-relay dev: relay on http://\(listen), APNs simulator on https://127.0.0.1:\(simulatorPort)
+            duo-relay dev: relay on \(scheme)://\(listen), APNs simulator on https://127.0.0.1:\(simulatorPort)
             metrics: http://127.0.0.1:\(metricsPort)/metrics
             limits, relaxed for trying by hand: \(pushLimit.requests) pushes per phone per \(pushLimit.period / 1_000_000_000) s, \
             \(ipLimit.requests) requests per address per \(ipLimit.period / 1_000_000_000) s (then blocked \(ipLimit.block / 1_000_000_000) s)
             Throwaway keys and CA in \(directory); nothing is kept: it is removed on exit.
             Try it from another shell:
 
-              GRANT=$(curl -s http://\(listen)/v1/grant \\
+              GRANT=$(\(curl) \(scheme)://\(listen)/v1/grant \\
                 -d '{"token":"\(token)","environment":"sandbox"}' | sed -E 's/.*"grant":"([^"]+)".*/\\1/')
               SEALED=$(head -c 2934 /dev/urandom | base64 -w0)
-              curl -s http://\(listen)/v1/push -d "{\\"grant\\":\\"$GRANT\\",\\"sealed\\":\\"$SEALED\\",\\
+              \(curl) \(scheme)://\(listen)/v1/push -d "{\\"grant\\":\\"$GRANT\\",\\"sealed\\":\\"$SEALED\\",\\
             \\"id\\":\\"$(openssl rand -hex 32)\\",\\"thread\\":\\"$(openssl rand -hex 32)\\"}"
 
-            or: \(Invocation.command) push --relay http://\(listen) --grant "$GRANT"
+            or: \(Invocation.command) push --relay \(scheme)://\(listen)\(push) --grant "$GRANT"
 
             """
         if faults.isEmpty {

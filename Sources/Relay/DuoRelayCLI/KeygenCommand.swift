@@ -59,20 +59,21 @@ enum KeygenCommand {
                 text = FileManager.default.contents(atPath: merge).map { String(decoding: $0, as: UTF8.self) }
             }
             guard let text else {
-                Log.line("keygen failed: --merge: \(merge) cannot be read")
+                Log.line("keygen failed: --merge: \(merge) cannot be read", level: .error, event: "keygen_failed")
                 return 1
             }
             do throws(ConfigurationError) {
                 let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
                 keys = try RelaySecrets.parseRelayKeys(trimmed, keygen: Invocation.command + " keygen").keys
             } catch {
-                Log.line("keygen failed: --merge: \(error)")
+                Log.line("keygen failed: --merge: \(error)", level: .error, event: "keygen_failed")
                 return 1
             }
             guard keys[id] == nil else {
                 Log.line(
                     "keygen failed: RELAY_KEYS: already holds key \(id): choose another --id (it holds "
-                        + keys.keys.sorted().map(String.init).joined(separator: ", ") + ")")
+                        + keys.keys.sorted().map(String.init).joined(separator: ", ") + ")", level: .error,
+                    event: "keygen_failed")
                 return 1
             }
         }

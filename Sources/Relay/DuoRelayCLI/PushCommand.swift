@@ -1,6 +1,8 @@
 import DuoRelayClient
 import Foundation
+import MonotonicTime
 import PushClient
+import RelayCore
 import RelayCrypto
 import RelayVersion
 
@@ -30,9 +32,10 @@ enum PushCommand {
 
         A failure before the request was written says where it happened (the relay's certificate
         not trusted, the TLS handshake, no connection, the deadline) and that the push never reached
-        the relay: sending it again cannot duplicate it. Once the request is written, a failure (the
-        deadline, the connection lost) or an answer that leaves the outcome open (502, another 5xx)
-        says the push may or may not have been delivered.
+        the relay: sending it again cannot duplicate it. A 502 apns whose detail says APNs refused the
+        push or was never reached says it was not delivered. Once the request is written, a failure
+        (the deadline, the connection lost) or an answer that leaves the outcome open (a 502 sent to
+        APNs without an answer, another 5xx) says the push may or may not have been delivered.
         """
 
     /// Where to send the request, read from `--relay` and `--ca-file`.
@@ -125,11 +128,12 @@ enum PushCommand {
             return 1
         }
         let elapsed = ContinuousClock.now - started
-        let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = elapsed.nanoseconds / 1_000_000
         switch result {
         case .answered(let answer):
             let outcome = PushOutcome(answer)
-            Output.standard("push: " + describe(outcome) + " (HTTP \(answer.status), \(milliseconds) ms)")
+            Output.standard(
+                "push: " + describe(outcome, answer: answer) + " (HTTP \(answer.status), \(milliseconds) ms)")
             if case .delivered = outcome { return 0 }
         case .failed(let failure):
             Output.standard(
@@ -161,6 +165,21 @@ enum PushCommand {
         case .malformedAnswer(let reason):
             return "\(target.authority) answered something other than HTTP: \(reason)" + open
         }
+    }
+
+    /// What an operator reads of `answer`: for a 502 `apns`, what its detail says became of the push (APNs
+    /// refused it or was never reached: not delivered; sent without an answer, or a relay that does not say:
+    /// it may or may not have been); never the grant, `id` or `thread`.
+    static func describe(_ outcome: PushOutcome, answer: RelayAnswer) -> String {
+        guard answer.status == 502, answer.error == "apns", let detail = answer.detail, !detail.isEmpty else {
+            return describe(outcome)
+        }
+        // The relay's fixed sentences are "what happened: what it means"; the first half says it here.
+        let happened = detail.range(of: ": ", options: .backwards).map { String(detail[..<$0.lowerBound]) } ?? detail
+        if RelayError.notDeliveredDetailPrefixes.contains(where: detail.hasPrefix) {
+            return "not delivered: " + happened
+        }
+        return "no definite answer: " + detail
     }
 
     /// What an operator reads; never the grant, `id` or `thread`.

@@ -10,8 +10,8 @@ enum ServeCommand {
         usage: duo-relay serve --config FILE
 
         Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0). SIGHUP re-reads the
-        configuration file and the secrets given as NAME_FILE (variables and credentials keep their
-        start-up values); listen, limits and server settings need a restart. The path is always
+        configuration file, the tls certificate and key files, and the secrets given as NAME_FILE
+        (variables and credentials keep their start-up values); listen, limits and server settings need a restart. The path is always
         explicit: nothing is searched for. Secrets come from the environment (docs/operations/configuration.md, "Secrets"):
         APNS_KEY_SANDBOX, APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION,
         APNS_TEAM_ID, RELAY_KEYS and, with a Redis limits store that requires AUTH, REDIS_PASSWORD
@@ -44,27 +44,32 @@ enum ServeCommand {
         do {
             relay = try Relay(setup: setup, reload: reload)
         } catch {
-            Log.line("duo-relay: cannot start: \(error)")
+            Log.line("cannot start: \(error)", level: .error, event: "start_refused")
             return 1
         }
-        Log.line("duo-relay: version: \(RelayVersion.text)")
-        for line in setup.summary { Log.line("duo-relay: " + line) }
+        Log.line("version: \(RelayVersion.text)", event: "version", fields: ["version": RelayVersion.text])
+        for line in setup.summary { Log.line(line, event: "summary") }
         if let note = RelaySetup.unusedProxyVariableNote(
             setup.configuration, environment: ProcessInfo.processInfo.environment)
         {
-            Log.line("duo-relay: note: " + note)
+            Log.line("note: " + note, level: .warning, event: "note")
         }
-        Log.line("duo-relay: memory allocator: \(Allocator.name)")
+        Log.line("memory allocator: \(Allocator.name)", event: "allocator")
         var listen = setup.configuration.listen
         listen.port = relay.port
-        Log.line("duo-relay: listening on \(listen)")
+        Log.line(relay.tlsSummary, event: "tls")
+        // The same words with TLS or without (tools read the port from it); the `tls` line says which.
+        Log.line("listening on \(listen)", event: "listening", fields: ["address": "\(listen)"])
         if var metrics = setup.configuration.metricsListen, let port = relay.metricsPort {
             metrics.port = port
-            Log.line("duo-relay: metrics on http://\(metrics)/metrics")
+            Log.line(
+                "metrics on http://\(metrics)/metrics", event: "metrics_listening", fields: ["address": "\(metrics)"])
         }
         relay.runUntilSignalled()
         let counts = relay.counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        Log.line("duo-relay: stopped; " + (counts.isEmpty ? "no requests" : counts.joined(separator: " ")))
+        Log.line(
+            "stopped; " + (counts.isEmpty ? "no requests" : counts.joined(separator: " ")), event: "stopped",
+            fields: ["answers": counts.joined(separator: " ")])
         return 0
     }
 }

@@ -91,14 +91,16 @@ enum SetupLoader {
 
     /// Loads as `load` does, reporting each problem in one line (`prefix: problem`) and giving the
     /// exit code instead of a setup: 64 for usage, 1 for configuration.
+    /// Lines are written in the configuration's `log.format` as soon as the file could be read.
     static func loadOrReport(_ arguments: [String], prefix: String) -> Result<RelaySetup, ExitCode> {
         do {
-            switch try load(arguments) {
-            case .success(let setup): return .success(setup)
-            case .failure(let problems):
-                for problem in problems.all { Log.line("\(prefix): \(problem)") }
-                return .failure(ExitCode(status: 1))
+            let checked = check(try sources(arguments))
+            if let configuration = checked.configuration { Log.use(configuration.logFormat) }
+            if let setup = checked.setup { return .success(setup) }
+            for problem in ConfigurationProblems(checked.problems)?.all ?? checked.problems {
+                Log.line("\(prefix): \(problem)", level: .error, event: "configuration_problem")
             }
+            return .failure(ExitCode(status: 1))
         } catch {
             return .failure(ExitCode(status: Usage.fail(error.problem)))
         }

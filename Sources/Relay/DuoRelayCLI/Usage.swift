@@ -13,6 +13,9 @@ enum Usage {
                                   reporting every problem (DIR: systemd credentials to read)
           keygen [--id N] [--merge FILE]
                                   print a fresh relay key for RELAY_KEYS (--merge: added to FILE's keys)
+          grant-info [--config FILE]
+                                  read a grant on standard input: its version, key id and (with
+                                  RELAY_KEYS) environment, issue time and expiry; never the token
           dev [--port N]          relay plus APNs simulator on loopback with throwaway keys (dev --help)
           apns-sim [options]      the APNs simulator alone (duo-relay apns-sim --help)
           push --relay URL --grant G [--ca-file FILE]
@@ -66,8 +69,9 @@ enum Usage {
     }
 
     static func fail(_ problem: String) -> Int32 {
-        Log.line("duo-relay: " + problem)
-        Log.line("run `\(Invocation.command) help` for the commands")
+        // The answer to a person at a terminal, not a log line: no time, no level
+        // (docs/operations/monitoring.md, "Logs").
+        Output.error("duo-relay: " + problem + "\nrun `\(Invocation.command) help` for the commands")
         return 64
     }
 

@@ -16,6 +16,9 @@ case "check":
     protectSecrets()
     status = CheckCommand.run(Array(arguments.dropFirst()))
 case "keygen": status = KeygenCommand.run(Array(arguments.dropFirst()))
+case "grant-info":
+    protectSecrets()
+    status = GrantInfoCommand.run(Array(arguments.dropFirst()))
 case "dev": status = DevCommand.run(Array(arguments.dropFirst()))
 case "apns-sim": status = SimulatorCommand.run(Array(arguments.dropFirst()))
 case "push": status = PushCommand.run(Array(arguments.dropFirst()))
@@ -29,5 +32,8 @@ exit(status)
 /// Before any secret is read: the APNs and relay keys stay out of core files and away from ptrace (`check`
 /// reads the same keys as `serve`, and is run by hand beside other processes of the operator's user).
 func protectSecrets() {
-    if !SecretMemory.protect() { Log.line("duo-relay: cannot make the process undumpable (prctl PR_SET_DUMPABLE)") }
+    if !SecretMemory.protect() {
+        Log.line(
+            "cannot make the process undumpable (prctl PR_SET_DUMPABLE)", level: .warning, event: "not_undumpable")
+    }
 }

@@ -1,5 +1,6 @@
 import DuoRelayClient
 import Foundation
+import HTTP1
 
 /// `duo-relay push`'s one request and its answer over one connection, as a pure machine: the shell
 /// (``PushConnection``) feeds it what the connection did and when the deadline passed, and it says when the
@@ -60,7 +61,11 @@ public struct PushExchange: Sendable {
     }
 
     public private(set) var stage = Stage.connecting
-    private var reader = HTTP1AnswerReader()
+    private var reader = HTTP1ResponseReader(limits: Self.answerLimits)
+
+    /// The answer's bounds: the relay's bodies are below 1 KiB, a front's error page is larger, and an answer
+    /// framed by the connection's end (as a front may send) is taken. A misdirected `--relay` cannot fill memory.
+    static let answerLimits = HTTP1ResponseReader.Limits(maxBodyBytes: 256 * 1024, bodyMayEndWithConnection: true)
 
     public init() {}
 
@@ -72,10 +77,23 @@ public struct PushExchange: Sendable {
     /// Answer bytes arrived. Returns the result once the exchange is over.
     public mutating func read(_ bytes: UnsafeRawBufferPointer) -> Result? {
         guard stage == .awaitingAnswer else { return nil }
-        switch reader.read(bytes) {
-        case .needMore: return nil
-        case .complete(let answer): return finish(.answered(answer))
-        case .malformed(let reason): return finish(.failed(.malformedAnswer(reason)))
+        reader.append(bytes)
+        return readAnswer()
+    }
+
+    /// The result once the reader holds a whole answer or a malformed one (interim answers skipped).
+    private mutating func readAnswer() -> Result? {
+        switch reader.nextResponse() {
+        case .needMoreBytes, .end: return nil
+        case .complete(let head, let body):
+            // Repeated fields form one list (RFC 9110, 5.3).
+            let retryAfter = head.headers.values("retry-after")
+            return finish(
+                .answered(
+                    RelayAnswer(
+                        status: head.status, retryAfter: retryAfter.isEmpty ? nil : retryAfter.joined(separator: ", "),
+                        body: Data(body))))
+        case .failed(let error): return finish(.failed(.malformedAnswer(error.reason)))
         }
     }
 
@@ -94,7 +112,10 @@ public struct PushExchange: Sendable {
             case .closedByPeer: return finish(.failed(.handshake("the server closed the connection")))
             }
         case .awaitingAnswer:
-            if failure == .closedByPeer, let answer = reader.endOfInput() { return finish(.answered(answer)) }
+            if failure == .closedByPeer {
+                reader.finishInput()
+                if let answered = readAnswer(), case .answered = answered { return answered }
+            }
             switch failure {
             case .closedByPeer: return finish(.failed(.connectionLost("the server closed the connection")))
             case .resolve(let reason), .connect(let reason), .certificate(let reason), .handshake(let reason),

@@ -155,7 +155,7 @@ final class APNsGateway: Sendable {
     ) {
         let now = clock.monotonicNow
         guard now < deadline, let (bearer, authorization) = try? token.authorization() else {
-            completion(.failure(.apns))
+            completion(.failure(.apnsNotReached))
             return
         }
         var headers: [(name: String, value: String)] = []
@@ -177,13 +177,15 @@ final class APNsGateway: Sendable {
                 // The relay stops (its grace has ended) or retired this gateway: not APNs' fault. A push never
                 // written to APNs was certainly not delivered (503 `overloaded`: send it again); one that was
                 // may have been (502 `apns`).
-                completion(.failure(error.mayHaveBeenProcessed ? .apns : RelayError(.overloaded, retryAfter: 1)))
+                completion(
+                    .failure(error.mayHaveBeenProcessed ? .apnsNoAnswer : RelayError(.overloaded, retryAfter: 1)))
                 return
-            case .failure:
+            case .failure(let error):
                 metrics.apnsAnswer(
                     environment: environment.name, status: 0, reason: nil, seconds: seconds, worker: worker)
                 setHealth(.failing)
-                completion(.failure(.apns))
+                // Written to APNs (it may have it) or not: the channel is told which.
+                completion(.failure(error.mayHaveBeenProcessed ? .apnsNoAnswer : .apnsNotReached))
                 return
             }
             let answer = APNsAnswer(status: response.status, apnsID: response[header: "apns-id"], body: response.body)
@@ -198,7 +200,7 @@ final class APNsGateway: Sendable {
             case .refreshTokenAndRetry:
                 guard mayRetry, (try? token.tokenAfterExpiry(of: bearer)) != nil else {
                     setHealth(.failing)
-                    completion(.failure(.apns))
+                    completion(.failure(.apnsRefused(reason: answer.reason)))
                     return
                 }
                 send(
@@ -207,7 +209,7 @@ final class APNsGateway: Sendable {
             case .rejectedKey:
                 setHealth(.failing)
                 complainAboutKey()
-                completion(.failure(.apns))
+                completion(.failure(.apnsRefused(reason: answer.reason)))
             }
         }
     }

@@ -7,6 +7,7 @@ import Synchronization
 /// client's event callback.
 final class APNsProblemReporter: Sendable {
     private let log: Mutex<APNsProblemLog>
+    private let environment: String
     /// A problem is ongoing (read on every answer without taking the lock).
     private let ongoing = Atomic<Bool>(false)
     private let clock: any RelayClock
@@ -15,6 +16,7 @@ final class APNsProblemReporter: Sendable {
 
     init(environment: String, clock: any RelayClock) {
         log = Mutex(APNsProblemLog(environment: environment))
+        self.environment = environment
         self.clock = clock
     }
 
@@ -52,12 +54,16 @@ final class APNsProblemReporter: Sendable {
     }
 
     /// Applies `change` and prints its lines after unlocking.
-    private func apply(_ change: (inout APNsProblemLog) -> [String]) {
-        let lines = log.withLock { log -> [String] in
+    private func apply(_ change: (inout APNsProblemLog) -> [APNsProblemLog.Line]) {
+        let lines = log.withLock { log -> [APNsProblemLog.Line] in
             let lines = change(&log)
             ongoing.store(log.hasOngoing, ordering: .relaxed)
             return lines
         }
-        for line in lines { Log.line(line) }
+        for line in lines {
+            Log.line(
+                line.text, level: line.isWarning ? .warning : .info, event: line.kind.rawValue,
+                fields: ["environment": environment, "problem": line.problem.event])
+        }
     }
 }

@@ -7,13 +7,17 @@ import RelayCore
 final class MetricsEndpoint: HTTPHandler {
     private let service: RelayHTTPHandler
     private let extraCounters: @Sendable () -> [CounterSample]
+    /// Families rendered whole elsewhere (the TLS front's), appended as they are.
+    private let extraText: @Sendable () -> String
 
     init(
         service: RelayHTTPHandler,
-        extraCounters: @escaping @Sendable () -> [CounterSample]
+        extraCounters: @escaping @Sendable () -> [CounterSample],
+        extraText: @escaping @Sendable () -> String = { "" }
     ) {
         self.service = service
         self.extraCounters = extraCounters
+        self.extraText = extraText
     }
 
     func head(_ head: HTTPRequestHead) -> HeadDecision {
@@ -25,7 +29,7 @@ final class MetricsEndpoint: HTTPHandler {
             let text =
                 service.metrics.render(inFlight: service.inFlight, counters: extraCounters())
                 + (service.limitsStore?.renderMetrics() ?? "")
-                + Self.readiness(service.readinessState())
+                + Self.readiness(service.readinessState()) + extraText()
             return .respond(
                 HTTP1Response(
                     status: 200,

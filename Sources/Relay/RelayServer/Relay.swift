@@ -84,7 +84,21 @@ public final class Relay: Sendable {
         // not, holds a buffer of the header limit plus 4 KiB: 4 KiB of headers makes that 8 KiB
         // (10,000 idle keep-alive connections: about 80 MB rather than 120 MB).
         serverConfig.maxHeaderBytes = Self.maxHeaderBytes
+        do throws(ConfigurationError) {
+            serverConfig.tls = try config.tls.map { files throws(ConfigurationError) in
+                try FrontCertificate.load(files, now: Int64(clock.unixSeconds))
+            }
+        } catch {
+            for gateway in gateways.values { gateway.shutdown() }
+            limitsStore?.shutdown()
+            for loop in loops { loop.stop() }
+            throw error
+        }
         do {
+            if config.listen.isSystemd {
+                serverConfig.passedSocket = try SocketActivation.passedDescriptor(
+                    environment: ProcessInfo.processInfo.environment, processID: getpid())
+            }
             server = try HTTPServer(configuration: serverConfig, handler: service, loops: loops)
         } catch {
             for gateway in gateways.values { gateway.shutdown() }
@@ -99,7 +113,9 @@ public final class Relay: Sendable {
             do {
                 metricsServer = try HTTPServer(
                     configuration: metricsConfig,
-                    handler: MetricsEndpoint(service: service, extraCounters: { Self.gatewayCounters(service) }))
+                    handler: MetricsEndpoint(
+                        service: service, extraCounters: { Self.gatewayCounters(service) },
+                        extraText: { [server] in Self.tlsMetrics(server) }))
             } catch {
                 server.stop()
                 for gateway in gateways.values { gateway.shutdown() }
@@ -279,6 +295,16 @@ public final class Relay: Sendable {
     /// The limiters that count in the shared store (none without one): a test checks that they are freed.
     var sharedLimiters: [SharedRateLimiter] { service.sharedLimiters }
 
+    /// The certificate new connections are served (`tls`), nil without TLS.
+    public var tlsCertificate: CertificateSummary? { server.tlsCertificate }
+
+    /// The start-up summary's `tls:` line: the served certificate's subject, expiry and SHA-256 fingerprint, or that
+    /// the relay serves plain HTTP.
+    public var tlsSummary: String {
+        tlsCertificate.map { "tls: certificate " + $0.description }
+            ?? "tls: none (plain HTTP, for a front; tls not set)"
+    }
+
     /// The bound port (useful when the configuration asked for port 0).
     public var port: UInt16 { server.port }
     /// The metrics listener's bound port, if one is configured.
@@ -389,7 +415,8 @@ public final class Relay: Sendable {
         case .success(let setup):
             reload(setup)
         case .failure(let error):
-            Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
+            Log.line(
+                "reload refused, keeping the running configuration: \(error)", level: .error, event: "reload_refused")
         }
     }
 
@@ -406,21 +433,36 @@ public final class Relay: Sendable {
             guard let new = setup.secrets.credentials(environment),
                 let problem = APNsKeyChange.problem(running: gateway.token.signer, new: new, environment: environment)
             else { continue }
-            Log.line("duo-relay: reload refused, keeping the running configuration and keys: \(problem)")
+            Log.line(
+                "reload refused, keeping the running configuration and keys: \(problem)", level: .error,
+                event: "reload_refused")
             return
+        }
+        // The pair is read again, whether its files changed or not (a renewal writes over them): refused whole
+        // when it does not load, the running pair serving on.
+        var tls: TLSServerContext?
+        if let files = decision.configuration.tls {
+            do throws(ConfigurationError) {
+                tls = try FrontCertificate.load(files, now: Int64(clock.unixSeconds))
+            } catch {
+                Log.line("duo-relay: reload refused, keeping the running configuration and certificate: \(error)")
+                return
+            }
         }
         let gateways: [APNsEnvironment: APNsGateway]
         var retired: [APNsGateway] = []
         do {
             gateways = try Self.gateways(setup, clock: clock, loops: loops, keeping: old.gateways)
         } catch {
-            Log.line("duo-relay: reload refused, keeping the running configuration: \(error)")
+            Log.line(
+                "reload refused, keeping the running configuration: \(error)", level: .error, event: "reload_refused")
             return
         }
         for (environment, gateway) in old.gateways where gateways[environment] !== gateway {
             retired.append(gateway)
         }
         service.replace(RelayState(configuration: decision.configuration, secrets: setup.secrets, gateways: gateways))
+        if let tls { server.replaceTLSContext(tls) }
         if !retired.isEmpty {
             let retired = retired
             retiredGateways.withLock { $0 += retired }
@@ -430,18 +472,37 @@ public final class Relay: Sendable {
                 self?.retiredGateways.withLock { $0.removeAll { gateway in retired.contains { $0 === gateway } } }
             }
         }
+        Log.use(config.logFormat)
         Log.line(
-            "duo-relay: reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
+            "reloaded: relay keys " + setup.secrets.relayKeys.ids.map(String.init).joined(separator: ", ")
                 + "; grants sealed with key \(config.grantKeyID); environments "
                 + setup.secrets.environments.map { environment in
                     environment.name + " (key id " + (setup.secrets.credentials(environment)?.keyID ?? "") + ")"
                 }.joined(separator: ", ")
+                + (tls.map { "; tls: certificate " + $0.leaf.description } ?? "")
                 + (decision.needRestart.isEmpty
-                    ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")))
+                    ? "" : "; not applied until a restart: " + decision.needRestart.joined(separator: ", ")),
+            event: "reloaded")
     }
 
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
+
+    /// The TLS front's metrics (none without `tls`): the served certificate's expiry and the failed handshakes by
+    /// kind.
+    private static func tlsMetrics(_ server: HTTPServer) -> String {
+        guard let leaf = server.tlsCertificate else { return "" }
+        var out =
+            "# HELP duo_relay_tls_certificate_expiry_timestamp_seconds The served certificate's notAfter, in Unix time.\n"
+            + "# TYPE duo_relay_tls_certificate_expiry_timestamp_seconds gauge\n"
+            + "duo_relay_tls_certificate_expiry_timestamp_seconds \(leaf.notAfter)\n"
+            + "# HELP duo_relay_tls_handshake_failures_total TLS handshakes that failed, by kind (protocol, alpn, "
+            + "timeout, other).\n# TYPE duo_relay_tls_handshake_failures_total counter\n"
+        for (kind, count) in server.tlsHandshakeFailures {
+            out += #"duo_relay_tls_handshake_failures_total{kind="\#(kind)"} "# + "\(count)\n"
+        }
+        return out
+    }
 
     private static func gatewayCounters(_ service: RelayHTTPHandler) -> [CounterSample] {
         var out: [CounterSample] = []

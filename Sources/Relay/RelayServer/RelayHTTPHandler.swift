@@ -204,7 +204,9 @@ final class RelayHTTPHandler: HTTPHandler {
             else {
                 // The relay's fault, not the phone's: said once per process, never with anything of the request.
                 if !sealFailureLogged.exchange(true, ordering: .relaxed) {
-                    Log.line("duo-relay: a grant could not be sealed; answered 500 internal_error (logged once)")
+                    Log.line(
+                        "a grant could not be sealed; answered 500 internal_error (logged once)", level: .error,
+                        event: "grant_not_sealed")
                 }
                 throw RelayError(.internalError)
             }
@@ -264,7 +266,7 @@ final class RelayHTTPHandler: HTTPHandler {
         let grant = opened.grant
         // A grant for an environment whose key was removed can no longer deliver.
         guard let gateway = push.state.gateways[grant.environment] else {
-            finish(answer(.apns, .push, worker), responder)
+            finish(answer(.apnsNotReached, .push, worker), responder)
             return
         }
         let settings = push.state.configuration.apns.notificationSettings

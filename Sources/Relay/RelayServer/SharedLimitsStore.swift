@@ -1,4 +1,5 @@
 import Loop
+import MonotonicTime
 import RedisClient
 import RelayCore
 import Synchronization
@@ -24,6 +25,8 @@ final class SharedLimitsStore: Sendable {
     private let pipelines: [RedisPipeline]
     private let link: Link
     private let fallbacks = Mutex<[FallbackKey: Int]>([:])
+    /// What this instance admitted alone and still owes Redis.
+    let carry: SharedCarryOver
 
     /// The pipelines' states together: a class, so that their event handlers can hold it (and not the store).
     private final class Link: Sendable {
@@ -135,6 +138,8 @@ final class SharedLimitsStore: Sendable {
         let link = Link(location: location, onFailure: settings.onFailure, pipelines: loops.count)
         self.link = link
         let siblings = Siblings()
+        let carry = SharedCarryOver()
+        self.carry = carry
         var pipelines: [RedisPipeline] = []
         for (index, loop) in loops.enumerated() {
             // The events are reported to the link, not the store: a pipeline never holds the store.
@@ -143,6 +148,7 @@ final class SharedLimitsStore: Sendable {
                     configuration: client, loop: loop,
                     onServerEvent: { event, server in
                         link.report(event, server: server, from: index)
+                        if case .connected = event { carry.ready(worker: index) }
                         // The primary has moved for every worker: those without a call since must not stay behind.
                         if case .lost(let error) = event, error.code == .notPrimary {
                             siblings.leave(except: index, because: error)
@@ -179,9 +185,9 @@ final class SharedLimitsStore: Sendable {
     /// up starts shared.
     func start() {
         for pipeline in pipelines { pipeline.start() }
-        let deadline = ContinuousClock.now + .seconds(6)
+        let deadline = EventLoop.monotonicNow() + .seconds(6)
         for pipeline in pipelines {
-            _ = pipeline.awaitFirstAttempt(timeout: max(.zero, deadline - ContinuousClock.now))
+            _ = pipeline.awaitFirstAttempt(timeout: .nanoseconds(Int64(deadline - EventLoop.monotonicNow())))
         }
     }
 
@@ -197,7 +203,8 @@ final class SharedLimitsStore: Sendable {
     }
 
     var health: Health {
-        if link.shared.load(ordering: .acquiring) { return .shared }
+        // Not while what was admitted alone is being added: decisions are still local then.
+        if link.shared.load(ordering: .acquiring) && carry.isClear { return .shared }
         return settings.onFailure == .local ? .local : .unavailable
     }
 

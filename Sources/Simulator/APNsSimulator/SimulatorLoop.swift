@@ -1,5 +1,6 @@
 import CNGHTTP2
 import Loop
+import MonotonicTime
 import TLS
 
 #if canImport(Glibc)
@@ -60,8 +61,6 @@ final class SimulatorLoop {
 
     /// Runs `action` on this loop after `delay` (a delayed answer).
     func schedule(after delay: Duration, _ action: @escaping () -> Void) {
-        let (seconds, attoseconds) = delay.components
-        let milliseconds = max(0, seconds) * 1_000 + max(0, attoseconds) / 1_000_000_000_000_000
         let holder = TimerHolder()
         let timer = LoopTimer(on: loop) {
             holder.timer?.close()
@@ -69,7 +68,7 @@ final class SimulatorLoop {
             action()
         }
         holder.timer = timer
-        timer.schedule(afterMilliseconds: UInt64(milliseconds))
+        timer.schedule(afterMilliseconds: delay.nanoseconds / 1_000_000)
     }
 
     /// Lets a one-shot timer's handler close the timer (the handler is released when the timer closes).

@@ -1,4 +1,5 @@
 import Foundation
+import MonotonicTime
 import Synchronization
 
 #if canImport(Glibc)
@@ -102,8 +103,7 @@ final class ForwardedLink: Sendable {
             if due > now {
                 // The chunk's delay, waited on the direction's wake-up: a close ends the wait at once (and the
                 // loop, seeing it, returns); a new chunk behind this one ends it early, and the loop waits again.
-                let (seconds, attoseconds) = now.duration(to: due).components
-                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                let nanoseconds = Int(clamping: now.duration(to: due).nanoseconds)
                 _ = chunksReady[direction].wait(timeout: .now() + .nanoseconds(max(nanoseconds, 1)))
                 continue
             }

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2Client
+import MonotonicTime
 import RelayTestSupport
 import Synchronization
 import TCPForwarder
@@ -68,7 +69,7 @@ struct NetworkFaultTests {
         let total = 3000
         let clients = 256
         let (results, elapsed) = await apns.closedLoop(total: total, clients: clients)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Double(elapsed.nanoseconds) / 1e9
         let rate = Double(total) / seconds
         print(
             "network: \(total) pushes, \(clients) concurrent, 50 ms each way: \(Int(rate)) pushes/s over 2 connections")

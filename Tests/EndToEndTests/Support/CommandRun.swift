@@ -8,6 +8,8 @@ struct CommandRun {
     let standardOutput: String
     let standardError: String
     var output: String { standardOutput + standardError }
+    /// The message of each log line on standard error (``RelayProcess/logMessages``).
+    var logMessages: [String] { RelayProcess.logMessages(standardError) }
 
     /// Runs `duo-relay <arguments>` with exactly `environment` (plus `PATH` and the sanitizer settings
     /// ``RelayProcess`` passes on). A command still running after `timeoutSeconds` gets SIGTERM; that is a

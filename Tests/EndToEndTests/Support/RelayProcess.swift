@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 import RelayCrypto
 import RelayTestSupport
 import Synchronization
@@ -40,8 +41,13 @@ final class RelayProcess: @unchecked Sendable {
     // collection happens behind `output`'s Mutex.
     let process = Process()
     let directory: URL
+    /// Whether the launcher ran without the binary (a shell): its output is not the relay's.
+    private let directRun: Bool
     private(set) var port: UInt16 = 0
     private let output = OutputBuffer()
+    /// The format the relay was configured to write its log in, when this object wrote its configuration.
+    private(set) var configuredLogFormat: LogLine.Format? = nil
+    var logFormat: LogLine.Format { configuredLogFormat ?? .text }
 
     /// The binary beside the test bundle (both are products of the same build).
     static var binary: URL {
@@ -83,6 +89,7 @@ final class RelayProcess: @unchecked Sendable {
         direct: Bool = false
     ) throws {
         self.directory = try directory ?? Self.temporaryDirectory()
+        directRun = direct
         if let first = launcher.first {
             process.executableURL = URL(fileURLWithPath: first)
             process.arguments = launcher.dropFirst() + (direct ? [] : [Self.binary.path]) + arguments
@@ -103,23 +110,97 @@ final class RelayProcess: @unchecked Sendable {
 
     /// Starts `duo-relay serve` with `config` (JSON text, `listen` defaulting to an ephemeral
     /// loopback port) and waits until it says where it listens.
+    ///
+    /// `logFormat` (default: `DUO_RELAY_TEST_LOG_FORMAT` in the test's environment, else text) is added to the
+    /// configuration as `log.format` when it sets none, so that every end-to-end test runs in either format; its
+    /// lines are checked when the relay is gone (``logLineProblems``).
     convenience init(
-        config: String, secrets: TestSecrets, extraEnvironment: [String: String] = [:], launcher: [String] = []
+        config: String, secrets: TestSecrets, extraEnvironment: [String: String] = [:], launcher: [String] = [],
+        logFormat: LogLine.Format? = nil
     ) throws {
         let directory = try Self.temporaryDirectory()
         let path = directory.appendingPathComponent("relay.json").path
-        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        let format = logFormat ?? Self.logFormatUnderTest
+        let written = Self.config(config, logFormat: format)
+        try written.write(toFile: path, atomically: true, encoding: .utf8)
         // Readable by a launcher's other user too (the file holds no secret).
         chmod(path, 0o644)
         try self.init(
             arguments: ["serve", "--config", path],
             environment: secrets.environment.merging(extraEnvironment) { _, new in new }, directory: directory,
             launcher: launcher)
+        configuredLogFormat = written.contains(#""log":{"format":"json"}"#) ? .json : .text
         try waitForPort()
     }
 
+    /// The log format the end-to-end tests run their relays with: `DUO_RELAY_TEST_LOG_FORMAT` (`text` or `json`).
+    static var logFormatUnderTest: LogLine.Format {
+        ProcessInfo.processInfo.environment["DUO_RELAY_TEST_LOG_FORMAT"].flatMap(LogLine.Format.init) ?? .text
+    }
+
+    /// `config` with `"log":{"format":…}` added when it has no `log` key and `format` is json.
+    static func config(_ config: String, logFormat format: LogLine.Format) -> String {
+        guard format == .json, !config.contains(#""log":"#), let brace = config.firstIndex(of: "{") else {
+            return config
+        }
+        return String(config[...brace]) + #""log":{"format":"json"},"# + String(config[config.index(after: brace)...])
+    }
+
     var standardOutput: String { output.state.withLock { String(decoding: $0.stdout, as: UTF8.self) } }
-    var standardError: String { output.state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
+    /// Standard error as printed.
+    var rawStandardError: String { output.state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
+
+    /// Standard error as a person reads it: a JSON log's lines in the text format (time, level, `duo-relay:`,
+    /// the message), so that what a test looks for is found in either format; the raw bytes are checked on their
+    /// own (``logLineProblems``).
+    var standardError: String {
+        let raw = rawStandardError
+        guard logFormat == .json else { return raw }
+        return raw.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            LogLine.parse(line).map { $0.rendered(.text) } ?? String(line)
+        }.joined(separator: "\n")
+    }
+
+    /// The message of each log line on standard error (without time, level and prefix), in order; a line that is
+    /// not a log line as it stands.
+    var logMessages: [String] { Self.logMessages(rawStandardError) }
+
+    static func logMessages(_ text: String) -> [String] {
+        text.split(separator: "\n").map { LogLine.parse($0)?.message ?? String($0) }
+    }
+
+    /// Commands whose standard error is a log (docs/operations/monitoring.md, "Logs"): the long-running ones, and
+    /// `check`, which runs before them (in a unit's `ExecStartPre`, its lines go to the same journal).
+    static let loggingCommands: Set<String> = ["serve", "dev", "apns-sim", "check"]
+
+    /// What is wrong with the child's log lines: every line on standard error of a logging command (not one
+    /// that stopped at a usage error, whose usage is no log line) must parse as a log line (``LogLine/parse(_:)``)
+    /// in its configured format, with one `duo-relay` prefix. Empty when there is nothing to check.
+    var logLineProblems: [String] {
+        guard !directRun, let command = process.arguments?.first, Self.loggingCommands.contains(command),
+            process.isRunning || process.terminationStatus != 64
+        else { return [] }
+        return Self.logLineProblems(rawStandardError, format: configuredLogFormat)
+    }
+
+    /// Problems of `text` as a log in `format` (up to a sanitizer's report, which is not the relay's).
+    static func logLineProblems(_ text: String, format: LogLine.Format?) -> [String] {
+        var text = Substring(text)
+        if let start = sanitizerMarkers.compactMap({ text.range(of: $0)?.lowerBound }).min() {
+            text = text[..<start]
+        }
+        var problems: [String] = []
+        for line in text.split(separator: "\n") {
+            guard LogLine.parse(line) != nil else {
+                problems.append("not a log line: \(line.prefix(200))")
+                continue
+            }
+            if let format, (format == .json) != line.hasPrefix("{") {
+                problems.append("not in the \(format) format: \(line.prefix(200))")
+            }
+        }
+        return problems
+    }
     var allOutput: String { standardOutput + standardError }
 
     /// The port in the relay's `listening on <address>:<port>` line (an IPv6 address has colons too).
@@ -200,6 +281,12 @@ final class RelayProcess: @unchecked Sendable {
         waitForOutputToEnd()
         if let report = sanitizerReport {
             Issue.record("duo-relay \(process.arguments?.first ?? "") reported a sanitizer finding:\n\(report)")
+        }
+        // Every line a logging command printed, in every end-to-end test, is a log line of its format.
+        let problems = logLineProblems
+        if !problems.isEmpty {
+            let listed = problems.prefix(10).joined(separator: "\n")
+            Issue.record("duo-relay \(process.arguments?.first ?? "") printed lines that are not log lines:\n\(listed)")
         }
         try? FileManager.default.removeItem(at: directory)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 /// A throwaway `redis-sentinel` for tests (Debian's package; `scripts/install-deps --test` installs it): one
 /// sentinel on a loopback port, monitoring one primary under a name, with a short `down-after-milliseconds` so that
@@ -21,9 +22,10 @@ public final class RedisSentinelProcess: @unchecked Sendable {
 
     /// A sentinel monitoring `primary` (its `requirepass` as `auth-pass`) under `master`; with `start` false it is
     /// made but not started (``start()`` later, on the same port: sentinels unreachable at first).
+    /// `downAfterMilliseconds`: how long the primary must be silent before it is replaced (the outage a kill makes).
     public init(
         monitoring primary: RedisServerProcess, master: String = "duo-limits", password: String? = nil,
-        start: Bool = true
+        start: Bool = true, downAfterMilliseconds: Int = 1_000
     ) throws {
         guard Self.isInstalled else {
             throw ServerProcess.Unavailable(
@@ -33,7 +35,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         self.password = password
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("duo-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        guard let chosen = ServerProcess.freePort() else {
+        guard let chosen = try? freePort() else {
             throw ServerProcess.Unavailable(description: "no free port for a sentinel")
         }
         port = chosen
@@ -42,7 +44,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
             "logfile \(directory.appendingPathComponent("sentinel.log").path)",
             "sentinel monitor \(master) 127.0.0.1 \(primary.port) 1",
             "sentinel auth-pass \(master) \(primary.password)",
-            "sentinel down-after-milliseconds \(master) 1000",
+            "sentinel down-after-milliseconds \(master) \(downAfterMilliseconds)",
             "sentinel failover-timeout \(master) 5000",
         ]
         if let password { lines.append("requirepass \(password)") }

@@ -1,5 +1,6 @@
 import ErrorCodes
 import Foundation
+import RelayTestSupport
 
 /// A throwaway `redis-server` for tests (Debian's package; `scripts/install-deps --test` installs
 /// it): started on a free loopback port with `--save '' --appendonly no --requirepass`, nothing
@@ -40,7 +41,7 @@ public final class RedisServerProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var lastProblem = "no port"
         for _ in 0..<20 {
-            guard let candidate = ServerProcess.freePort(attempts: 1) else { continue }
+            guard let candidate = try? freePort() else { continue }
             port = candidate
             do {
                 try launch()

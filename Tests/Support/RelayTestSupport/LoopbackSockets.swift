@@ -32,13 +32,27 @@ public func randomToken() -> String {
     TestHex.random()
 }
 
-/// Waits until `process` listens on 127.0.0.1:`port` (at most `timeout`); false if it did not, or exited.
+/// Whether `process` runs and listens on 127.0.0.1:`port` (or any local address), as /proc/net/tcp says.
+public func isListening(port: UInt16, process: Process) -> Bool {
+    process.isRunning && !LoopbackSocket.all(localPort: port, state: .listening).isEmpty
+}
+
+/// Waits until `process` listens on 127.0.0.1:`port` (at most `timeout`); false if it did not, or as soon as it
+/// exited.
+public func waitUntilListening(port: UInt16, process: Process, within timeout: Duration = .seconds(10)) -> Bool {
+    Poll.value(within: timeout, every: .milliseconds(10)) {
+        guard process.isRunning else { return false }
+        return isListening(port: port, process: process) ? true : nil
+    } ?? false
+}
+
+/// ``waitUntilListening(port:process:within:)`` for async tests: it suspends rather than holding a thread of the
+/// cooperative pool.
 public func waitUntilListening(
     port: UInt16, process: Process, within timeout: Duration = .seconds(10)
 ) async -> Bool {
-    await Poll.suspendUntil(within: timeout) {
-        process.isRunning && !LoopbackSocket.all(localPort: port, state: .listening).isEmpty
-    }
+    await Poll.suspendUntil(within: timeout) { !process.isRunning || isListening(port: port, process: process) }
+    return isListening(port: port, process: process)
 }
 
 /// An IPv4 TCP socket of this machine, as /proc/net/tcp lists it.

@@ -1,4 +1,5 @@
 import Foundation
+import MonotonicTime
 
 /// Bounded waiting on a condition a test can observe (a line printed, a delivery recorded, a port
 /// announced), in place of a fixed sleep: it returns as soon as the condition holds, and gives up at a
@@ -57,6 +58,6 @@ public enum Poll {
 extension Duration {
     /// The duration in seconds, for the APIs that take a `TimeInterval`.
     var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
+        Double(nanoseconds) / 1e9
     }
 }

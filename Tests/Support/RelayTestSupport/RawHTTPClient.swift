@@ -1,5 +1,6 @@
 import ErrorCodes
 import Foundation
+import HTTP1
 
 #if canImport(Glibc)
     import Glibc
@@ -11,7 +12,10 @@ import Foundation
 public final class RawHTTPClient: @unchecked Sendable {
     // @unchecked: a connection is used by one thread at a time (tests hand it over, never share it).
     public let descriptor: Int32
-    private var buffer: [UInt8] = []
+    /// The answers read so far: every byte received goes through it.
+    private var reader = HTTP1ResponseReader(limits: RawHTTPClient.answerLimits)
+    /// A test may read `/metrics` or a large echo; the relay frames every answer by its length.
+    static let answerLimits = HTTP1ResponseReader.Limits(maxBodyBytes: 64 << 20, bodyMayEndWithConnection: true)
 
     public struct Response: Sendable {
         public var status: Int
@@ -85,6 +89,10 @@ public final class RawHTTPClient: @unchecked Sendable {
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         if let source {
+            // The port is chosen at connect, for the whole address pair, as for an unbound socket: a test that
+            // opens tens of thousands of connections from one source address must not run out of ports for bind.
+            var late: Int32 = 1
+            _ = setsockopt(descriptor, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, &late, 4)
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
             inet_pton(AF_INET, source, &local.sin_addr)
@@ -167,41 +175,43 @@ public final class RawHTTPClient: @unchecked Sendable {
         return Array(text.utf8) + body
     }
 
-    /// Reads one response: Content-Length framed, or without a body when `expectBody` is false (the answer
-    /// to HEAD).
+    /// Reads one response (an interim one too), framed as its head says, or without a body when `expectBody` is
+    /// false (the answer to HEAD). Throws on bytes that are not an HTTP/1.1 answer, or when the connection ends
+    /// first.
     public func readResponse(expectBody: Bool = true) throws -> Response {
-        let terminator: [UInt8] = Array("\r\n\r\n".utf8)
-        var headEnd = buffer.firstRange(of: terminator)
-        while headEnd == nil {
-            guard try fill() else { throw Failure.closed }
-            headEnd = buffer.firstRange(of: terminator)
-        }
-        let end = headEnd!.upperBound
-        let head = String(decoding: buffer[..<end], as: UTF8.self)
-        buffer.removeFirst(end)
-        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: true)
-        guard !lines.isEmpty else { throw Failure.malformed(head) }
-        let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw Failure.malformed(head) }
-        let fields = lines.compactMap { line -> (name: String, value: String)? in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-        }
-        var response = Response(status: status, fields: fields, body: [])
-        if expectBody, let length = response.header("content-length").flatMap({ Int($0) }) {
-            while buffer.count < length {
-                guard try fill() else { throw Failure.closed }
+        var head: HTTP1ResponseHead?
+        while true {
+            switch reader.next() {
+            case .needMoreBytes:
+                guard try fill() else {
+                    reader.finishInput()
+                    continue
+                }
+            case .interim(let interim):
+                return Self.response(interim, body: [])
+            case .head(let final):
+                head = final
+                reader.readBody(headRequest: !expectBody)
+            case .body(let body):
+                guard let head else { throw Failure.malformed("a body without a head") }
+                return Self.response(head, body: body)
+            case .end:
+                throw Failure.closed
+            case .failed(let error):
+                if error.code == .truncated { throw Failure.closed }
+                throw Failure.malformed(error.reason)
             }
-            response.body = Array(buffer[..<length])
-            buffer.removeFirst(length)
         }
-        return response
+    }
+
+    private static func response(_ head: HTTP1ResponseHead, body: [UInt8]) -> Response {
+        Response(status: head.status, fields: head.headers.fields.map { (name: $0.name, value: $0.value) }, body: body)
     }
 
     /// True once the server has closed the connection (end of stream or reset) before sending any more
     /// bytes. It waits up to `seconds` for that when given, else up to the receive timeout.
     public func isClosedByPeer(within seconds: Double? = nil) -> Bool {
-        guard buffer.isEmpty else { return false }
+        guard reader.bufferedByteCount == 0 else { return false }
         if let seconds {
             var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&entry, 1, Int32(seconds * 1000)) == 1 else { return false }
@@ -214,7 +224,7 @@ public final class RawHTTPClient: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
         if count > 0 {
-            buffer += chunk[..<count]
+            reader.append(contentsOf: chunk[..<count])
             return true
         }
         if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { throw Failure.timeout }

@@ -50,7 +50,7 @@ public struct APNsAnswer: Equatable, Sendable {
         case (403, "InvalidProviderToken"):
             return .rejectedKey
         default:
-            return .answer(.failure(.apns))
+            return .answer(.failure(.apnsRefused(reason: reason)))
         }
     }
 

@@ -1,7 +1,13 @@
-/// `host:port` or `[ipv6]:port`.
+/// `host:port` or `[ipv6]:port`; for `listen`, also ``systemd``.
 public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
     public var host: String
     public var port: UInt16
+
+    /// `listen: "systemd"`: the listening socket the service manager passes (docs/DESIGN.md, "Lifecycle").
+    public static let systemd = ListenAddress(host: "systemd", port: 0)
+
+    /// Whether this is ``systemd`` (whatever port was found on the socket since).
+    public var isSystemd: Bool { host == Self.systemd.host }
 
     public init(host: String, port: UInt16) {
         self.host = host
@@ -53,5 +59,8 @@ public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
         return halves.count == 2 ? groups <= 7 : groups == 8
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String {
+        if isSystemd { return port == 0 ? host : "the socket systemd passed, port \(port)" }
+        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
 }

@@ -15,6 +15,24 @@ public struct RelayConfiguration: Equatable, Sendable {
     public var metricsListen: ListenAddress? = nil
     /// Where the limits are counted: in memory, or shared through Redis.
     public var limitsStore = LimitsStore()
+    /// How log lines are written (`log.format`): text for people, JSON for log pipelines.
+    public var logFormat = LogLine.Format.text
+    /// The certificate and key the relay serves HTTPS with (docs/DESIGN.md, "TLS"); nil: plain HTTP for a front.
+    public var tls: TLSFiles? = nil
+
+    /// `tls`: where the pair is read from (at start, on SIGHUP and by `check`). Paths, not secrets: certificate tools
+    /// write files.
+    public struct TLSFiles: Equatable, Sendable {
+        /// PEM: the leaf first, then its chain (certbot's `fullchain.pem`, cert-manager's `tls.crt`).
+        public var certificateFile: String
+        /// An unencrypted PEM private key matching the leaf.
+        public var keyFile: String
+
+        public init(certificateFile: String, keyFile: String) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
 
     public struct APNs: Equatable, Sendable {
         public var topic: String
@@ -89,12 +107,14 @@ public struct RelayConfiguration: Equatable, Sendable {
         problems.add(
             root.unknownKeys([
                 "listen", "grant_lifetime_s", "grant_key_id", "push_limit", "ip_limit", "apns", "server",
-                "metrics_listen", "limits_store",
+                "metrics_listen", "limits_store", "log", "tls",
             ]))
         var listenRead = true
         problems.attempt { () throws(ConfigurationError) in
             do throws(ConfigurationError) {
-                if let text = try root.string("listen") { config.listen = try address(text, key: "listen") }
+                if let text = try root.string("listen") {
+                    config.listen = text == "systemd" ? .systemd : try address(text, key: "listen")
+                }
             } catch {
                 listenRead = false
                 throw error
@@ -172,8 +192,37 @@ public struct RelayConfiguration: Equatable, Sendable {
             }
         }
         problems.attempt { () throws(ConfigurationError) in
+            guard root.fields["tls"] != nil, root.fields["tls"] != .null, let tls = try root.object("tls") else {
+                return
+            }
+            problems.add(tls.unknownKeys(["certificate_file", "key_file"]))
+            var files = TLSFiles(certificateFile: "", keyFile: "")
+            for (name, property) in [("certificate_file", \TLSFiles.certificateFile), ("key_file", \TLSFiles.keyFile)] {
+                problems.attempt { () throws(ConfigurationError) in
+                    guard let path = try tls.string(name) else {
+                        throw ConfigurationError(.missing, tls.key(name), "is required with tls")
+                    }
+                    guard !path.isEmpty else {
+                        throw ConfigurationError(.invalid, tls.key(name), "must be a file path")
+                    }
+                    files[keyPath: property] = path
+                }
+            }
+            if !files.certificateFile.isEmpty && !files.keyFile.isEmpty { config.tls = files }
+        }
+        problems.attempt { () throws(ConfigurationError) in
             if let store = try root.object("limits_store") {
                 config.limitsStore = LimitsStore.parse(store, into: problems)
+            }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            guard let log = try root.object("log") else { return }
+            problems.add(log.unknownKeys(["format"]))
+            if let text = try log.string("format") {
+                guard let format = LogLine.Format(rawValue: text) else {
+                    throw ConfigurationError(.invalid, log.key("format"), "must be \"text\" or \"json\"")
+                }
+                config.logFormat = format
             }
         }
         return (config, problems.problems)
@@ -181,7 +230,8 @@ public struct RelayConfiguration: Equatable, Sendable {
 
     private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
         guard let address = ListenAddress(text) else {
-            throw ConfigurationError(.invalid, key, "must be host:port or [ipv6]:port")
+            let forms = key == "listen" ? "host:port or [ipv6]:port, or systemd" : "host:port or [ipv6]:port"
+            throw ConfigurationError(.invalid, key, "must be " + forms)
         }
         guard ListenAddress.isIPAddress(address.host) else {
             throw ConfigurationError(

@@ -1,6 +1,7 @@
 /// What a reload (SIGHUP) does with a new configuration: the settings a running relay cannot change (its
-/// listeners, limits and server protection) keep their running values until a restart, and are named by
-/// configuration key when the new file changes them; everything else (grant settings, APNs) applies at once.
+/// listeners, limits and server protection, and whether it serves TLS at all) keep their running values until a
+/// restart, and are named by configuration key when the new file changes them; everything else (grant settings,
+/// APNs, the TLS pair's files, read again) applies at once.
 public struct ReloadDecision: Equatable, Sendable {
     /// The configuration to serve with: the new one, with the running restart-only settings.
     public let configuration: RelayConfiguration
@@ -24,6 +25,11 @@ public struct ReloadDecision: Equatable, Sendable {
         var changed: [String] = []
         for setting in Self.restartOnly where setting.keep(running, in: &merged) {
             changed.append(setting.key)
+        }
+        // The listener speaks TLS or plain HTTP from its start; a new pair (or new paths) is taken at once.
+        if (running.tls == nil) != (new.tls == nil) {
+            merged.tls = running.tls
+            changed.append("tls")
         }
         configuration = merged
         needRestart = changed

@@ -5,6 +5,10 @@ import Synchronization
 /// most `capacity` keys. A window is forgotten once it has passed; when the limiter is full, the
 /// least recently used key is evicted (it merely starts afresh), so keys in active use keep their
 /// counts under a flood of new ones.
+///
+/// Each window also keeps how many of its admissions a shared store has yet to count: an instance's fallback while
+/// the store cannot decide hands them over when it decides there again (``takeCarryOver(now:limit:)``), bounded as
+/// the windows are (a window forgotten or evicted takes its uncarried admissions with it).
 public final class InMemoryRateLimiter: RateLimiter {
     private struct Entry {
         var window: LimitWindow
@@ -87,6 +91,42 @@ public final class InMemoryRateLimiter: RateLimiter {
         for shard in shards { shard.state.withLock { forgetPassed(&$0, now: now) } }
     }
 
+    /// Takes at most `limit` windows' uncarried admissions at `now` (their windows still open), marking them
+    /// carried: what a shared store must add before it decides again. Empty when nothing is left to carry.
+    public func takeCarryOver(now: Instant, limit: Int) -> [CarriedAdmissions] {
+        var taken: [CarriedAdmissions] = []
+        for shard in shards {
+            guard taken.count < limit else { break }
+            shard.state.withLock { shard in
+                for index in shard.entries.indices {
+                    guard taken.count < limit else { return }
+                    let window = shard.entries.values[index].window
+                    guard let carried = window.carryOver(now: now, policy: policy) else { continue }
+                    taken.append(
+                        CarriedAdmissions(
+                            key: shard.entries.keys[index], count: carried.count, age: carried.age,
+                            windowStart: window.start))
+                    shard.entries.values[index].window.uncarried = 0
+                }
+            }
+        }
+        return taken
+    }
+
+    /// Gives back admissions taken by ``takeCarryOver(now:limit:)`` that the store did not take (its answer never
+    /// came): they are carried again later, if their window is still the key's.
+    public func restore(_ admissions: [CarriedAdmissions]) {
+        for carried in admissions {
+            let shard = shards[Int(carried.key.words.2 % UInt64(shards.count))]
+            shard.state.withLock { shard in
+                guard let index = shard.entries.index(forKey: carried.key),
+                    shard.entries.values[index].window.start == carried.windowStart
+                else { return }
+                shard.entries.values[index].window.uncarried += carried.count
+            }
+        }
+    }
+
     public var trackedKeys: Int {
         shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } }
     }
@@ -102,5 +142,23 @@ public final class InMemoryRateLimiter: RateLimiter {
             shard.entries[item.key] = nil
             shard.dropFront()
         }
+    }
+}
+
+/// One key's admissions that a shared store has yet to count (``InMemoryRateLimiter/takeCarryOver(now:limit:)``): how
+/// many, and how long before the time they were taken at their window opened (nanoseconds), so that the store can
+/// open the same window on its own clock when it has none open for the key.
+public struct CarriedAdmissions: Equatable, Sendable {
+    public var key: LimiterKey
+    public var count: Int
+    public var age: UInt64
+    /// The local window's start (to give the admissions back to the same window only).
+    public var windowStart: Instant
+
+    public init(key: LimiterKey, count: Int, age: UInt64, windowStart: Instant) {
+        self.key = key
+        self.count = count
+        self.age = age
+        self.windowStart = windowStart
     }
 }

@@ -12,6 +12,13 @@
 ///
 /// Returns `{tag, answer, ...}`, one answer per request in order: `{address}` (no phone key, or the address refused:
 /// the phone is not counted) or `{address, phone}`, each 0 (allowed) or the microseconds until a retry may succeed.
+///
+/// A carry-over call (``carryOverArguments(address:phone:admissions:)``) has one more argument before the key
+/// counts: what an instance admitted alone while Redis could not decide (docs/DESIGN.md, "Failover"), one entry per
+/// key of a request, `kind:count:age` (kind `a` or `p`, the age of the instance's window in microseconds). Each
+/// count is added to its key's window when one is open (nothing while the key is blocked); otherwise the instance's
+/// window becomes the key's, opened `age` before now and expiring with it. Each request is answered `{keys}`, how
+/// many of its keys were counted.
 public enum SharedLimitsScript {
     /// Within a window (the usual case) a decision only counts (`HINCRBY`); the key's expiry, set when its
     /// window or block starts, already ends with it.
@@ -43,6 +50,21 @@ public enum SharedLimitsScript {
           end
           return period
         end
+        local function carry(key, period, count, age, now)
+          if age >= period then return 0 end
+          local state = redis.call('HMGET', key, 's', 'c', 'b')
+          local start = tonumber(state[1])
+          local blocked = tonumber(state[3]) or 0
+          if start and now < blocked then return 0 end
+          if start and blocked == 0 and now < start + period then
+            redis.call('HINCRBY', key, 'c', count)
+            return 1
+          end
+          local opened = now - age
+          redis.call('HSET', key, 's', string.format('%d', opened), 'c', count, 'b', 0)
+          redis.call('PEXPIRE', key, math.max(1, math.ceil((opened + period - now) / 1000)))
+          return 1
+        end
         local now = tonumber(ARGV[7])
         if not now then
           local time = redis.call('TIME')
@@ -50,16 +72,39 @@ public enum SharedLimitsScript {
         end
         local ar, ap, ab = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
         local pr, pp, pb = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-        local counts = ARGV[8]
+        local counts = ARGV[#ARGV - 1]
+        local carrying = #ARGV == 10
         local total = 0
         for index = 1, #counts do
           local keys = string.byte(counts, index) - 48
-          if keys ~= 1 and keys ~= 2 then return redis.error_reply('ERR a request has one key or two') end
+          if not carrying and keys ~= 1 and keys ~= 2 then
+            return redis.error_reply('ERR a request has one key or two')
+          end
           total = total + keys
         end
         if total ~= #KEYS or total == 0 then return redis.error_reply('ERR the key counts do not add up') end
-        local answers = {ARGV[9]}
+        local answers = {ARGV[#ARGV]}
         local key = 1
+        if carrying then
+          local entries = {}
+          for kind, count, age in string.gmatch(ARGV[8], '([ap]):(%d+):(%d+)') do
+            entries[#entries + 1] = {kind, tonumber(count), tonumber(age)}
+          end
+          for index = 1, #counts do
+            local keys = string.byte(counts, index) - 48
+            if keys > #entries then return redis.error_reply('ERR a carried key without its count') end
+            local carried = 0
+            for position = 1, keys do
+              local entry = entries[position]
+              local period = ap
+              if entry[1] == 'p' then period = pp end
+              carried = carried + carry(KEYS[key + position - 1], period, entry[2], entry[3], now)
+            end
+            answers[index + 1] = {carried}
+            key = key + keys
+          end
+          return answers
+        end
         for index = 1, #counts do
           local keys = string.byte(counts, index) - 48
           local address = decide(KEYS[key], ar, ap, ab, now)
@@ -85,6 +130,21 @@ public enum SharedLimitsScript {
             ]
         }
         return policy(address) + policy(phone) + [nowMicroseconds.map { Array(String($0).utf8) } ?? []]
+    }
+
+    /// The most keys one carry-over request names (a request has one to nine keys).
+    public static let carryOverKeys = 9
+
+    /// The `ARGV` of a carry-over request (all but the key counts and the tag) for `admissions`, in the order of its
+    /// keys (at most ``carryOverKeys``): each its kind (`a` address, `p` phone), its count and its window's age;
+    /// nil: the server's clock, as for the decisions.
+    public static func carryOverArguments(
+        address: LimitPolicy, phone: LimitPolicy, admissions: [(kind: Character, count: Int, age: UInt64)],
+        nowMicroseconds: UInt64? = nil
+    ) -> [[UInt8]] {
+        precondition((1...carryOverKeys).contains(admissions.count), "one to nine keys")
+        let entries = admissions.map { "\($0.kind):\($0.count):\($0.age / 1_000)" }.joined(separator: " ")
+        return arguments(address: address, phone: phone, nowMicroseconds: nowMicroseconds) + [Array(entries.utf8)]
     }
 
     /// The decisions a reply stands for: the address's, and the phone's when it was decided (nil when the call

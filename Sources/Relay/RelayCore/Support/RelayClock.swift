@@ -1,23 +1,15 @@
-import Dispatch
 import Foundation
 import MonotonicTime
 import Synchronization
 
 /// The relay's sense of time, injected so that expiry, limits and token refresh are tested by
-/// advancing a clock rather than by sleeping.
+/// advancing a clock rather than by sleeping. The real one is RelayServer's `SystemClock`, on the event loops' clock.
 public protocol RelayClock: Sendable {
     /// Wall time, Unix seconds: grant issue and expiry, JWT `iat`, `apns-expiration`.
     var unixSeconds: UInt64 { get }
     /// The monotonic clock (CLOCK_MONOTONIC, as the event loops read it): limiter windows, token ages and push
     /// deadlines, immune to wall-clock steps.
     var monotonicNow: Instant { get }
-}
-
-/// The real clock.
-public struct SystemClock: RelayClock {
-    public init() {}
-    public var unixSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
-    public var monotonicNow: Instant { Instant(nanoseconds: DispatchTime.now().uptimeNanoseconds) }
 }
 
 /// A clock that moves only when told to.

@@ -24,6 +24,16 @@ enum DocTestReadings {
         return object?["limits"] as? String == "shared"
     }
 
+    /// The milliseconds the Sentinel failover rehearsal printed (`the replica is the primary N ms after the stop
+    /// began`).
+    static func promotionMilliseconds(_ output: String) -> Int? {
+        let prefix = "the replica is the primary "
+        let suffix = " ms after the stop began"
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix(prefix) }), line.hasSuffix(suffix)
+        else { return nil }
+        return Int(line.dropFirst(prefix.count).dropLast(suffix.count))
+    }
+
     /// Whether a line of `text` starts with `prefix`.
     static func hasLine(_ text: String, startingWith prefix: String) -> Bool {
         text.split(separator: "\n").contains { $0.hasPrefix(prefix) }

@@ -7,7 +7,7 @@ import Glibc
 /// (every line must succeed), then ExecStart in the background, with the EnvironmentFile's variables and
 /// CREDENTIALS_DIRECTORY; the output of all of them is appended to the journal file. Reload: ExecReload's lines,
 /// with MAINPID. Stop: KillSignal, then the wait for the process to end. Its state (the PID, the credentials, the
-/// journal) is in the directory DOC_TEST_SYSTEMD names.
+/// journal) is in the directory DOC_TEST_SYSTEMD names. The units of Debian's packages are ``PackagedUnitStandIn``'s.
 enum SystemctlStandIn {
     struct Paths {
         var unit = "/etc/systemd/system/duo-relay.service"
@@ -21,6 +21,23 @@ enum SystemctlStandIn {
         guard let state = ProcessInfo.processInfo.environment["DOC_TEST_SYSTEMD"], let command = arguments.first else {
             printError("systemctl (doc-test stand-in): DOC_TEST_SYSTEMD and a command are needed")
             return 1
+        }
+        // The units Debian's packages install (redis-server, redis-sentinel, tinyproxy) are played from their own
+        // files; a name that is not one, or none, is the relay's installed unit.
+        let names = arguments.dropFirst().filter { !$0.hasPrefix("-") }.map {
+            $0.hasSuffix(".service") ? String($0.dropLast(".service".count)) : $0
+        }
+        let packaged = names.filter { $0 != "duo-relay" }.compactMap { PackagedUnitStandIn(name: $0, state: state) }
+        if !packaged.isEmpty {
+            guard packaged.count == names.count else {
+                printError("systemctl (doc-test stand-in): a unit it does not know, or the relay's with others")
+                return 1
+            }
+            for unit in packaged {
+                let status = unit.run(command)
+                guard status == 0 else { return status }
+            }
+            return 0
         }
         var paths = Paths(state: state)
         if let unit = ProcessInfo.processInfo.environment["DOC_TEST_SYSTEMD_UNIT"] { paths.unit = unit }

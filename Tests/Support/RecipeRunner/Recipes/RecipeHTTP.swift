@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HTTP1
 
 /// HTTP/1.1 over TCP to 127.0.0.1, one request per connection (`Connection: close`), bounded by a deadline: the
 /// relays' /healthz, /readyz and /metrics, grants and pushes with the client address a header names, and
@@ -58,73 +59,46 @@ enum RecipeHTTP {
     /// nil if it gave none within `seconds`.
     static func connectStatus(proxyPort: Int, target: String, seconds: Double) -> Int? {
         let head = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n"
-        let bytes = exchange(port: proxyPort, request: Array(head.utf8), seconds: seconds) { headEnd($0) != nil }
+        let bytes = exchange(port: proxyPort, request: Array(head.utf8), seconds: seconds) { bytes in
+            var reader = reader(of: bytes)
+            return reader.next() != .needMoreBytes
+        }
         return bytes.flatMap { status(ofHead: $0) }
     }
 
-    /// The status of a head's first line (`HTTP/1.1 200 OK`).
+    /// The status of a whole head (`HTTP/1.1 200 OK`, its fields and the blank line); nil for anything that is not
+    /// an HTTP/1.1 answer's head.
     static func status(ofHead bytes: [UInt8]) -> Int? {
-        let line = String(
-            decoding: bytes.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-        let parts = line.split(separator: " ")
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else { return nil }
-        return status
+        var reader = reader(of: bytes)
+        switch reader.next() {
+        case .head(let head), .interim(let head): return head.status
+        default: return nil
+        }
     }
 
-    /// A whole answer read to the connection's end: its status and body (a chunked body decoded).
+    /// A whole answer read to the connection's end: its status and body (a chunked body decoded; one framed by
+    /// neither a length nor chunks is everything up to the end).
     static func parse(_ bytes: [UInt8]) -> Answer? {
-        guard let end = headEnd(bytes), let status = status(ofHead: bytes) else { return nil }
-        let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
-        var body = Array(bytes[(end + 4)...])
-        if head.contains("\r\ntransfer-encoding: chunked") {
-            guard let decoded = dechunk(body) else { return nil }
-            body = decoded
-        } else if let length = contentLength(head) {
-            guard body.count >= length else { return nil }
-            body = Array(body.prefix(length))
-        }
-        return Answer(status: status, body: body)
+        var reader = reader(of: bytes)
+        reader.finishInput()
+        guard case .complete(let head, let body) = reader.nextResponse() else { return nil }
+        return Answer(status: head.status, body: body)
     }
 
     /// Whether `bytes` hold a whole answer by its own framing (a length, or a chunked body's last chunk), so that a
     /// server that keeps the connection open is not waited for; one framed by the connection's end is whole at it.
     static func isComplete(_ bytes: [UInt8]) -> Bool {
-        guard let end = headEnd(bytes) else { return false }
-        let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
-        let body = Array(bytes[(end + 4)...])
-        if head.contains("\r\ntransfer-encoding: chunked") { return dechunk(body) != nil }
-        guard let length = contentLength(head) else { return false }
-        return body.count >= length
+        var reader = reader(of: bytes)
+        if case .complete = reader.nextResponse() { return true }
+        return false
     }
 
-    static func contentLength(_ head: String) -> Int? {
-        head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
-            .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
-    }
-
-    static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        return (0...(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("\r\n\r\n".utf8) }
-    }
-
-    static func dechunk(_ bytes: [UInt8]) -> [UInt8]? {
-        var body: [UInt8] = []
-        var index = 0
-        while true {
-            guard
-                let lineEnd = (index..<max(index, bytes.count - 1)).first(where: {
-                    bytes[$0] == 13 && bytes[$0 + 1] == 10
-                }),
-                let size = Int(
-                    String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";").first ?? "", radix: 16
-                )
-            else { return nil }
-            if size == 0 { return body }
-            let start = lineEnd + 2
-            guard start + size + 2 <= bytes.count else { return nil }
-            body += bytes[start..<(start + size)]
-            index = start + size + 2
-        }
+    /// A reader holding `bytes`: the relays' answers, /metrics included, and a proxy's answer to CONNECT.
+    private static func reader(of bytes: [UInt8]) -> HTTP1ResponseReader {
+        var reader = HTTP1ResponseReader(
+            limits: HTTP1ResponseReader.Limits(maxBodyBytes: 16 << 20, bodyMayEndWithConnection: true))
+        reader.append(contentsOf: bytes)
+        return reader
     }
 
     /// Sends `request` and reads until the peer closes or `done` holds for what came; nil on any failure or when

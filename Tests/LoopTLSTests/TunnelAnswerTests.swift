@@ -1,20 +1,63 @@
+import HTTP1
+import RelayTestSupport
 import Testing
 
 @testable import LoopTLS
 
-@Suite struct TunnelAnswerParserTests {
-    private func parse(_ text: String, splitAt sizes: [Int] = []) -> TunnelAnswerParser.Result {
+/// A proxy's answer to `CONNECT`, read by the stream's machine through the HTTP/1 response reader: a 2xx opens the
+/// tunnel (what follows its blank line is the server's), any other status is a refusal naming its status line, and
+/// anything that is not an HTTP answer (or a head too large) is malformed.
+@Suite struct TunnelAnswerTests {
+    typealias Machine = ClientStreamMachine
+
+    enum Verdict: Equatable {
+        case needsMore
+        case established(leftover: [UInt8])
+        case refused(statusLine: String)
+        case malformed(reason: String)
+    }
+
+    static let refusedPrefix = "proxy 127.0.0.1:3128 refused the tunnel: "
+
+    /// A machine through a proxy, its TCP connection up and `CONNECT` sent.
+    static func tunnelling() -> Machine {
+        var machine = Machine(
+            host: "api.push.apple.com", port: 443, usesTLS: true,
+            proxy: Machine.Proxy(host: "127.0.0.1", port: 3128, authorization: "Basic dTpw"))
+        _ = machine.start(now: 0)
+        _ = machine.resolved(addressCount: 1)
+        _ = machine.connected()
+        return machine
+    }
+
+    /// What the actions of one read say of the answer.
+    static func verdict(_ actions: [Machine.Action]) -> Verdict {
+        if actions.isEmpty { return .needsMore }
+        if case .startTLS(let leftover) = actions.first { return .established(leftover: leftover) }
+        for action in actions {
+            guard case .fail(let failure) = action else { continue }
+            switch failure.tunnel {
+            case .refused where failure.reason.hasPrefix(refusedPrefix):
+                return .refused(statusLine: String(failure.reason.dropFirst(refusedPrefix.count)))
+            case .malformed: return .malformed(reason: failure.reason)
+            default: break
+            }
+        }
+        return .malformed(reason: "unexpected actions \(actions)")
+    }
+
+    private func parse(_ text: String, splitAt sizes: [Int] = []) -> Verdict {
         parse(Array(text.utf8), splitAt: sizes)
     }
 
-    /// Feeds `bytes` in pieces of the given sizes (the rest in one piece), returning the first result that is not
+    /// Feeds `bytes` in pieces of the given sizes (the rest in one piece), returning the first verdict that is not
     /// `needsMore`, or the last.
-    private func parse(_ bytes: [UInt8], splitAt sizes: [Int] = []) -> TunnelAnswerParser.Result {
-        var parser = TunnelAnswerParser()
+    private func parse(_ bytes: [UInt8], splitAt sizes: [Int] = []) -> Verdict {
+        var machine = Self.tunnelling()
         var offset = 0
         for size in sizes + [bytes.count] {
             let end = min(bytes.count, offset + size)
-            let result = parser.feed(Array(bytes[offset..<end]))
+            let result = Self.verdict(machine.tunnelRead(Array(bytes[offset..<end])))
             offset = end
             if result != .needsMore || offset == bytes.count { return result }
         }
@@ -80,28 +123,7 @@ import Testing
         #expect(line == "403 " + String(repeating: "r", count: 100) + "...")
     }
 
-    @Test(arguments: [
-        "SSH-2.0-OpenSSH_9.2\r\n\r\n",
-        "http/1.1 200 OK\r\n\r\n",
-        "HTTP/2 200\r\n\r\n",
-        "HTTP/1.1 200 OK\nVia: x\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n\n",
-        "HTTP/1.1 20 OK\r\n\r\n",
-        "HTTP/1.1 2000 OK\r\n\r\n",
-        "HTTP/1.1 099 Low\r\n\r\n",
-        "HTTP/1.1 600 High\r\n\r\n",
-        "HTTP/1.1  200 OK\r\n\r\n",
-        "HTTP/1.1 200OK\r\n\r\n",
-        "HTTP/1.2 200 OK\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n Folded: line\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nName : space before colon\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nName: bell\u{07}\r\n\r\n",
-        "HTTP/1.1 200 OK\rVia: x\r\n\r\n",
-        "HTTP/1.1 200 O\u{00}K\r\n\r\n",
-        "HTTP/1.1 407 Caf\u{E9}\r\n\r\n",
-    ])
+    @Test(arguments: MalformedAnswers.heads)
     func aMalformedAnswerIsRefusedAsSuch(answer: String) {
         guard case .malformed = parse(answer) else {
             Issue.record("\(answer.debugDescription) was not refused as malformed: \(parse(answer))")
@@ -112,37 +134,37 @@ import Testing
     @Test func garbageIsRefusedBeforeItsEnd() {
         // A proxy (or something else) that sends no HTTP and no blank line is refused on its first bytes, not when
         // the time runs out.
-        var parser = TunnelAnswerParser()
-        guard case .malformed = parser.feed(Array("\u{15}\u{03}\u{03}".utf8)) else {
+        var machine = Self.tunnelling()
+        guard case .malformed = Self.verdict(machine.tunnelRead(Array("\u{15}\u{03}\u{03}".utf8))) else {
             Issue.record("garbage waited for more")
             return
         }
-        var bareLF = TunnelAnswerParser()
-        guard case .malformed = bareLF.feed(Array("HTTP/1.1 200 OK\n".utf8)) else {
+        var bareLF = Self.tunnelling()
+        guard case .malformed = Self.verdict(bareLF.tunnelRead(Array("HTTP/1.1 200 OK\n".utf8))) else {
             Issue.record("a bare LF waited for more")
             return
         }
     }
 
     @Test func anOversizedHeadIsRefused() {
-        var parser = TunnelAnswerParser()
-        #expect(parser.feed(Array("HTTP/1.1 200 OK\r\n".utf8)) == .needsMore)
+        let maximumHeadSize = HTTP1ResponseReader.Limits().maxHeadBytes
+        var machine = Self.tunnelling()
+        #expect(Self.verdict(machine.tunnelRead(Array("HTTP/1.1 200 OK\r\n".utf8))) == .needsMore)
         let line = Array("X-Padding: \(String(repeating: "p", count: 90))\r\n".utf8)
-        var result = TunnelAnswerParser.Result.needsMore
+        var result = Verdict.needsMore
         var fed = 17
-        while result == .needsMore && fed < 2 * TunnelAnswerParser.maximumHeadSize {
-            result = parser.feed(line)
+        while result == .needsMore && fed < 2 * maximumHeadSize {
+            result = Self.verdict(machine.tunnelRead(line))
             fed += line.count
         }
         guard case .malformed(let reason) = result else {
             Issue.record("an endless head was not refused: \(result)")
             return
         }
-        #expect(reason.contains("over \(TunnelAnswerParser.maximumHeadSize) bytes"))
-        #expect(fed <= TunnelAnswerParser.maximumHeadSize + line.count)
+        #expect(reason.contains("the head is over its limit"))
+        #expect(fed <= maximumHeadSize + line.count)
         // A head whose blank line comes just past the bound, in one read, is refused too.
-        let big =
-            "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: TunnelAnswerParser.maximumHeadSize) + "\r\n\r\n"
+        let big = "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: maximumHeadSize) + "\r\n\r\n"
         guard case .malformed = parse(big) else {
             Issue.record("a head over the bound in one read was taken")
             return
@@ -150,12 +172,13 @@ import Testing
     }
 
     @Test func tooManyHeaderLinesAreRefused() {
-        let lines = String(repeating: "A: b\r\n", count: TunnelAnswerParser.maximumHeaderLines + 1)
+        let maximumHeaderLines = HTTP1ResponseReader.Limits().maxFieldLines
+        let lines = String(repeating: "A: b\r\n", count: maximumHeaderLines + 1)
         guard case .malformed = parse("HTTP/1.1 200 OK\r\n" + lines + "\r\n") else {
             Issue.record("101 header lines were taken")
             return
         }
-        let allowed = String(repeating: "A: b\r\n", count: TunnelAnswerParser.maximumHeaderLines)
+        let allowed = String(repeating: "A: b\r\n", count: maximumHeaderLines)
         #expect(parse("HTTP/1.1 200 OK\r\n" + allowed + "\r\n") == .established(leftover: []))
     }
 }

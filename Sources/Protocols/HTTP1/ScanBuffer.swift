@@ -1,0 +1,34 @@
+/// The bytes a reader has received and not yet consumed, scanned in place: the request parser's and the response
+/// reader's. Consumed bytes end at `position`; a head or trailer section being scanned stays from `position` on,
+/// its fields recorded as offsets from there, and `scan` is the next byte its scan examines. Dropping consumed bytes
+/// moves both by the same amount, so the offsets survive.
+struct ScanBuffer: Sendable {
+    var bytes: [UInt8] = []
+    var position = 0
+    var scan = 0
+
+    /// Bytes received and not yet consumed.
+    var unconsumedCount: Int { bytes.count - position }
+
+    mutating func append(_ more: UnsafeRawBufferPointer) {
+        compact()
+        bytes.append(contentsOf: more)
+    }
+
+    mutating func append(contentsOf more: some Collection<UInt8>) {
+        compact()
+        bytes.append(contentsOf: more)
+    }
+
+    /// Drops consumed bytes, so that the buffer holds only what is still to be read.
+    private mutating func compact() {
+        guard position > 0 else { return }
+        if position == bytes.count {
+            bytes.removeAll(keepingCapacity: true)
+        } else {
+            bytes.removeSubrange(0..<position)
+        }
+        scan -= position
+        position = 0
+    }
+}
