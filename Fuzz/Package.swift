@@ -8,6 +8,7 @@ let settings: [SwiftSetting] = [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-a
 
 let targets = [
     "FuzzGrant", "FuzzPushRequest", "FuzzGrantRequest", "FuzzConfiguration", "FuzzBase64", "FuzzHTTP1Parser",
+    "FuzzPKCS11URI",
 ]
 
 let package = Package(
