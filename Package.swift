@@ -127,7 +127,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "CSystem", "TLS", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion", "Loop", "LoopTLS", "MonotonicTime",
+                "RelayVersion", "Loop", "LoopTLS", "MonotonicTime", "PKCS11",
             ], path: "Sources/Relay/RelayServer",
             swiftSettings: strict),
         .executableTarget(
