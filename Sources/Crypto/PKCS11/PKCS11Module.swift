@@ -13,10 +13,51 @@ public final class PKCS11Module: @unchecked Sendable {
     /// The path it was loaded from, as configured.
     public let path: String
     let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
+    /// One caller at a time, and how many times the module has been initialised again: every call into the module
+    /// is made under this lock (the relay calls a token a few times an hour, so nothing waits for long), so that a
+    /// new initialisation never runs beside another call, and a session opened before it is known to be gone.
+    private let calls = Mutex<UInt64>(0)
 
     private init(path: String, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>) {
         self.path = path
         self.functions = functions
+    }
+
+    /// Runs `body` as the only caller of the module, with the current initialisation's number.
+    func serialized<Result>(_ body: (UInt64) throws(PKCS11Error) -> Result) throws(PKCS11Error) -> Result {
+        try calls.withLock { (generation: inout UInt64) throws(PKCS11Error) -> Result in try body(generation) }
+    }
+
+    /// Finalises and initialises the module again (under ``serialized(_:)``'s lock, from a caller that holds it): a
+    /// module finds its tokens at `C_Initialize`, and some (SoftHSM, modules for removable devices) never find a
+    /// token again that went away while they ran. Every session of the old initialisation is gone; a key finds out
+    /// by the number changing.
+    func reinitializeHoldingLock() throws(PKCS11Error) {
+        _ = functions.pointee.C_Finalize(nil)
+        var arguments = CK_C_INITIALIZE_ARGS()
+        arguments.flags = CKF_OS_LOCKING_OK
+        let initialized = withUnsafeMutablePointer(to: &arguments) {
+            functions.pointee.C_Initialize(UnsafeMutableRawPointer($0))
+        }
+        guard initialized == CKR_OK || initialized == CKR_CRYPTOKI_ALREADY_INITIALIZED else {
+            throw PKCS11Error(.moduleFailed, "\(path): C_Initialize failed: \(ReturnValue.name(initialized))")
+        }
+    }
+
+    /// ``serialized(_:)`` with the chance to initialise the module again: `body` gets the number and a way to ask
+    /// for a new initialisation (which gives the next number).
+    func serialized<Result>(
+        reinitializing body: (UInt64, () throws(PKCS11Error) -> UInt64) throws(PKCS11Error) -> Result
+    ) throws(PKCS11Error) -> Result {
+        try calls.withLock { (generation: inout UInt64) throws(PKCS11Error) -> Result in
+            var current = generation
+            defer { generation = current }
+            return try body(generation) { () throws(PKCS11Error) -> UInt64 in
+                current += 1
+                try reinitializeHoldingLock()
+                return current
+            }
+        }
     }
 
     /// The modules loaded so far, by path: loaded and initialised once, whoever asks.

@@ -28,9 +28,9 @@ public struct PKCS11KeyName: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// An EC P-256 private key held in a PKCS#11 token, used through a session of its own and never read out: the relay
-/// holds the key's handle and its public half, the token signs. One caller at a time uses the session (a lock); a
+/// holds the key's handle and its public half, the token signs. One caller at a time uses the module (its lock); a
 /// session the token lost (a device removed, a network HSM gone) is dropped, and the next signature opens and logs
-/// into a new one, finding the key again.
+/// into a new one, finding the key again (and checking it is the same key).
 public final class PKCS11PrivateKey: Sendable {
     public let module: PKCS11Module
     public let name: PKCS11KeyName
@@ -43,6 +43,8 @@ public final class PKCS11PrivateKey: Sendable {
     struct Session {
         var handle: CK_SESSION_HANDLE
         var key: CK_OBJECT_HANDLE
+        /// The module's initialisation it was opened in: a new one has closed it.
+        var generation: UInt64
     }
 
     /// Opens a session on the token named by `name`, logs in with `pin` and finds exactly one private key: an EC
@@ -52,36 +54,57 @@ public final class PKCS11PrivateKey: Sendable {
         self.module = module
         self.name = name
         self.pin = Array(pin.utf8)
-        let (opened, point) = try Self.open(module: module, name: name, pin: self.pin)
+        let pin = self.pin
+        let (opened, point) = try module.serialized { (generation) throws(PKCS11Error) in
+            try Self.open(module: module, name: name, pin: pin, generation: generation)
+        }
         publicPoint = point
         session.withLock { $0 = opened }
     }
 
     deinit {
-        if let open = session.withLock({ $0 }) { _ = module.functions.pointee.C_CloseSession(open.handle) }
+        guard let open = session.withLock({ $0 }) else { return }
+        try? module.serialized { (generation) throws(PKCS11Error) in
+            if open.generation == generation { _ = module.functions.pointee.C_CloseSession(open.handle) }
+        }
     }
 
     /// The ECDSA signature (`CKM_ECDSA`) of a 32-byte digest, as PKCS#11 gives it: the raw `r ‖ s`, 64 bytes.
     /// A failure drops the session; the next call opens a new one.
     public func signature(forDigest digest: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try session.withLock { (current: inout Session?) throws(PKCS11Error) -> [UInt8] in
-            if current == nil {
-                let (opened, point) = try Self.open(module: module, name: name, pin: pin)
-                guard point == publicPoint else {
-                    _ = module.functions.pointee.C_CloseSession(opened.handle)
-                    throw PKCS11Error(.tokenFailed, "\(name) is now another key than the one loaded")
+            try module.serialized(reinitializing: { (generation, reinitialize) throws(PKCS11Error) -> [UInt8] in
+                if let open = current, open.generation != generation { current = nil }
+                if current == nil { current = try reopen(generation: generation, reinitialize: reinitialize) }
+                guard let open = current else { throw PKCS11Error(.tokenFailed, "no session") }
+                do throws(PKCS11Error) {
+                    return try sign(digest, with: open)
+                } catch {
+                    _ = module.functions.pointee.C_CloseSession(open.handle)
+                    current = nil
+                    throw error
                 }
-                current = opened
-            }
-            guard let open = current else { throw PKCS11Error(.tokenFailed, "no session") }
-            do throws(PKCS11Error) {
-                return try sign(digest, with: open)
-            } catch {
-                _ = module.functions.pointee.C_CloseSession(open.handle)
-                current = nil
-                throw error
-            }
+            })
         }
+    }
+
+    /// A new session for a key whose session was lost. A token the module no longer lists (a device removed and put
+    /// back, a token directory moved away and back) may be found again only by a new initialisation of the module:
+    /// one is made, and the key looked for once more.
+    private func reopen(
+        generation: UInt64, reinitialize: () throws(PKCS11Error) -> UInt64
+    ) throws(PKCS11Error) -> Session {
+        var opened: (Session, [UInt8])
+        do {
+            opened = try Self.open(module: module, name: name, pin: pin, generation: generation)
+        } catch  where error.code == .noToken || error.code == .moduleFailed {
+            opened = try Self.open(module: module, name: name, pin: pin, generation: try reinitialize())
+        }
+        guard opened.1 == publicPoint else {
+            _ = module.functions.pointee.C_CloseSession(opened.0.handle)
+            throw PKCS11Error(.tokenFailed, "\(name) is now another key than the one loaded")
+        }
+        return opened.0
     }
 
     private func sign(_ digest: [UInt8], with open: Session) throws(PKCS11Error) -> [UInt8] {
@@ -106,7 +129,7 @@ public final class PKCS11PrivateKey: Sendable {
 
     /// A new session on the named token, logged in, with the one key that matches, and the key's public point.
     private static func open(
-        module: PKCS11Module, name: PKCS11KeyName, pin: [UInt8]
+        module: PKCS11Module, name: PKCS11KeyName, pin: [UInt8], generation: UInt64
     ) throws(PKCS11Error) -> (Session, [UInt8]) {
         let functions = module.functions.pointee
         let tokens = try module.tokens().filter { name.token == nil || $0.label == name.token }
@@ -148,7 +171,9 @@ public final class PKCS11PrivateKey: Sendable {
                     "token \"\(token.label)\" holds \(keys.count) private keys with \(name): name one (object=, id=)")
             }
             try search.requireP256Signing(key, name: name)
-            return (Session(handle: handle, key: key), try search.publicPoint(of: key, name: name))
+            return (
+                Session(handle: handle, key: key, generation: generation), try search.publicPoint(of: key, name: name)
+            )
         } catch {
             _ = functions.C_CloseSession(handle)
             throw error

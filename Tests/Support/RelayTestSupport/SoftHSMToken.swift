@@ -45,6 +45,13 @@ public struct SoftHSMToken: Sendable {
         try run(["--init-token", "--free", "--label", label, "--pin", pin, "--so-pin", "so-" + pin])
     }
 
+    /// The same token with another PIN: what a relay given the wrong PIN is told.
+    public init(copying token: SoftHSMToken, pin: String) {
+        directory = token.directory
+        label = token.label
+        self.pin = pin
+    }
+
     /// Imports a private key (PKCS#8 PEM, as Apple's .p8 is) as object `object` with id `id` (hex), with its public
     /// key object beside it (same label and id). The PEM goes through a file of the test's, removed at once.
     public func importKey(pem: String, object: String, id: String) throws {
