@@ -150,7 +150,7 @@ let package = Package(
                 "Loop", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder", "ErrorCodes",
             ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
-        // The documents' recipes run as written: the blocks taken from README.md and OPERATIONS.md, the
+        // The documents' recipes run as written: the blocks taken from README.md and the operations documents, the
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(

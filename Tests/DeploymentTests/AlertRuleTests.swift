@@ -74,7 +74,7 @@ import Testing
     @Test("the rules read only the relay's metrics (and up), and every one carries a severity and a summary")
     func rulesReadTheRelaysMetrics() throws {
         let rules = try Repository.text(Self.rules)
-        let operations = try Repository.text("OPERATIONS.md")
+        let operations = try Documentation.operationsDocuments().map(\.text).joined(separator: "\n")
         for match in rules.matches(of: try Regex("[a-z_]+_total|duo_relay_[a-z_]+")) {
             let name = String(rules[match.range])
             #expect(name.hasPrefix("duo_relay_"), "\(name) is not a duo-relay metric")
@@ -82,8 +82,8 @@ import Testing
         let alerts = try Self.alertNames()
         #expect(rules.components(separatedBy: "severity: ").count - 1 == alerts.count)
         #expect(rules.components(separatedBy: "summary: ").count - 1 == alerts.count)
-        // OPERATIONS.md names each alert, so that whoever is paged finds what it means.
-        for alert in alerts { #expect(operations.contains(alert), "OPERATIONS.md does not name \(alert)") }
+        // The operations documents name each alert, so that whoever is paged finds what it means.
+        for alert in alerts { #expect(operations.contains(alert), "no operations document names \(alert)") }
     }
 
     static func alertNames() throws -> [String] {

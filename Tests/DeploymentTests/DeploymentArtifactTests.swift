@@ -2,7 +2,7 @@ import Foundation
 import RelayTestSupport
 import Testing
 
-/// The deployment artifacts in `deploy/`, checked against the relay as README.md documents it and,
+/// The deployment artifacts in `deploy/`, checked against the relay as docs/operations/configuration.md documents it and,
 /// where the tool is installed (`scripts/install-deps --test` installs each), by the program that
 /// will read them: systemd-analyze, python3-yaml, nginx, caddy.
 @Suite struct DeploymentArtifactTests {
@@ -125,7 +125,7 @@ import Testing
             guard parts.count == 2 else { continue }
             #expect(secretNames.contains(parts[0]), "credential \(parts[0]) is not a variable the relay reads")
             // Named as the credential, so that `CREDENTIALS_DIRECTORY=/etc/duo-relay/credentials duo-relay check`
-            // sees what the service will (OPERATIONS.md, "systemd").
+            // sees what the service will (docs/operations/one-host.md, "systemd").
             #expect(parts[1] == "/etc/duo-relay/credentials/" + parts[0])
             given.append(parts[0])
         }
@@ -159,7 +159,7 @@ import Testing
         arguments: [systemdConfiguration, configMap, containerConfiguration])
     func exampleConfigurationKeys(path: String) throws {
         let accepted = try Documentation.configurationKeys()
-        #expect(accepted["apns"]?.contains("topic") == true, "README's Configuration example was not read")
+        #expect(accepted["apns"]?.contains("topic") == true, "the reference's Configuration example was not read")
         let configuration = try Self.exampleConfiguration(path)
         #expect(configuration.isObject)
         for key in configuration.keys.sorted() {
@@ -264,7 +264,7 @@ import Testing
         let container = pod["containers"][0]
         let secretNames = try Documentation.secretNames()
         let secretKeys = try Self.documentedSecretKeys()
-        #expect(secretKeys.contains("RELAY_KEYS"), "OPERATIONS.md's secretGenerator was not read")
+        #expect(secretKeys.contains("RELAY_KEYS"), "the Kubernetes recipe's secretGenerator was not read")
 
         let volume = try #require(pod["volumes"].array.first { $0["secret"].exists })
         #expect(volume["secret"]["secretName"].string == "duo-relay-secrets")
@@ -283,7 +283,7 @@ import Testing
             let path = try #require(variable["value"].string)
             #expect(path.hasPrefix(directory + "/"), "\(name) points outside the secret volume")
             let key = URL(fileURLWithPath: path).lastPathComponent
-            #expect(secretKeys.contains(key), "\(name): OPERATIONS.md's Secret has no key \(key)")
+            #expect(secretKeys.contains(key), "\(name): the Kubernetes recipe's Secret has no key \(key)")
             named.insert(key)
         }
         // Every key of the documented Secret is read by the relay (REDIS_PASSWORD by Redis too).
@@ -345,9 +345,9 @@ import Testing
         #expect(try Repository.text("deploy/prometheus/alerts.rules.yml").contains(#"up{job="duo-relay"}"#))
     }
 
-    /// The keys of the Secret that OPERATIONS.md's Kubernetes recipe generates: its secretGenerator's files.
+    /// The keys of the Secret that the Kubernetes recipe (docs/operations/containers.md) generates: its secretGenerator's files.
     static func documentedSecretKeys() throws -> Set<String> {
-        let recipe = Documentation.section("Kubernetes", of: try Repository.text("OPERATIONS.md"))
+        let recipe = Documentation.section("Kubernetes", of: try Repository.text("docs/operations/containers.md"))
         let generator = try #require(recipe.range(of: "secretGenerator:"))
         var keys: Set<String> = []
         for line in recipe[generator.upperBound...].split(separator: "\n") {
@@ -542,9 +542,9 @@ import Testing
 
     // MARK: - Everything
 
-    @Test("no file under deploy/, nor OPERATIONS.md, holds key material")
+    @Test("no file under deploy/, nor any operations document, holds key material")
     func noKeyMaterial() throws {
-        let files = Repository.allFiles(under: "deploy") + ["OPERATIONS.md"]
+        let files = Repository.allFiles(under: "deploy") + (try Documentation.operationsDocuments().map(\.path))
         #expect(files.count > 10)
         for file in files {
             #expect(try Self.keyMaterial(in: Repository.text(file)).isEmpty, "\(file)")

@@ -39,9 +39,11 @@ import Testing
         let name = try #require(namespace["metadata"]["name"].string)
         #expect(try Self.kustomization()["namespace"].string == name)
         #expect(namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"].string == "restricted")
-        // The operator's kustomization (OPERATIONS.md) puts its generated Secret there too.
-        let recipe = Documentation.section("Kubernetes", of: try Repository.text("OPERATIONS.md"))
-        #expect(recipe.contains("\nnamespace: \(name)\n"), "OPERATIONS.md's kustomization has no namespace: \(name)")
+        // The operator's kustomization (docs/operations/containers.md) puts its generated Secret there too.
+        let recipe = Documentation.section("Kubernetes", of: try Repository.text("docs/operations/containers.md"))
+        #expect(
+            recipe.contains("\nnamespace: \(name)\n"),
+            "docs/operations/containers.md's kustomization has no namespace: \(name)")
         // Redis's pod meets the profile as the relay's does.
         let pod = try Manifests.only("Deployment", in: Self.redis())["spec"]["template"]["spec"]
         #expect(pod["securityContext"]["runAsNonRoot"].bool == true)

@@ -157,7 +157,7 @@ import Testing
     }
 
     /// An APNs key in the SEC1 form (`openssl ec` output, "BEGIN EC PRIVATE KEY") is accepted by check and serve
-    /// alike, and signs: README.md says both forms are read.
+    /// alike, and signs: docs/operations/configuration.md says both forms are read.
     @Test func aSEC1KeyPassesCheckAndDelivers() throws {
         let secrets = TestSecrets()
         let sec1 = try Self.sec1(secrets.apnsKey)
@@ -171,7 +171,8 @@ import Testing
         let grant = try fixture.grant(token: randomToken())
         #expect(try fixture.push(grant: grant).status == 200)
         #expect(fixture.waitForDeliveries(1).count == 1)
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(
+            contentsOf: Self.root.appendingPathComponent("docs/operations/configuration.md"), encoding: .utf8)
         #expect(readme.contains("`BEGIN EC PRIVATE KEY`"))
     }
 

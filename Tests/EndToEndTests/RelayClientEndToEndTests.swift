@@ -217,7 +217,7 @@ import Testing
         let delivered = try CommandRun(["push", "--relay", url, "--grant", fine])
         #expect(delivered.status == 0)
         #expect(delivered.standardOutput.hasPrefix("push: delivered, apns-id "))
-        // The relay's HTTP status, as OPERATIONS.md says.
+        // The relay's HTTP status, as docs/operations/one-host.md says.
         #expect(delivered.standardOutput.contains(" (HTTP 200, "), "\(delivered.standardOutput)")
         #expect(fixture.waitForDeliveries(1).count == 1)
         #expect(!delivered.standardOutput.contains(fine))

@@ -32,7 +32,7 @@ import Testing
         #expect(try relay.connect().request("GET", "/healthz").status == 200)
     }
 
-    /// systemd's `systemctl restart` then `systemctl reload` (OPERATIONS.md's rotation): with `Type=exec` the reload's
+    /// systemd's `systemctl restart` then `systemctl reload` (docs/operations/keys.md's rotation): with `Type=exec` the reload's
     /// SIGHUP can come while the relay is still starting, before it listens. It must neither end the process (SIGHUP's
     /// default action, which is what happened) nor be lost: the relay serves, then carries it out.
     @Test func aReloadWhileStartingIsCarriedOutOnceServing() throws {

@@ -109,9 +109,11 @@ import Testing
         #expect(ContainerRelayConfig.string(Data("{\"1\":\"key-one\"}".utf8), "1") == "key-one")
     }
 
-    /// OPERATIONS.md's `container` blocks in order.
+    /// The operations documents' `container` blocks in order.
     static func containerBlocks() throws -> [String] {
-        let document = try ContainerTestReadingsTests.repositoryFile("OPERATIONS.md")
+        let root = ContainerTestReadingsTests.root.path
+        let document = try RecipeExtract.documents(in: root).map(ContainerTestReadingsTests.repositoryFile)
+            .joined(separator: "\n")
         var blocks: [String] = []
         var lines = document.split(separator: "\n", omittingEmptySubsequences: false)[...]
         while let mark = lines.firstIndex(where: { $0.hasPrefix("<!-- run: container (") }) {

@@ -110,8 +110,23 @@ import Testing
         for scenario in RecipeScenarios.local + RecipeScenarios.container {
             #expect(blocks.contains { $0.scenario == scenario }, "no block for \(scenario)")
         }
-        #expect(blocks.first { $0.name == "quick-start.1" }?.location == "README.md:12")
+        #expect(blocks.first { $0.name == "quick-start.1" }?.location == "README.md:19")
         #expect(blocks.first { $0.name == "quick-start.1" }?.body.hasPrefix("scripts/install ~/.local") == true)
+    }
+
+    /// The operations pages run in the order the index links them (a scenario's blocks span pages), then the rest.
+    @Test func operationsPagesFollowTheIndexsLinks() {
+        let index =
+            "[Keys](docs/operations/keys.md) and [Host](docs/operations/one-host.md), again [K](docs/operations/keys.md)"
+        let pages = [
+            "docs/operations/monitoring.md", "docs/operations/one-host.md", "docs/operations/egress.md",
+            "docs/operations/keys.md",
+        ]
+        #expect(
+            RecipeBlocks.linkOrder(of: pages, in: index) == [
+                "docs/operations/keys.md", "docs/operations/one-host.md", "docs/operations/egress.md",
+                "docs/operations/monitoring.md",
+            ])
     }
 
     @Test func extractWritesTheBlocksAndTheirLocations() throws {

@@ -81,7 +81,7 @@ import Testing
         for problem in checked.problems { #expect(!problem.description.contains("not a key")) }
     }
 
-    /// Both forms of an APNs key are accepted (README.md, "Secrets"): PKCS#8, as Apple's .p8, and SEC1.
+    /// Both forms of an APNs key are accepted (docs/operations/configuration.md, "Secrets"): PKCS#8, as Apple's .p8, and SEC1.
     @Test func anAPNsKeyIsReadAsPKCS8OrSEC1AndOtherwiseRefusedNamingTheForms() throws {
         let key = P256.Signing.PrivateKey()
         for pem in [key.pemRepresentation, try Self.sec1(key)] {

@@ -12,7 +12,7 @@ enum ServeCommand {
         Runs the relay until SIGTERM or SIGINT (then stops gracefully, exit 0). SIGHUP re-reads the
         configuration file and the secrets given as NAME_FILE (variables and credentials keep their
         start-up values); listen, limits and server settings need a restart. The path is always
-        explicit: nothing is searched for. Secrets come from the environment (README.md, "Secrets"):
+        explicit: nothing is searched for. Secrets come from the environment (docs/operations/configuration.md, "Secrets"):
         APNS_KEY_SANDBOX, APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION,
         APNS_TEAM_ID, RELAY_KEYS and, with a Redis limits store that requires AUTH, REDIS_PASSWORD
         (and REDIS_SENTINEL_PASSWORD for sentinels that require it); each also as NAME_FILE (a path) or as a systemd credential NAME ($CREDENTIALS_DIRECTORY/NAME).

@@ -2,7 +2,7 @@ import DuoRelayClient
 import Foundation
 import Glibc
 
-/// `doc-test --repo DIR --work DIR`: runs the command blocks of README.md and OPERATIONS.md as written, with
+/// `doc-test --repo DIR --work DIR`: runs the command blocks of README.md and the operations documents as written, with
 /// throwaway secrets, and checks what an operator sees (scripts/doc-test runs it inside private namespaces, with
 /// /etc, /usr/local and $HOME as overlays, the checkout too, and `systemctl` the stand-in). Each scenario runs its
 /// blocks with bash in the order the documents give; APNs is `duo-relay apns-sim` on 127.0.0.1:8443, and the
@@ -72,7 +72,10 @@ final class DocTestRun: RecipeRun {
 
     func runAll() throws {
         scenario = "apns-sim"
-        let steps = [startSimulator, quickStart, secretsEnv, systemdScenario, redisPair, redisSentinel, egressProxy]
+        let steps = [
+            startSimulator, quickStart, secretsEnv, systemdScenario, redisPair, redisSentinel, egressProxy,
+            hardwareKeys,
+        ]
         for step in steps {
             do {
                 try step()
@@ -88,7 +91,7 @@ final class DocTestRun: RecipeRun {
             throw RecipeFailure(
                 scenario: block.scenario, what: "block \(block.number) (\(block.location)) is never run")
         }
-        say("every command block of README.md and OPERATIONS.md is run here or by scripts/container-test")
+        say("every command block of README.md and the operations documents is run here or by scripts/container-test")
     }
 
     // MARK: - The scenarios' tools

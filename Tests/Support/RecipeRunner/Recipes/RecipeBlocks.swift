@@ -1,13 +1,13 @@
 import ErrorCodes
 
-/// The documents' command blocks and the marks that say which run runs each: every ```sh block of README.md and
-/// OPERATIONS.md is marked, on its last non-empty line above, `<!-- run: NAME (scripts/doc-test) -->` (a
+/// The documents' command blocks and the marks that say which run runs each: every ```sh block of README.md,
+/// OPERATIONS.md and the operations pages (docs/operations/) is marked, on its last non-empty line above, `<!-- run: NAME (scripts/doc-test) -->` (a
 /// scenario of `duo-relay-recipes doc-test`) or `<!-- run: NAME (scripts/container-test ...) -->`; a block that
 /// only illustrates starts with the line `# Illustration`. Pure: documents in, blocks or the problems out.
 struct RecipeBlock: Equatable, Sendable {
     /// The scenario the mark names.
     var scenario: String
-    /// The block's number within its scenario, from 1, in document order (README.md, then OPERATIONS.md).
+    /// The block's number within its scenario, from 1, in document order (RecipeExtract.documents).
     var number: Int
     /// The block's lines, each ended by a newline.
     var body: String
@@ -21,7 +21,9 @@ struct RecipeBlock: Equatable, Sendable {
 /// The scenarios the marks may name.
 enum RecipeScenarios {
     /// Run on this machine by `duo-relay-recipes doc-test`, in this order.
-    static let local = ["quick-start", "secrets-env", "systemd", "redis-pair", "redis-sentinel", "egress-proxy"]
+    static let local = [
+        "quick-start", "secrets-env", "systemd", "redis-pair", "redis-sentinel", "egress-proxy", "hardware-keys",
+    ]
     /// Run by scripts/container-test.
     static let container = ["container", "kubernetes"]
 }
@@ -39,6 +41,14 @@ extension ErrorCode where Domain == RecipeErrorDomain {
 }
 
 enum RecipeBlocks {
+    /// `pages` in the order `index` first links each (a Markdown link to the page's path), then those it never
+    /// links, by name.
+    static func linkOrder(of pages: [String], in index: String) -> [String] {
+        func firstLink(_ page: String) -> String.Index? { index.range(of: "](" + page + ")")?.lowerBound }
+        let linked = pages.compactMap { page in firstLink(page).map { (page, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
+        return linked + pages.filter { !linked.contains($0) }.sorted()
+    }
+
     /// One document's blocks in order: each marked one with its scenario, and the lines of the unmarked ones.
     struct Reading: Equatable {
         var marked: [(scenario: String, body: String, line: Int)]

@@ -5,13 +5,16 @@ import Foundation
 /// writes each block to DIR/NAME.N.sh and its `DOCUMENT:LINE` as line N of DIR/NAME.where: what
 /// scripts/container-test runs, through `scripts/doc-test --extract DIR`.
 enum RecipeExtract {
-    /// The documents whose blocks are run, in this order: README.md, OPERATIONS.md, then docs/operations/'s pages
-    /// by name, so that a new operations page is run without being listed here.
+    /// The documents whose blocks are run, in this order: README.md, OPERATIONS.md (the operations index), the
+    /// pages of docs/operations/ in the order the index links them, then any page it does not link, by name. A
+    /// scenario's blocks are numbered across documents in this order.
     static func documents(in directory: String? = nil) -> [String] {
         let base = directory.map { $0 + "/" } ?? ""
-        let pages = (try? FileManager.default.contentsOfDirectory(atPath: base + "docs/operations")) ?? []
         let front = ["README.md", "OPERATIONS.md"].filter { FileManager.default.fileExists(atPath: base + $0) }
-        return front + pages.filter { $0.hasSuffix(".md") }.sorted().map { "docs/operations/" + $0 }
+        let pages = ((try? FileManager.default.contentsOfDirectory(atPath: base + "docs/operations")) ?? [])
+            .filter { $0.hasSuffix(".md") }.map { "docs/operations/" + $0 }
+        let index = (try? String(contentsOfFile: base + "OPERATIONS.md", encoding: .utf8)) ?? ""
+        return front + RecipeBlocks.linkOrder(of: pages, in: index)
     }
 
     static func run(_ arguments: [String]) -> Int32 {
