@@ -168,6 +168,18 @@ import Testing
         #expect(afterExpiry(of: first) != nil)
     }
 
+    /// When the signing thread stops (its gateway retired, the relay stopping), a push waiting for a token after
+    /// ExpiredProviderToken is answered at once rather than left waiting, and no later one waits.
+    @Test func closingAnswersWhoeverWaits() throws {
+        let first = try sent()
+        let told = Mutex<[String?]>([])
+        #expect(token.afterExpiry(of: first) { token in told.withLock { $0.append(token) } } == .signing)
+        token.close()
+        #expect(told.withLock { $0 } == [nil])
+        #expect(token.afterExpiry(of: first) { _ in Issue.record("a closed token took a waiter") } == .refused)
+        #expect(token.token() == first)
+    }
+
     /// The signing thread: while the key takes its time (a network HSM; here until the test lets it go), a push reads
     /// the token in force at once, and the new token is in force as soon as it is signed.
     @Test func noPushWaitsWhileTheSigningThreadSigns() throws {

@@ -39,9 +39,11 @@ final class ProviderTokenRefresher: Sendable {
         wakeUp.signal()
     }
 
-    /// Ends the thread after its current signature, if one is under way.
+    /// Ends the thread after its current signature, if one is under way; a push waiting for a token after
+    /// ExpiredProviderToken is answered at once.
     func stop() {
         stopping.store(true, ordering: .relaxed)
+        token.close()
         wakeUp.signal()
     }
 

@@ -41,6 +41,8 @@ public final class ProviderToken: Sendable {
         /// Signing failures in a row, and when to try again.
         var failures = 0
         var retryAt: Instant?
+        /// No signing thread will sign again (the gateway was retired or the relay stops).
+        var closed = false
     }
 
     /// The key, key id and team this signs with.
@@ -159,6 +161,7 @@ public final class ProviderToken: Sendable {
         let now = clock.monotonicNow
         let answer = state.withLock { state -> AfterExpiry in
             if let current = state.current, current.token != token { return .retry(current.token) }
+            if state.closed { return .refused }
             if let forcedAt = state.forcedAt, now - forcedAt < Self.minimumInterval { return .refused }
             state.forceRequested = true
             state.waiters.append(whenSigned)
@@ -166,6 +169,18 @@ public final class ProviderToken: Sendable {
         }
         if answer == .signing { wake.withLock { $0 }?() }
         return answer
+    }
+
+    /// No token will be signed any more (the signing thread stops): whoever waits for one is told at once (their
+    /// pushes are answered), and a later ExpiredProviderToken is ``AfterExpiry/refused``.
+    public func close() {
+        let waiters = state.withLock { state in
+            state.closed = true
+            state.forceRequested = false
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter(nil) }
     }
 
     /// What tells the signing thread to call ``refreshIfDue()`` now.
