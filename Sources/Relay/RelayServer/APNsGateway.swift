@@ -229,18 +229,21 @@ final class APNsGateway: Sendable {
                     return
                 }
                 // The retry goes on the worker's loop once a newer token is in force: at once when another push's
-                // answer already replaced it, or when the signing thread has signed one.
+                // answer already replaced it, or when the signing thread has signed one. The answer is given on that
+                // loop too, whichever thread tells (the signing thread, when no token could be signed).
                 let retry: @Sendable (String?) -> Void = { [self] newer in
-                    let resent =
-                        newer != nil
-                        && client.loop.execute { [self] in
-                            send(
-                                notification, client: client, worker: worker, deadline: deadline, mayRetry: false,
-                                metrics: metrics, completion: completion)
+                    let onLoop = client.loop.execute { [self] in
+                        guard newer != nil else {
+                            setHealth(.failing)
+                            completion(.failure(.apns))
+                            return
                         }
-                    guard !resent else { return }
-                    setHealth(.failing)
-                    completion(.failure(.apns))
+                        send(
+                            notification, client: client, worker: worker, deadline: deadline, mayRetry: false,
+                            metrics: metrics, completion: completion)
+                    }
+                    // The loop has stopped (the relay stops): answered here, never left waiting.
+                    if !onLoop { completion(.failure(.apns)) }
                 }
                 switch token.afterExpiry(of: bearer, whenSigned: retry) {
                 case .retry(let newer): retry(newer)
