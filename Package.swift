@@ -43,6 +43,8 @@ let package = Package(
         .systemLibrary(
             name: "CJemalloc", path: "Sources/C/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
         .systemLibrary(name: "CUV", path: "Sources/C/CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        // PKCS#11's types and function list (the header only: the operator's module is loaded with dlopen).
+        .systemLibrary(name: "CPKCS11", path: "Sources/C/CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
         // glibc interfaces Swift's Glibc module leaves out (epoll, timerfd, mallopt).
         .systemLibrary(name: "CSystem", path: "Sources/C/CSystem"),
 
@@ -65,6 +67,11 @@ let package = Package(
             name: "TLS", dependencies: ["COpenSSL", "ErrorCodes"], path: "Sources/Crypto/TLS", swiftSettings: strict),
         .target(
             name: "RelayCrypto", dependencies: ["COpenSSL", "TLS", "ErrorCodes"], path: "Sources/Crypto/RelayCrypto",
+            swiftSettings: strict),
+        // A PKCS#11 client: a module loaded once per process, a key found in a token by its labels and id, signed
+        // with inside the token (CKM_ECDSA); the key never leaves it.
+        .target(
+            name: "PKCS11", dependencies: ["CPKCS11", "ErrorCodes"], path: "Sources/Crypto/PKCS11",
             swiftSettings: strict),
         // The one JSON reader, strict and pure: the configuration, RELAY_KEYS and APNs' GOAWAY debug data.
         .target(name: "JSON", dependencies: ["ErrorCodes"], path: "Sources/Protocols/JSON", swiftSettings: strict),
@@ -122,7 +129,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "CSystem", "TLS", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion", "Loop", "LoopTLS", "MonotonicTime",
+                "RelayVersion", "Loop", "LoopTLS", "MonotonicTime", "PKCS11",
             ], path: "Sources/Relay/RelayServer",
             swiftSettings: strict),
         .executableTarget(
@@ -167,6 +174,9 @@ let package = Package(
         .testTarget(
             name: "RelayCryptoTests", dependencies: ["RelayCrypto", "ErrorCodes", "RelayTestSupport"],
             swiftSettings: strict),
+        // The PKCS#11 client against SoftHSM tokens (softhsm2, from scripts/install-deps --test).
+        .testTarget(
+            name: "PKCS11Tests", dependencies: ["PKCS11", "RelayCrypto", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "ErrorCodes"], swiftSettings: strict),
         .testTarget(
             name: "RelayCoreTests", dependencies: ["RelayCore", "RelayCrypto", "RelayTestSupport", "MonotonicTime"],

@@ -9,6 +9,7 @@ let settings: [SwiftSetting] = [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-a
 let targets = [
     "FuzzGrant", "FuzzPushRequest", "FuzzGrantRequest", "FuzzConfiguration", "FuzzBase64", "FuzzHTTP1Parser",
     "FuzzHTTP1ResponseReader",
+    "FuzzPKCS11URI",
 ]
 
 let package = Package(

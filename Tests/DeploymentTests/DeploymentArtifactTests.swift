@@ -473,7 +473,7 @@ import Testing
             providers.formUnion(
                 list.split(separator: ",").map { $0.trimmingCharacters(in: .init(charactersIn: "\" ")) })
         }
-        #expect(providers.count == 5, "Package.swift's providers were not read: \(providers)")
+        #expect(providers.count == 6, "Package.swift's providers were not read: \(providers)")
         #expect(providers.isSubset(of: build.aptPackages), "missing: \(providers.subtracting(build.aptPackages))")
     }
 

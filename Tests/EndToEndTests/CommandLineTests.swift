@@ -129,7 +129,7 @@ import Testing
         let serve = try run(["serve", "--help"]).standardOutput
         for name in [
             "APNS_KEY_SANDBOX", "APNS_KEY_ID_SANDBOX", "APNS_KEY_PRODUCTION", "APNS_KEY_ID_PRODUCTION", "APNS_TEAM_ID",
-            "RELAY_KEYS", "REDIS_PASSWORD",
+            "RELAY_KEYS", "REDIS_PASSWORD", "APNS_PKCS11_PIN",
         ] {
             #expect(serve.contains(name), "serve --help lacks \(name)")
         }

@@ -91,7 +91,7 @@ import Testing
                     "APNS_KEY_SANDBOX": pem, "APNS_KEY_ID_SANDBOX": "KEYID12345", "APNS_TEAM_ID": "TEAM123456",
                 ], readFile: { _ in "" })
             let secrets = try RelaySecrets.load(from: source)
-            #expect(secrets.apnsKeys[.sandbox]?.key.publicKey.pemRepresentation == key.publicKey.pemRepresentation)
+            #expect(secrets.apnsKeys[.sandbox]?.signer?.publicKey.pemRepresentation == key.publicKey.pemRepresentation)
         }
         let refused = RelaySecrets.check(
             from: SecretSource(

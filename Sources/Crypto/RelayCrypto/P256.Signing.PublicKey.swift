@@ -26,6 +26,31 @@ extension P256.Signing {
             key = parsed
         }
 
+        /// Reads an uncompressed point, `04 ‖ x ‖ y` (65 bytes, ANSI X9.63): how a PKCS#11 token gives an EC key's
+        /// public half (`CKA_EC_POINT`).
+        ///
+        /// Throws `.invalidKey` unless the bytes are a point on P-256.
+        public init(x963Representation point: [UInt8]) throws(CryptoError) {
+            guard point.count == 65, point[0] == 0x04 else {
+                throw CryptoError(.invalidKey, "not an uncompressed P-256 point (65 bytes from 04)")
+            }
+            // A SubjectPublicKeyInfo for id-ecPublicKey on prime256v1, its BIT STRING the point.
+            let der = Self.p256InfoPrefix + point
+            let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+                var cursor = buffer.baseAddress  // d2i advances the cursor
+                return d2i_PUBKEY(nil, &cursor, buffer.count)
+            }
+            guard let parsed else { throw OpenSSLErrorQueue.error(.invalidKey, "the point is not on P-256") }
+            key = parsed
+        }
+
+        /// The DER of a P-256 SubjectPublicKeyInfo up to its point: SEQUENCE { SEQUENCE { id-ecPublicKey,
+        /// prime256v1 }, BIT STRING (no unused bits) }.
+        static let p256InfoPrefix: [UInt8] = [
+            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
+            0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+        ]
+
         /// Copies only the public half of `privateKey` (through its DER SubjectPublicKeyInfo).
         init(publicPartOf privateKey: OpaquePointer) throws(CryptoError) {
             let length = i2d_PUBKEY(privateKey, nil)

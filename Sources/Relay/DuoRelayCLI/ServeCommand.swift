@@ -15,7 +15,9 @@ enum ServeCommand {
         explicit: nothing is searched for. Secrets come from the environment (docs/operations/configuration.md, "Secrets"):
         APNS_KEY_SANDBOX, APNS_KEY_ID_SANDBOX, APNS_KEY_PRODUCTION, APNS_KEY_ID_PRODUCTION,
         APNS_TEAM_ID, RELAY_KEYS and, with a Redis limits store that requires AUTH, REDIS_PASSWORD
-        (and REDIS_SENTINEL_PASSWORD for sentinels that require it); each also as NAME_FILE (a path) or as a systemd credential NAME ($CREDENTIALS_DIRECTORY/NAME).
+        (and REDIS_SENTINEL_PASSWORD for sentinels that require it), and APNS_PKCS11_PIN when an APNs key
+        is a pkcs11: URI naming a key in a hardware token (with apns.pkcs11_module); each also as NAME_FILE
+        (a path) or as a systemd credential NAME ($CREDENTIALS_DIRECTORY/NAME).
         Run \(Invocation.command) check --config FILE first: it reports every problem serve would meet.
 
         Exit status: 0 stopped by a signal, 1 a configuration or start-up problem, 64 a usage error.

@@ -76,7 +76,8 @@ enum SetupLoader {
                     + loaded.problems)
         }
         let checked = RelaySetup.check(
-            configuration: Array(data), secrets: secrets, keygen: Invocation.command + " keygen")
+            configuration: Array(data), secrets: secrets, keygen: Invocation.command + " keygen",
+            tokens: TokenKeys.opener)
         guard !problems.isEmpty else { return checked }
         return RelaySetup.Check(
             setup: nil, configuration: checked.configuration, environments: checked.environments,

@@ -23,6 +23,8 @@ final class APNsGateway: Sendable {
     /// the worker that read it. Without worker loops (handler tests), one client on a loop of its own.
     let clients: [HTTP2Client]
     let token: ProviderToken
+    /// The thread that signs this environment's provider tokens, off the workers' loops.
+    let refresher: ProviderTokenRefresher
     private let timeoutNanoseconds: Atomic<UInt64>
     /// What decides whether a new configuration can keep this gateway (and its connections).
     let transport: Transport
@@ -81,10 +83,11 @@ final class APNsGateway: Sendable {
     /// - Parameter problems: the reporter of the gateway this one replaces (a reload), so that a problem it
     ///   reported (an untrusted certificate) is said to be resolved once this gateway's connections work.
     ///   - loops: the workers' event loops, one client each; empty: one client on a loop of its own.
+    ///   - keyLocation: where the key is held when it is in a token (its URI), for the lines about it.
     init(
         environment: APNsEnvironment, configuration: RelayConfiguration, credentials: ProviderCredentials,
         clock: any RelayClock, loops: [EventLoop] = [], problems: APNsProblemReporter? = nil,
-        proxyCredentials: String? = nil
+        proxyCredentials: String? = nil, keyLocation: String? = nil
     ) throws {
         self.environment = environment
         self.clock = clock
@@ -94,11 +97,28 @@ final class APNsGateway: Sendable {
         transport = Transport(configuration, environment, proxyCredentials: proxyCredentials)
         let problems = problems ?? APNsProblemReporter(environment: environment.description, clock: clock)
         self.problems = problems
+        refresher = ProviderTokenRefresher(
+            token: token, clock: clock, problems: problems,
+            keyDescription: "key id \(credentials.keyID)" + (keyLocation.map { ", in the token at \($0)" } ?? ""),
+            name: "duo-sign-\(environment.name)")
+        // The first token is signed before the gateway serves: the first push finds it ready.
+        if case .failed(let error, _) = refresher.start() {
+            refresher.stop()
+            throw ConfigurationError(
+                .invalid, "APNS_KEY_" + environment.variableSuffix,
+                "\(environment.name): the key" + (keyLocation.map { " \($0)" } ?? "")
+                    + " cannot sign a provider token: \(error.reason)")
+        }
         // Every worker's client reports to the one problem log of the environment: a problem is said once, not
         // once per worker.
         let onEvent: @Sendable (HTTP2ClientEvent) -> Void = { problems.record($0) }
         if loops.isEmpty {
-            clients = [try HTTP2Client(configuration: transport.clientConfiguration(onEvent: onEvent))]
+            do {
+                clients = [try HTTP2Client(configuration: transport.clientConfiguration(onEvent: onEvent))]
+            } catch {
+                refresher.stop()
+                throw error
+            }
         } else {
             let configuration = transport.clientConfiguration(workers: loops.count, onEvent: onEvent)
             var made: [HTTP2Client] = []
@@ -106,10 +126,15 @@ final class APNsGateway: Sendable {
                 for loop in loops { made.append(try HTTP2Client(configuration: configuration, loop: loop)) }
             } catch {
                 for client in made { client.shutdown() }
+                refresher.stop()
                 throw error
             }
             clients = made
         }
+    }
+
+    deinit {
+        refresher.stop()
     }
 
     /// The client of the worker that runs the push (any client's `send` also works from another thread, handing
@@ -154,7 +179,9 @@ final class APNsGateway: Sendable {
         metrics: Metrics, completion: @escaping @Sendable (Result<String?, RelayError>) -> Void
     ) {
         let now = clock.monotonicNow
-        guard now < deadline, let (bearer, authorization) = try? token.authorization() else {
+        // The token in force, never signed here: the signing thread keeps one ready (none while the key has not
+        // been able to sign for longer than a token is valid: APNs would refuse it).
+        guard now < deadline, let (bearer, authorization) = token.authorization() else {
             completion(.failure(.apnsNotReached))
             return
         }
@@ -198,14 +225,33 @@ final class APNsGateway: Sendable {
                 if answer.provesToken { problems.answered() }
                 completion(outcome)
             case .refreshTokenAndRetry:
-                guard mayRetry, (try? token.tokenAfterExpiry(of: bearer)) != nil else {
+                guard mayRetry else {
                     setHealth(.failing)
                     completion(.failure(.apnsRefused(reason: answer.reason)))
                     return
                 }
-                send(
-                    notification, client: client, worker: worker, deadline: deadline, mayRetry: false,
-                    metrics: metrics, completion: completion)
+                // The retry goes on the worker's loop once a newer token is in force: at once when another push's
+                // answer already replaced it, or when the signing thread has signed one. The answer is given on that
+                // loop too, whichever thread tells (the signing thread, when no token could be signed).
+                let retry: @Sendable (String?) -> Void = { [self] newer in
+                    let onLoop = client.loop.execute { [self] in
+                        guard newer != nil else {
+                            setHealth(.failing)
+                            completion(.failure(.apns))
+                            return
+                        }
+                        send(
+                            notification, client: client, worker: worker, deadline: deadline, mayRetry: false,
+                            metrics: metrics, completion: completion)
+                    }
+                    // The loop has stopped (the relay stops): answered here, never left waiting.
+                    if !onLoop { completion(.failure(.apns)) }
+                }
+                switch token.afterExpiry(of: bearer, whenSigned: retry) {
+                case .retry(let newer): retry(newer)
+                case .signing: break
+                case .refused: retry(nil)
+                }
             case .rejectedKey:
                 setHealth(.failing)
                 complainAboutKey()
@@ -225,7 +271,7 @@ final class APNsGateway: Sendable {
             last = now
             return true
         }
-        guard health == .failing, due, let bearer = try? token.token() else { return }
+        guard health == .failing, due, let bearer = token.token() else { return }
         let request = HTTP2Request(
             method: "POST", path: "/3/device/not-a-device-token",
             headers: [
@@ -251,6 +297,7 @@ final class APNsGateway: Sendable {
     }
 
     func shutdown() {
+        refresher.stop()
         for client in clients { client.shutdown() }
     }
 }

@@ -13,7 +13,7 @@ import MonotonicTime
 /// Pure: it takes events and the time, and returns the lines to print.
 struct APNsProblemLog: Sendable {
     enum Problem: Int, Sendable, CaseIterable {
-        case resolve, connect, tlsVerification, tls, alpn, goaway, ping, providerToken, proxy
+        case resolve, connect, tlsVerification, tls, alpn, goaway, ping, providerToken, proxy, signing
 
         /// The start line's words.
         var summary: String {
@@ -27,6 +27,7 @@ struct APNsProblemLog: Sendable {
             case .ping: "an idle APNs connection did not answer PING and was replaced"
             case .providerToken: "APNs rejects the provider token"
             case .proxy: "the egress proxy gives no tunnel to APNs"
+            case .signing: "the APNs key cannot sign a provider token"
             }
         }
 
@@ -46,6 +47,7 @@ struct APNsProblemLog: Sendable {
             case .ping: "ping"
             case .providerToken: "provider_token"
             case .proxy: "proxy"
+            case .signing: "signing"
             }
         }
 
@@ -119,6 +121,17 @@ struct APNsProblemLog: Sendable {
     /// APNs answered 403 InvalidProviderToken (`detail`: what to check).
     mutating func providerTokenRejected(_ detail: String, now: Instant) -> [Line] {
         start(.providerToken, detail, now: now)
+    }
+
+    /// The key could not sign a new provider token (`detail`: where the key is and why); the token in force serves
+    /// while it is valid, and the signing is retried.
+    mutating func signingFailed(_ detail: String, now: Instant) -> [Line] {
+        start(.signing, detail, now: now)
+    }
+
+    /// The key signed a provider token: a signing problem is over.
+    mutating func signed(now: Instant) -> [Line] {
+        end([.signing], now: now)
     }
 
     /// APNs answered something that proves the token: the token is accepted, and connection

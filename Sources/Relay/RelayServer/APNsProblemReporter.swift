@@ -47,6 +47,15 @@ final class APNsProblemReporter: Sendable {
         apply { $0.providerTokenRejected(detail, now: clock.monotonicNow) }
     }
 
+    func signingFailed(_ detail: String) {
+        apply { $0.signingFailed(detail, now: clock.monotonicNow) }
+    }
+
+    func signed() {
+        guard ongoing.load(ordering: .relaxed) else { return }
+        apply { $0.signed(now: clock.monotonicNow) }
+    }
+
     /// Called on every answer that proves the token: costs one atomic load unless a problem is ongoing.
     func answered() {
         guard ongoing.load(ordering: .relaxed) else { return }

@@ -267,9 +267,11 @@ public final class Relay: Sendable {
                 gateways[environment] = try APNsGateway(
                     environment: environment, configuration: config, credentials: credentials, clock: clock,
                     loops: loops, problems: old[environment]?.problems,
-                    proxyCredentials: setup.secrets.apnsProxyAuthorization)
+                    proxyCredentials: setup.secrets.apnsProxyAuthorization,
+                    keyLocation: setup.secrets.apnsKeys[environment]?.uri?.description)
             } catch {
                 for (environment, gateway) in gateways where old[environment] !== gateway { gateway.shutdown() }
+                if let error = error as? ConfigurationError { throw error }
                 throw Self.problem(
                     error as? HTTP2ClientError
                         ?? HTTP2ClientError(

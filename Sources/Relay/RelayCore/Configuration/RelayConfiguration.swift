@@ -46,6 +46,8 @@ public struct RelayConfiguration: Equatable, Sendable {
         public var maxConnections = 2
         /// The HTTP proxy every APNs connection goes through (`CONNECT`), or nil: direct.
         public var proxy: ProxyURL? = nil
+        /// The PKCS#11 library that holds the APNs keys given as `pkcs11:` URIs, or nil (keys are PEM text).
+        public var pkcs11Module: String? = nil
         public init(topic: String) { self.topic = topic }
 
         public func origin(_ environment: APNsEnvironment) -> String {
@@ -319,7 +321,7 @@ extension RelayConfiguration.APNs {
         problems.add(
             apns.unknownKeys([
                 "topic", "placeholder", "expiration_s", "sandbox_origin", "production_origin", "ca_file", "timeout_ms",
-                "max_connections", "proxy",
+                "max_connections", "proxy", "pkcs11_module",
             ]))
         problems.attempt { () throws(ConfigurationError) in
             guard let topic = try apns.string("topic") else {
@@ -372,6 +374,16 @@ extension RelayConfiguration.APNs {
         }
         problems.attempt { () throws(ConfigurationError) in
             if let text = try apns.optionalString("proxy") { proxy = try ProxyURL.parse(text, key: apns.key("proxy")) }
+        }
+        problems.attempt { () throws(ConfigurationError) in
+            if let path = try apns.optionalString("pkcs11_module") {
+                guard path.hasPrefix("/") else {
+                    throw ConfigurationError(
+                        .invalid, "apns.pkcs11_module",
+                        "must be the absolute path of a PKCS#11 library (a bare name would be searched for)")
+                }
+                pkcs11Module = path
+            }
         }
     }
 }

@@ -3,14 +3,27 @@ import RelayCrypto
 
 /// The secrets (docs/DESIGN.md, "Configuration"): APNs keys per environment, the team, relay keys.
 public struct RelaySecrets: Sendable {
-    /// One environment's APNs signing identity.
+    /// One environment's APNs signing identity: a key given as PEM text, or named in a PKCS#11 token by a URI
+    /// (docs/DESIGN.md, "APNs keys in a PKCS#11 token"), whose signer exists once the token is opened
+    /// (``RelaySetup``).
     public struct APNsKey: Sendable {
         public let keyID: String
-        public let key: P256.Signing.PrivateKey
+        /// What signs this environment's provider tokens; nil for a token's key not yet opened.
+        public var signer: (any ProviderTokenSigner)?
+        /// Where the key is held when it is in a token; nil for a key given as PEM text.
+        public let uri: PKCS11URI?
 
         public init(keyID: String, key: P256.Signing.PrivateKey) {
             self.keyID = keyID
-            self.key = key
+            signer = key
+            uri = nil
+        }
+
+        /// A key in a token, to be opened.
+        public init(keyID: String, uri: PKCS11URI) {
+            self.keyID = keyID
+            signer = nil
+            self.uri = uri
         }
     }
 
@@ -23,6 +36,8 @@ public struct RelaySecrets: Sendable {
     public var apnsProxyAuthorization: String? = nil
     /// AUTH's password for the sentinels of `limits_store.sentinel` (`REDIS_SENTINEL_PASSWORD`); nil: no AUTH.
     public var redisSentinelPassword: String? = nil
+    /// The user PIN of the PKCS#11 token that holds APNs keys (`APNS_PKCS11_PIN`); nil: none given.
+    public var pkcs11PIN: String? = nil
 
     public init(teamID: String, apnsKeys: [APNsEnvironment: APNsKey], relayKeys: RelayKeys) {
         self.teamID = teamID
@@ -34,7 +49,9 @@ public struct RelaySecrets: Sendable {
     public var environments: [APNsEnvironment] { APNsEnvironment.allCases.filter { apnsKeys[$0] != nil } }
 
     public func credentials(_ environment: APNsEnvironment) -> ProviderCredentials? {
-        apnsKeys[environment].map { ProviderCredentials(keyID: $0.keyID, teamID: teamID, key: $0.key) }
+        apnsKeys[environment].flatMap { key in
+            key.signer.map { ProviderCredentials(keyID: key.keyID, teamID: teamID, signer: $0) }
+        }
     }
 
     /// Loads and checks every secret; the first problem is thrown. Errors name the variable, never its value.
@@ -103,6 +120,8 @@ public struct RelaySecrets: Sendable {
         problems.attempt { () throws(ConfigurationError) in
             redisSentinelPassword = try source.value("REDIS_SENTINEL_PASSWORD")
         }
+        var pkcs11PIN: String?
+        problems.attempt { () throws(ConfigurationError) in pkcs11PIN = try source.value("APNS_PKCS11_PIN") }
         let environments = APNsEnvironment.allCases.filter { apnsKeys[$0] != nil }
         guard problems.problems.isEmpty, let relayKeys, let teamID else {
             return Check(secrets: nil, environments: environments, problems: problems.problems)
@@ -111,6 +130,7 @@ public struct RelaySecrets: Sendable {
         secrets.redisPassword = redisPassword
         secrets.apnsProxyAuthorization = apnsProxyAuthorization
         secrets.redisSentinelPassword = redisSentinelPassword
+        secrets.pkcs11PIN = pkcs11PIN
         return Check(secrets: secrets, environments: environments, problems: [])
     }
 
@@ -144,6 +164,12 @@ public struct RelaySecrets: Sendable {
         case (nil, .some):
             throw ConfigurationError(
                 .missing, keyName, source.notSet(keyName) + ", but \(idName) is: give both or neither")
+        case (.some(let text), .some(let id)) where PKCS11URI.isURI(text):
+            let uri = try PKCS11URI(parsing: text, subject: keyName)
+            guard isAppleIdentifier(id) else {
+                throw ConfigurationError(.invalid, idName, "must be 10 characters of A-Z and 0-9")
+            }
+            return APNsKey(keyID: id, uri: uri)
         case (.some(let pem), .some(let id)):
             let idIsValid = isAppleIdentifier(id)
             let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
@@ -171,7 +197,8 @@ public struct RelaySecrets: Sendable {
     /// What an APNs key must be, said when it is not.
     static let keyForm =
         "is not an APNs key: a P-256 private key in PEM, the .p8 file as Apple gives it (PKCS#8, "
-        + "\"BEGIN PRIVATE KEY\") or the same key as SEC1 (\"BEGIN EC PRIVATE KEY\"), unencrypted"
+        + "\"BEGIN PRIVATE KEY\") or the same key as SEC1 (\"BEGIN EC PRIVATE KEY\"), unencrypted, or a PKCS#11 URI "
+        + "(pkcs11:token=...;object=...) naming the key in a token"
 
     /// `{"<id 0..255>": "<base64url 32-byte key>", ...}`
     public static func parseRelayKeys(_ text: String, keygen: String = "duo-relay keygen") throws(ConfigurationError)

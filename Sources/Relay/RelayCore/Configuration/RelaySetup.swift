@@ -1,3 +1,18 @@
+import RelayCrypto
+
+/// Opens a key held in a PKCS#11 token: the module's path, the key's URI, the user PIN. The I/O is the caller's
+/// (the relay's PKCS#11 client); a failure is said in words that never hold the PIN.
+public typealias TokenKeyOpener =
+    @Sendable (_ module: String, _ uri: PKCS11URI, _ pin: String) -> Result<
+        any ProviderTokenSigner, TokenKeyFailure
+    >
+
+/// Why a key in a token cannot be used: the token's words (no token, a wrong PIN, no key, several keys, not P-256).
+public struct TokenKeyFailure: Error, Sendable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+}
+
 /// A configuration with its secrets, checked together: what `check` validates and `serve` runs.
 public struct RelaySetup: Sendable {
     public let configuration: RelayConfiguration
@@ -21,12 +36,24 @@ public struct RelaySetup: Sendable {
                     "is \(configuration.grantKeyID), which RELAY_KEYS does not hold (it holds "
                         + secrets.relayKeys.ids.map(String.init).joined(separator: ", ") + ")"))
         }
+        // Each key signs one provider token, which its public half must verify (a token's key found with the public
+        // key of another would sign tokens APNs refuses). A token's key not opened was reported where it was opened.
         for environment in secrets.environments {
-            guard let credentials = secrets.credentials(environment), (try? credentials.sign(issuedAt: 0)) != nil
-            else {
+            guard let credentials = secrets.credentials(environment) else { continue }
+            let location = secrets.apnsKeys[environment]?.uri.map { " (\($0))" } ?? ""
+            guard let token = try? credentials.sign(issuedAt: 0) else {
                 problems.append(
                     ConfigurationError(
-                        .invalid, "APNS_KEY_" + environment.variableSuffix, "cannot sign a provider token"))
+                        .invalid, "APNS_KEY_" + environment.variableSuffix,
+                        "\(environment.name): the key\(location) cannot sign a provider token"))
+                continue
+            }
+            guard JWT.verifyES256(token, using: credentials.signer.publicKey) else {
+                problems.append(
+                    ConfigurationError(
+                        .invalid, "APNS_KEY_" + environment.variableSuffix,
+                        "\(environment.name): the key\(location) signs provider tokens its public key does not "
+                            + "verify (the token's public key object with the same id is another key's)"))
                 continue
             }
         }
@@ -42,13 +69,16 @@ public struct RelaySetup: Sendable {
     /// A configuration file's bytes and the secrets, checked with every problem found (`check`): the setup when
     /// there is none; otherwise the problems, with the configuration as far as it could be read and the
     /// environments whose keys loaded, for the checks that need only those.
+    /// - Parameter tokens: opens the keys given as PKCS#11 URIs (the I/O shell's; nil: none can be opened).
     public static func check(
-        configuration bytes: [UInt8], secrets source: SecretSource, keygen: String = "duo-relay keygen"
+        configuration bytes: [UInt8], secrets source: SecretSource, keygen: String = "duo-relay keygen",
+        tokens: TokenKeyOpener? = nil
     ) -> Check {
         let (configuration, configurationProblems) = RelayConfiguration.check(bytes)
         let secrets = RelaySecrets.check(from: source, keygen: keygen)
         var problems = configurationProblems + secrets.problems
-        if configurationProblems.isEmpty, let loaded = secrets.secrets {
+        if configurationProblems.isEmpty, var loaded = secrets.secrets {
+            problems += openTokenKeys(in: &loaded, configuration: configuration, tokens: tokens)
             problems += Self.problems(configuration: configuration, secrets: loaded)
             if problems.isEmpty {
                 return Check(
@@ -79,6 +109,52 @@ public struct RelaySetup: Sendable {
         }
     }
 
+    /// Opens every key given as a PKCS#11 URI with `tokens`, giving its environment a signer: the module is
+    /// `apns.pkcs11_module`, the PIN `APNS_PKCS11_PIN`. Every problem names the environment and the URI, never the
+    /// PIN.
+    static func openTokenKeys(
+        in secrets: inout RelaySecrets, configuration: RelayConfiguration, tokens: TokenKeyOpener?
+    ) -> [ConfigurationError] {
+        let inTokens = secrets.environments.filter {
+            secrets.apnsKeys[$0]?.uri != nil && secrets.apnsKeys[$0]?.signer == nil
+        }
+        guard let first = inTokens.first else { return [] }
+        let variable = "APNS_KEY_" + first.variableSuffix
+        var problems: [ConfigurationError] = []
+        if configuration.apns.pkcs11Module == nil {
+            problems.append(
+                ConfigurationError(
+                    .missing, "apns.pkcs11_module",
+                    "is not set, but \(variable) names a key in a PKCS#11 token: set it to the token's library"))
+        }
+        if secrets.pkcs11PIN == nil {
+            problems.append(
+                ConfigurationError(
+                    .missing, "APNS_PKCS11_PIN",
+                    "is not set, but \(variable) names a key in a PKCS#11 token: give the token's user PIN"))
+        }
+        guard let module = configuration.apns.pkcs11Module, let pin = secrets.pkcs11PIN else { return problems }
+        for environment in inTokens {
+            guard let uri = secrets.apnsKeys[environment]?.uri else { continue }
+            let subject = "APNS_KEY_" + environment.variableSuffix
+            guard let tokens else {
+                problems.append(
+                    ConfigurationError(
+                        .invalid, subject, "\(environment.name): keys in PKCS#11 tokens cannot be opened here"))
+                continue
+            }
+            switch tokens(module, uri, pin) {
+            case .success(let signer):
+                secrets.apnsKeys[environment]?.signer = signer
+            case .failure(let failure):
+                problems.append(
+                    ConfigurationError(
+                        .invalid, subject, "\(environment.name): the key \(uri) cannot be used: \(failure.reason)"))
+            }
+        }
+        return problems
+    }
+
     private init(checked configuration: RelayConfiguration, secrets: RelaySecrets) {
         self.configuration = configuration
         self.secrets = secrets
@@ -92,7 +168,11 @@ public struct RelaySetup: Sendable {
             "metrics: " + (config.metricsListen.map { "\($0) (metrics_listen)" } ?? "none (metrics_listen not set)"),
             "topic: \(config.apns.topic)",
             "environments: "
-                + secrets.environments.map { "\($0) (key id \(secrets.apnsKeys[$0]!.keyID))" }.joined(separator: ", "),
+                + secrets.environments.map { environment in
+                    let key = secrets.apnsKeys[environment]!
+                    return "\(environment) (key id \(key.keyID)" + (key.uri.map { ", in the token at \($0)" } ?? "")
+                        + ")"
+                }.joined(separator: ", "),
             "apns origins: "
                 + secrets.environments.map { "\($0) \(config.apns.origin($0))" }.joined(separator: ", ")
                 + "; trusted CAs: the system's"

@@ -72,7 +72,10 @@ final class DocTestRun: RecipeRun {
 
     func runAll() throws {
         scenario = "apns-sim"
-        let steps = [startSimulator, quickStart, secretsEnv, systemdScenario, redisPair, redisSentinel, egressProxy]
+        let steps = [
+            startSimulator, quickStart, secretsEnv, systemdScenario, redisPair, redisSentinel, egressProxy,
+            hardwareKeys,
+        ]
         for step in steps {
             do {
                 try step()

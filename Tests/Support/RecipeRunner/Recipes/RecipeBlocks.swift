@@ -21,7 +21,9 @@ struct RecipeBlock: Equatable, Sendable {
 /// The scenarios the marks may name.
 enum RecipeScenarios {
     /// Run on this machine by `duo-relay-recipes doc-test`, in this order.
-    static let local = ["quick-start", "secrets-env", "systemd", "redis-pair", "redis-sentinel", "egress-proxy"]
+    static let local = [
+        "quick-start", "secrets-env", "systemd", "redis-pair", "redis-sentinel", "egress-proxy", "hardware-keys",
+    ]
     /// Run by scripts/container-test.
     static let container = ["container", "kubernetes"]
 }

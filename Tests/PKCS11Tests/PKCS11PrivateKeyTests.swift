@@ -1,0 +1,141 @@
+import Foundation
+import PKCS11
+import RelayCrypto
+import RelayTestSupport
+import Synchronization
+import Testing
+
+/// The PKCS#11 client against a real token (SoftHSM): a key found by its name signs inside the token, and every
+/// way a name can fail to give one key is refused with its own code and a reason that never holds the PIN.
+///
+/// A process initialises a module once, and SoftHSM reads its configuration then: every test of this process uses
+/// one SoftHSM directory (``SharedSoftHSM``), each with a token of its own in it.
+@Suite struct PKCS11PrivateKeyTests {
+    static let pin = "pin-\(UUID().uuidString.prefix(8))"
+
+    func token(_ scenario: String) throws -> SoftHSMToken {
+        try SharedSoftHSM.token(scenario, pin: Self.pin).0
+    }
+
+    @Test func aTokenKeySignsWhatItsSoftwareTwinVerifies() throws {
+        let (token, software) = try SharedSoftHSM.token("signs", pin: Self.pin)
+        let key = try #require(software)
+        let module = try PKCS11Module.load(path: SoftHSMToken.module)
+        let held = try PKCS11PrivateKey(
+            module: module, name: PKCS11KeyName(token: token.label, object: "apns"), pin: Self.pin)
+        let message = Array("header.claims".utf8)
+        let signature = try held.signature(forDigest: SHA256.hash(message))
+        #expect(signature.count == 64)
+        #expect(key.publicKey.isValidSignature(signature, for: message))
+        let fromPoint = try P256.Signing.PublicKey(x963Representation: held.publicPoint)
+        #expect(fromPoint.pemRepresentation == key.publicKey.pemRepresentation)
+        // By id alone, and by both: the same key.
+        let byID = try PKCS11PrivateKey(
+            module: module, name: PKCS11KeyName(token: token.label, id: [0x01]), pin: Self.pin)
+        #expect(byID.publicPoint == held.publicPoint)
+    }
+
+    @Test func aWrongPINIsRefusedWithoutBeingRepeated() throws {
+        let token = try token("signs")
+        let wrong = "wrong-\(UUID().uuidString.prefix(8))"
+        let error = try refusal(PKCS11KeyName(token: token.label, object: "apns"), pin: wrong)
+        #expect(error.code == .loginFailed)
+        #expect(error.reason.contains("PIN is wrong"))
+        #expect(!error.description.contains(wrong) && !error.description.contains(Self.pin))
+    }
+
+    @Test func aMissingObjectIsRefused() throws {
+        let token = try token("signs")
+        let error = try refusal(PKCS11KeyName(token: token.label, object: "elsewhere"))
+        #expect(error.code == .noKey)
+        #expect(error.reason.contains("object \"elsewhere\""))
+    }
+
+    @Test func twoMatchingKeysAreRefused() throws {
+        let token = try token("several")
+        let error = try refusal(PKCS11KeyName(token: token.label, object: "apns"))
+        #expect(error.code == .severalKeys)
+        #expect(error.reason.contains("2 private keys"))
+    }
+
+    @Test func anRSAKeyIsRefused() throws {
+        let token = try token("rsa")
+        let error = try refusal(PKCS11KeyName(token: token.label, object: "apns"))
+        #expect(error.code == .wrongKeyType)
+        #expect(error.reason.contains("RSA"))
+    }
+
+    @Test func anUnknownTokenIsRefused() throws {
+        _ = try token("signs")
+        let error = try refusal(PKCS11KeyName(token: "no-such-token", object: "apns"))
+        #expect(error.code == .noToken)
+        #expect(error.reason.contains("no-such-token"))
+    }
+
+    @Test func aLibraryThatIsNoModuleAndAMissingFileAreRefused() throws {
+        _ = try token("signs")
+        let notAModule = try #require(
+            [
+                "/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1",
+                "/lib/aarch64-linux-gnu/libz.so.1",
+            ]
+            .first { FileManager.default.fileExists(atPath: $0) })
+        #expect(throws: PKCS11Error(.notAModule, "")) { try PKCS11Module.load(path: notAModule) }
+        #expect(throws: PKCS11Error(.unloadable, "")) { try PKCS11Module.load(path: "/nonexistent/libpkcs11.so") }
+    }
+
+    private func refusal(_ name: PKCS11KeyName, pin: String = pin) throws -> PKCS11Error {
+        let module = try PKCS11Module.load(path: SoftHSMToken.module)
+        do {
+            _ = try PKCS11PrivateKey(module: module, name: name, pin: pin)
+        } catch {
+            return error
+        }
+        throw TestFailure("\(name) was opened")
+    }
+}
+
+/// The one SoftHSM directory of this test process, every token made in it before the module is first loaded:
+/// SoftHSM reads its configuration and finds its tokens at C_Initialize, once per process.
+enum SharedSoftHSM {
+    /// The scenarios' tokens, made on first use, and the software keys imported into them.
+    struct Tokens: Sendable {
+        var byName: [String: SoftHSMToken] = [:]
+        var keys: [String: P256.Signing.PrivateKey] = [:]
+    }
+
+    private static let made = Mutex<Result<Tokens, TestFailure>?>(nil)
+
+    /// The token made for `scenario`: "signs" (a P-256 key, object apns, id 01), "several" (two P-256 keys
+    /// labelled apns), "rsa" (an RSA key labelled apns).
+    static func token(_ scenario: String, pin: String) throws -> (SoftHSMToken, P256.Signing.PrivateKey?) {
+        let tokens = try made.withLock { made -> Result<Tokens, TestFailure> in
+            if let made { return made }
+            let result = Result { () throws(TestFailure) -> Tokens in
+                do { return try makeTokens(pin: pin) } catch { throw TestFailure("SoftHSM: \(error)") }
+            }
+            made = result
+            return result
+        }.get()
+        return (tokens.byName[scenario]!, tokens.keys[scenario])
+    }
+
+    private static func makeTokens(pin: String) throws -> Tokens {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "duo-relay-softhsm-\(UUID().uuidString)")
+        var tokens = Tokens()
+        for name in ["signs", "several", "rsa"] {
+            tokens.byName[name] = try SoftHSMToken(label: name, pin: pin, in: directory)
+        }
+        let key = P256.Signing.PrivateKey()
+        try tokens.byName["signs"]!.importKey(pem: key.pemRepresentation, object: "apns", id: "01")
+        tokens.keys["signs"] = key
+        try tokens.byName["several"]!.importKey(
+            pem: P256.Signing.PrivateKey().pemRepresentation, object: "apns", id: "01")
+        try tokens.byName["several"]!.importKey(
+            pem: P256.Signing.PrivateKey().pemRepresentation, object: "apns", id: "02")
+        try tokens.byName["rsa"]!.importRSAKey(object: "apns", id: "01")
+        setenv("SOFTHSM2_CONF", tokens.byName["signs"]!.configuration, 1)
+        return tokens
+    }
+}
