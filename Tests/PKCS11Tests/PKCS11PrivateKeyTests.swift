@@ -35,8 +35,10 @@ import Testing
         #expect(byID.publicPoint == held.publicPoint)
     }
 
+    /// On a token no other test logs into: a login holds for every session of the process on that token, and a
+    /// token already logged into answers any PIN with CKR_USER_ALREADY_LOGGED_IN.
     @Test func aWrongPINIsRefusedWithoutBeingRepeated() throws {
-        let token = try token("signs")
+        let token = try token("wrong-pin")
         let wrong = "wrong-\(UUID().uuidString.prefix(8))"
         let error = try refusal(PKCS11KeyName(token: token.label, object: "apns"), pin: wrong)
         #expect(error.code == .loginFailed)
@@ -107,7 +109,8 @@ enum SharedSoftHSM {
     private static let made = Mutex<Result<Tokens, TestFailure>?>(nil)
 
     /// The token made for `scenario`: "signs" (a P-256 key, object apns, id 01), "several" (two P-256 keys
-    /// labelled apns), "rsa" (an RSA key labelled apns).
+    /// labelled apns), "rsa" (an RSA key labelled apns), "wrong-pin" (a P-256 key, object apns, that no test logs
+    /// into with the right PIN).
     static func token(_ scenario: String, pin: String) throws -> (SoftHSMToken, P256.Signing.PrivateKey?) {
         let tokens = try made.withLock { made -> Result<Tokens, TestFailure> in
             if let made { return made }
@@ -124,12 +127,14 @@ enum SharedSoftHSM {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "duo-relay-softhsm-\(UUID().uuidString)")
         var tokens = Tokens()
-        for name in ["signs", "several", "rsa"] {
+        for name in ["signs", "several", "rsa", "wrong-pin"] {
             tokens.byName[name] = try SoftHSMToken(label: name, pin: pin, in: directory)
         }
         let key = P256.Signing.PrivateKey()
         try tokens.byName["signs"]!.importKey(pem: key.pemRepresentation, object: "apns", id: "01")
         tokens.keys["signs"] = key
+        try tokens.byName["wrong-pin"]!.importKey(
+            pem: P256.Signing.PrivateKey().pemRepresentation, object: "apns", id: "01")
         try tokens.byName["several"]!.importKey(
             pem: P256.Signing.PrivateKey().pemRepresentation, object: "apns", id: "01")
         try tokens.byName["several"]!.importKey(
