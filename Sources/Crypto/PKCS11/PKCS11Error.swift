@@ -26,7 +26,7 @@ extension ErrorCode where Domain == PKCS11ErrorDomain {
     public static var wrongKeyType: Self { Self("wrongKeyType") }
     /// Neither a public key object with the key's id nor the key's `CKA_EC_POINT` gives its public half.
     public static var noPublicKey: Self { Self("noPublicKey") }
-    /// The token stopped answering or refused to sign (a session lost, a device removed, a network HSM away).
+    /// The token stopped answering or would not sign (a session lost, a device removed, a network HSM away).
     public static var tokenFailed: Self { Self("tokenFailed") }
 }
 
