@@ -94,6 +94,13 @@ import Testing
         #expect(
             ContainerRelayOutput.missingMetrics(memory, rules: rules, sharedStore: true)
                 == names.filter { $0.hasPrefix("duo_relay_limits_store_") })
+        // Without `tls`, the TLS front's metrics are not expected; with it, they are.
+        let plain = names.filter { !$0.hasPrefix("duo_relay_tls_") }.map { "# TYPE \($0) gauge\n" }.joined()
+        #expect(names.contains("duo_relay_tls_certificate_expiry_timestamp_seconds"))
+        #expect(ContainerRelayOutput.missingMetrics(plain, rules: rules, sharedStore: true).isEmpty)
+        #expect(
+            ContainerRelayOutput.missingMetrics(plain, rules: rules, sharedStore: true, tls: true)
+                == names.filter { $0.hasPrefix("duo_relay_tls_") })
         // A sample without its TYPE line, or a longer name's TYPE line, is not the metric's.
         let untyped = all.replacingOccurrences(
             of: "# TYPE duo_relay_ready gauge", with: "# TYPE duo_relay_ready_x gauge")

@@ -14,15 +14,16 @@ enum ContainerRelayOutput {
     }
 
     /// The names among `alertMetricNames` that /metrics (`metrics`, Prometheus text) has no `# TYPE` line for.
-    /// The limits store's metrics are there only with a shared store (`sharedStore`).
-    static func missingMetrics(_ metrics: String, rules: String, sharedStore: Bool) -> [String] {
+    /// The limits store's metrics are there only with a shared store (`sharedStore`), the TLS front's only with `tls`.
+    static func missingMetrics(_ metrics: String, rules: String, sharedStore: Bool, tls: Bool = false) -> [String] {
         let typed = Set(
             metrics.split(separator: "\n").compactMap { line -> Substring? in
                 guard line.hasPrefix("# TYPE ") else { return nil }
                 return line.dropFirst("# TYPE ".count).split(separator: " ").first
             })
         return alertMetricNames(rules: rules).filter { name in
-            (sharedStore || !name.hasPrefix("duo_relay_limits_store_")) && !typed.contains(Substring(name))
+            (sharedStore || !name.hasPrefix("duo_relay_limits_store_")) && (tls || !name.hasPrefix("duo_relay_tls_"))
+                && !typed.contains(Substring(name))
         }
     }
 
