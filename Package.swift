@@ -150,7 +150,7 @@ let package = Package(
             name: "LoadGenerator",
             dependencies: [
                 "Loop", "HTTP1", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder",
-                "ErrorCodes",
+                "ErrorCodes", "LoopTLS", "TLS",
             ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
         // The documents' recipes run as written: the blocks taken from README.md and the operations documents, the
@@ -241,7 +241,9 @@ let package = Package(
         // The push client's exchange machine and how it reads answers, without sockets.
         .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop"], swiftSettings: strict),
+        .testTarget(
+            name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop", "HTTP1", "HTTPServer", "TLS"],
+            swiftSettings: strict),
         .testTarget(name: "RecipeRunnerTests", dependencies: ["RecipeRunner"], swiftSettings: strict),
     ]
 )

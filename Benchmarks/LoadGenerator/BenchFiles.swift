@@ -6,10 +6,12 @@ enum BenchFiles {
     /// request comes from 127.0.0.1, so the address's limit is the most the configuration allows (a million) per
     /// `addressPeriodSeconds`: the benchmark's second makes a million in ten seconds within the grant run's reach,
     /// and its 429s would leave grant_rps unmeasured. Memory limits unless `storePort` names a Redis (each call
-    /// bounded by `storeTimeoutMilliseconds`); APNs through `proxyPort`'s proxy if given.
+    /// bounded by `storeTimeoutMilliseconds`); APNs through `proxyPort`'s proxy if given; HTTPS with the `tls` pair if
+    /// given.
     static func relayConfiguration(
         simulatorPort: Int, caFile: String, storePort: Int?, threads: Int?, proxyPort: Int? = nil,
-        storeTimeoutMilliseconds: Int = 100, addressPeriodSeconds: Int = 1
+        storeTimeoutMilliseconds: Int = 100, addressPeriodSeconds: Int = 1,
+        tls: (certificate: String, key: String)? = nil
     ) -> String {
         let store =
             storePort.map {
@@ -19,10 +21,15 @@ enum BenchFiles {
         let threadsLine = threads.map { "    \"threads\": \($0),\n" } ?? ""
         let proxy = proxyPort.map { "    \"proxy\": \(JSONText.string("http://127.0.0.1:\($0)")),\n" } ?? ""
         let origin = JSONText.string("https://127.0.0.1:\(simulatorPort)")
+        let front =
+            tls.map {
+                #"  "tls": { "certificate_file": \#(JSONText.string($0.certificate)), "#
+                    + #""key_file": \#(JSONText.string($0.key)) },"# + "\n"
+            } ?? ""
         return """
             {
               "listen": "127.0.0.1:0",
-              "push_limit": { "requests": 1000000, "period_s": 60 },
+            \(front)              "push_limit": { "requests": 1000000, "period_s": 60 },
               "ip_limit": { "requests": 1000000, "period_s": \(addressPeriodSeconds), "block_s": 10 },
             \(store)  "apns": {
             \(proxy)    "topic": \(JSONText.string(BenchSimulator.topic)),

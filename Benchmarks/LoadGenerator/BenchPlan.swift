@@ -11,6 +11,9 @@ struct BenchPlan: Equatable {
         case cpu
         /// Only the Redis store against memory: saturated pairs, latency, 1,000/s pairs, the delayed hop.
         case redis
+        /// Only the relay serving TLS: saturated against its plain front, at 1,000/s against nginx terminating TLS in
+        /// front of it, and idle connections, TLS and plain.
+        case tls
     }
 
     let mode: Mode
@@ -41,6 +44,8 @@ struct BenchPlan: Equatable {
     var hopMilliseconds = 0.5
     /// The saturation runs' connections (BENCH_CONNECTIONS).
     var saturationConnections = 64
+    /// The TLS section's alternating pairs (TLS and plain saturated; the relay with tls and the pair at 1,000/s).
+    var tlsRounds = 2
 
     init(mode: Mode, hopMilliseconds: Double = 0.5, saturationConnections: Int = 64) {
         self.mode = mode
@@ -49,6 +54,9 @@ struct BenchPlan: Equatable {
         switch mode {
         case .full, .redis:
             break
+        case .tls:
+            saturationSeconds = 5
+            warmupSeconds = 1
         case .smoke:
             tokens = 128
             rounds = 1
@@ -66,6 +74,7 @@ struct BenchPlan: Equatable {
             fixedSeconds = 0.5
             rateSeconds = 0.5
             syscallsSeconds = 0.5
+            tlsRounds = 1
         case .cpu:
             rounds = 2
             saturationSeconds = 5
@@ -76,15 +85,17 @@ struct BenchPlan: Equatable {
         }
     }
 
-    /// The relay against h2load at saturation (every mode but --redis).
-    var measuresSaturation: Bool { mode != .redis }
+    /// The relay against h2load at saturation (every mode but --redis and --tls).
+    var measuresSaturation: Bool { mode != .redis && mode != .tls }
     /// Concurrency, latency, grants and idle connections (the full and smoke runs).
     var measuresServing: Bool { mode == .full || mode == .smoke }
-    /// The relay beside nginx at fixed rates, and the system calls per push (every mode but --redis); the
+    /// The relay beside nginx at fixed rates, and the system calls per push (every mode but --redis and --tls); the
     /// optional perf pass too.
-    var measuresAnchor: Bool { mode != .redis }
-    /// The Redis store against memory, and Redis one hop away (every mode but --cpu).
-    var measuresRedis: Bool { mode != .cpu }
+    var measuresAnchor: Bool { mode != .redis && mode != .tls }
+    /// The Redis store against memory, and Redis one hop away (every mode but --cpu and --tls).
+    var measuresRedis: Bool { mode != .cpu && mode != .tls }
+    /// The relay serving TLS (every mode but --cpu and --redis).
+    var measuresTLS: Bool { mode != .cpu && mode != .redis }
 
     /// h2load's streams on each of its two connections: as many requests in flight as the relay's run.
     var directStreams: Int { (saturationConnections + 1) / 2 }

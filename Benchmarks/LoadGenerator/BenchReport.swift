@@ -55,8 +55,9 @@ struct BenchReport {
         let members = figures.filter(\.inJSON).map { "\(JSONText.string($0.key)):\(format($0.value, $0.digits))" }
         LoadCommand.write("{\"mode\":\(JSONText.string(mode)),\(members.joined(separator: ","))}")
         let missing = figures.filter { $0.inJSON && $0.value == nil }.map(\.key)
-        // `scripts/bench --cpu` and `--redis` measure a few figures on purpose; the others are null without failing it.
-        guard missing.isEmpty || mode == "cpu" || mode == "redis" else {
+        // `scripts/bench --cpu`, `--redis` and `--tls` measure a few figures on purpose; the others are null without
+        // failing it.
+        guard missing.isEmpty || mode == "cpu" || mode == "redis" || mode == "tls" else {
             LoadCommand.write("bench: not measured: \(missing.joined(separator: ", "))", to: STDERR_FILENO)
             return 1
         }
@@ -82,7 +83,7 @@ struct BenchReport {
 
     // MARK: - Reading the steps
 
-    private func runs(_ name: String, rate: Int? = nil) -> [[String: Any]] {
+    func runs(_ name: String, rate: Int? = nil) -> [[String: Any]] {
         steps.filter { step in
             step.name == name && (rate.map { Self.number(step.data, "rate") == Double($0) } ?? true)
         }.map(\.data)
@@ -114,7 +115,7 @@ struct BenchReport {
     }
 
     /// The median of one value over every run of a step; nil if there is none or one went wrong.
-    private func median(_ name: String, rate: Int? = nil, _ path: String...) -> Double? {
+    func median(_ name: String, rate: Int? = nil, _ path: String...) -> Double? {
         Self.median(runs(name, rate: rate), path)
     }
 
@@ -132,7 +133,7 @@ struct BenchReport {
         return values.count % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2
     }
 
-    private static func ratio(_ a: Double?, _ b: Double?) -> Double? {
+    static func ratio(_ a: Double?, _ b: Double?) -> Double? {
         guard let a, let b, b > 0 else { return nil }
         return a / b
     }
@@ -229,6 +230,7 @@ struct BenchReport {
         add(
             "threads_started", "threads the relay started after start-up (first run at 200/s; clones at 1,000/s)", 0,
             started.contains { $0 == nil } ? nil : started.compactMap { $0 }.max())
+        list += tlsFigures()
         return list
     }
 
@@ -303,6 +305,7 @@ struct BenchReport {
             lines += ["", "System calls of \(whose) per push at 1,000/s (strace -c -f, a pass of its own):", ""]
             lines.append(top.map { "\($0.0) \(Self.format($0.1 / answers, 2))" }.joined(separator: ", "))
         }
+        lines += tlsTable()
         return lines.joined(separator: "\n")
     }
 

@@ -25,7 +25,7 @@ final class BenchRun {
         init(_ arguments: Arguments) throws(LoadError) {
             let modeName = arguments.string("mode", default: "full")
             guard let mode = BenchPlan.Mode(rawValue: modeName) else {
-                throw LoadError(.usage, "--mode must be full, smoke, cpu or redis")
+                throw LoadError(.usage, "--mode must be full, smoke, cpu, redis or tls")
             }
             plan = BenchPlan(
                 mode: mode, hopMilliseconds: try arguments.number("hop-ms", default: 0.5),
@@ -68,6 +68,8 @@ final class BenchRun {
     var relayTarget = ""
     /// The limits store for the next `startStack`: nil (memory) or the port of a Redis to count in.
     var storePort: Int?
+    /// Whether the relay of the next `startStack` serves HTTPS itself (`tls`, with the pair in `front`).
+    var servesTLS = false
     var redis: BenchChild?
     var redisPort = 0
     var forwarder: BenchChild?
@@ -132,6 +134,7 @@ final class BenchRun {
         if plan.measuresAnchor { try anchor() }
         if options.perf, plan.measuresAnchor, BenchChild.find("perf") != nil { try perfPass() }
         if plan.measuresRedis { try redisStore() }
+        if plan.measuresTLS { try tlsFront() }
         Self.log("done in \(Int(Date().timeIntervalSince(started))) s")
 
         LoadCommand.write("")

@@ -15,7 +15,8 @@ extension BenchRun {
         }
         simulatorPort = port
         let configuration = BenchFiles.relayConfiguration(
-            simulatorPort: port, caFile: apns.caCertificate, storePort: storePort, threads: options.relayThreads)
+            simulatorPort: port, caFile: apns.caCertificate, storePort: storePort, threads: options.relayThreads,
+            tls: servesTLS ? (front.certificate, front.key) : nil)
         try configuration.write(toFile: work + "/relay.json", atomically: true, encoding: .utf8)
         let environment = [
             "REDIS_PASSWORD": redisPassword, "RELAY_KEYS": relayKeys, "APNS_TEAM_ID": BenchSimulator.teamID,
@@ -37,11 +38,14 @@ extension BenchRun {
         if let first = Self.read(bodies).split(separator: "\n").first {
             let body = work + "/first-body.json"
             try String(first).write(toFile: body, atomically: true, encoding: .utf8)
+            // With tls, the front's certificate verified as any client verifies it.
+            let url = (servesTLS ? "https://" : "http://") + "\(relayTarget)/v1/push"
+            let trust = servesTLS ? ["--cacert", front.caCertificate] : []
             _ = Self.poll(50, interval: 0.1) {
-                self.httpStatus([
-                    "--max-time", "5", "-H", "content-type: application/json", "--data-binary", "@" + body,
-                    "http://\(self.relayTarget)/v1/push",
-                ]) == "200" ? true : nil
+                self.httpStatus(
+                    trust + [
+                        "--max-time", "5", "-H", "content-type: application/json", "--data-binary", "@" + body, url,
+                    ]) == "200" ? true : nil
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP1
 import Loop
+import LoopTLS
 
 /// What a ``ClientConnection`` tells the measurement that owns it, on the loop's thread.
 protocol ClientConnectionOwner: AnyObject {
@@ -16,11 +17,12 @@ protocol ClientConnectionOwner: AnyObject {
 }
 
 /// One HTTP/1.1 keep-alive client connection with one request in flight at a time, on the load generator's
-/// event loop (a `TCPConnection`: the request is written at once, only what the socket refuses is queued).
+/// event loop (a `TCPConnection`: the request is written at once, only what the socket refuses is queued), or with
+/// ``LoadTLS`` an HTTPS one (a `ClientStream`: the same, through TLS).
 ///
-/// Ownership: the open `TCPConnection` holds this client, and the client its owner, until ``close()`` or the
-/// end of the connection; the owner holds its clients.
-final class ClientConnection: TCPConnectionDelegate {
+/// Ownership: the open `TCPConnection` (or `ClientStream`) holds this client, and the client its owner, until
+/// ``close()`` or the end of the connection; the owner holds its clients.
+final class ClientConnection: TCPConnectionDelegate, ClientStreamDelegate {
     /// The owner's number for this connection.
     let index: Int
     /// When the request in flight was due (open loop) or sent (closed loop), monotonic nanoseconds.
@@ -32,6 +34,8 @@ final class ClientConnection: TCPConnectionDelegate {
     private(set) var connected = false
     private var owner: (any ClientConnectionOwner)?
     private var connection: TCPConnection?
+    /// With TLS, in place of `connection`.
+    private var stream: ClientStream?
     /// The answers read so far, and the bytes of one that has not arrived whole yet.
     private var reader = HTTP1ResponseReader()
 
@@ -43,9 +47,15 @@ final class ClientConnection: TCPConnectionDelegate {
     /// Starts connecting; the owner hears `clientDidConnect` or `didFailToConnect`. Throws when not even the
     /// socket can be made (descriptors ran out, say).
     static func open(
-        _ index: Int, to address: ResolvedAddress, on loop: EventLoop, owner: any ClientConnectionOwner
+        _ index: Int, to address: ResolvedAddress, tls: LoadTLS? = nil, on loop: EventLoop,
+        owner: any ClientConnectionOwner
     ) throws(LoadError) -> ClientConnection {
         let client = ClientConnection(index: index, owner: owner)
+        if let tls {
+            client.stream = ClientStream.connect(
+                on: loop, host: tls.host, port: tls.port, tls: tls.stream, delegate: client)
+            return client
+        }
         do {
             client.connection = try TCPConnection.connect(on: loop, to: address, delegate: client)
         } catch {
@@ -57,13 +67,18 @@ final class ClientConnection: TCPConnectionDelegate {
     /// Sends a request (the connection must be established); its answer reaches the owner.
     func send(_ request: [UInt8]) {
         busy = true
-        connection?.write(request)
+        if let stream {
+            stream.write(request)
+        } else {
+            connection?.write(request)
+        }
     }
 
     /// Closes the connection; the owner hears nothing more from it.
     func close() {
         owner = nil
         connection?.close()
+        stream?.close()
     }
 
     // MARK: TCPConnectionDelegate
@@ -75,6 +90,10 @@ final class ClientConnection: TCPConnectionDelegate {
     }
 
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        received(bytes)
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
         let instant = MonotonicClock.now()
         reader.append(bytes)
         // Every complete answer goes to the owner; one that is not HTTP ends the connection.
@@ -110,6 +129,32 @@ final class ClientConnection: TCPConnectionDelegate {
             return
         }
         end()
+    }
+
+    // MARK: ClientStreamDelegate (with TLS)
+
+    func streamDidConnect(_ stream: ClientStream) {
+        connected = true
+        owner?.clientDidConnect(self)
+    }
+
+    func stream(_ stream: ClientStream, didRead bytes: UnsafeRawBufferPointer) {
+        received(bytes)
+    }
+
+    func stream(_ stream: ClientStream, didFail failure: ClientStreamFailure) {
+        guard connected else {
+            let owner = self.owner
+            close()
+            owner?.client(self, didFailToConnect: LoopError(.connectFailed, failure.reason))
+            return
+        }
+        end()
+    }
+
+    func streamDidClose(_ stream: ClientStream) {
+        // The stream lets go of its delegate here: a connection closed by `close()` is forgotten by its owner.
+        self.stream = nil
     }
 
     private func end() {

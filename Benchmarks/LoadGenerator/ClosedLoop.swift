@@ -9,6 +9,8 @@ struct ClosedLoop: Sendable {
     var connections: Int
     var seconds: Double
     var warmupSeconds: Double
+    /// HTTPS instead of plain HTTP.
+    var tls: LoadTLS? = nil
 
     struct Report: Sendable {
         var statuses: [Int: Int] = [:]
@@ -60,7 +62,8 @@ struct ClosedLoop: Sendable {
             measureFrom = begin + UInt64(settings.warmupSeconds * 1e9)
             measureUntil = measureFrom + UInt64(settings.seconds * 1e9)
             for index in 0..<settings.connections {
-                pool.append(try ClientConnection.open(index, to: settings.address, on: loop, owner: self))
+                pool.append(
+                    try ClientConnection.open(index, to: settings.address, tls: settings.tls, on: loop, owner: self))
             }
             // The timer holds the run until it closes.
             window = LoopTimer(on: loop) { [self] in boundary() }
@@ -116,7 +119,7 @@ struct ClosedLoop: Sendable {
             if client.busy { report.failures += 1 }
             do throws(LoadError) {
                 pool[client.index] = try ClientConnection.open(
-                    client.index, to: settings.address, on: loop, owner: self)
+                    client.index, to: settings.address, tls: settings.tls, on: loop, owner: self)
             } catch {
                 end(.failure(error))
             }

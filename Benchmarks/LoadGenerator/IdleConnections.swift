@@ -10,6 +10,8 @@ struct IdleConnections: Sendable {
     var count: Int
     var relayPID: Int32
     var settleSeconds: Double
+    /// HTTPS instead of plain HTTP.
+    var tls: LoadTLS? = nil
 
     struct Report: Sendable {
         var answered = 0
@@ -68,7 +70,9 @@ struct IdleConnections: Sendable {
         func openMore() throws(LoadError) {
             while pool.count < settings.count && inProgress < 256 {
                 do {
-                    pool.append(try ClientConnection.open(pool.count, to: settings.address, on: loop, owner: self))
+                    pool.append(
+                        try ClientConnection.open(
+                            pool.count, to: settings.address, tls: settings.tls, on: loop, owner: self))
                 } catch {
                     throw LoadError(.failed, "cannot open connection \(pool.count + 1) (\(error.reason))")
                 }

@@ -42,6 +42,8 @@ enum LoadCommand {
                                            when a figure could not be measured
           idle --target H:P --connections N --pid PID [--settle S]
                                            hold N used keep-alive connections; print PID's memory as JSON
+          (open-loop, closed-loop and idle take --ca-file FILE [--server-name NAME] for HTTPS: keep-alive TLS
+           connections verifying the target's certificate against FILE and NAME, localhost unless given)
           bench --relay-bin FILE [--mode full|smoke|cpu|redis] [--configuration C] [--targets FILE]
                 [--connections C] [--hop-ms D] [--relay-threads N] [--keep DIR] [--perf 1] [--verbose 1]
                 [--perf-by-library FILE]
@@ -148,7 +150,7 @@ enum LoadCommand {
         return OpenLoop(
             address: address, requests: try requests(options, host: host), rate: rate, seconds: seconds,
             warmupSeconds: try options.number("warmup", default: warmup),
-            connections: try options.integer("connections", default: 64))
+            connections: try options.integer("connections", default: 64), tls: try LoadTLS.from(options, target: host))
     }
 
     private static func openLoop(_ options: Arguments) throws {
@@ -173,7 +175,8 @@ enum LoadCommand {
         let loop = ClosedLoop(
             address: address, requests: try requests(options, host: host),
             connections: try options.integer("connections", default: 64),
-            seconds: try options.number("seconds", default: 6), warmupSeconds: try options.number("warmup", default: 0))
+            seconds: try options.number("seconds", default: 6), warmupSeconds: try options.number("warmup", default: 0),
+            tls: try LoadTLS.from(options, target: host))
         guard loop.connections > 0, loop.seconds > 0 else {
             throw LoadError(.usage, "--connections and --seconds must be positive")
         }
@@ -269,7 +272,7 @@ enum LoadCommand {
         let idle = IdleConnections(
             address: address, host: host, count: try options.integer("connections", default: 10_000),
             relayPID: Int32(try options.integer("pid", default: 0)),
-            settleSeconds: try options.number("settle", default: 2))
+            settleSeconds: try options.number("settle", default: 2), tls: try LoadTLS.from(options, target: host))
         let report = try idle.run()
         write(
             #"{"connections":\#(idle.count),"answered":\#(report.answered),"still_open":\#(report.stillOpen),"#

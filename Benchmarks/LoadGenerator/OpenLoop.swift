@@ -14,6 +14,8 @@ struct OpenLoop: Sendable {
     var seconds: Double
     var warmupSeconds: Double
     var connections: Int
+    /// HTTPS instead of plain HTTP.
+    var tls: LoadTLS? = nil
 
     struct Report: Sendable {
         var scheduled = 0
@@ -90,7 +92,8 @@ struct OpenLoop: Sendable {
         var busy: Int { pool.count - idle.count - connecting }
 
         func open(_ index: Int) throws(LoadError) {
-            let client = try ClientConnection.open(index, to: settings.address, on: loop, owner: self)
+            let client = try ClientConnection.open(
+                index, to: settings.address, tls: settings.tls, on: loop, owner: self)
             if index < pool.count {
                 pool[index] = client
             } else {

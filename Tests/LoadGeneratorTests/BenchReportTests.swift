@@ -88,6 +88,56 @@ struct BenchReportTests {
         #expect(value(figures, "threads_started") == 2)
     }
 
+    @Test("TLS: saturated medians and their ratio; at 1,000/s the pair's two processes added run by run")
+    func tlsFigures() throws {
+        func fixed(_ step: String, _ cpu: String) throws -> BenchReport.Step {
+            try self.step(step, #"{"rate":1000,"scheduled":7000,"statuses":{"200":7000},"cpu_us":{\#(cpu)}}"#)
+        }
+        let report = BenchReport(steps: [
+            try step("tls-saturation", #"{"answers":1000,"ok":1000,"rps":800,"cpu_us":{"relay":24}}"#),
+            try step("tls-paired-plain", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":20}}"#),
+            try step("tls-saturation", #"{"answers":1000,"ok":1000,"rps":900,"cpu_us":{"relay":26}}"#),
+            try step("tls-paired-plain", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":22}}"#),
+            try fixed("tls-relay-fixed", #""relay":120"#),
+            try fixed("tls-pair-fixed", #""relay":100,"nginx":60"#),
+            try fixed("tls-relay-fixed", #""relay":130"#),
+            try fixed("tls-pair-fixed", #""relay":110,"nginx":80"#),
+            try step("idle-tls", #"{"connections":100,"answered":100,"rss_kb":102400}"#),
+        ])
+        let figures = report.figures()
+        #expect(value(figures, "push_rps_tls") == 850)
+        #expect(value(figures, "push_rps_plain_paired") == 1000)
+        #expect(value(figures, "tls_rps_ratio") == 0.85)
+        #expect(value(figures, "push_cpu_us_tls") == 25)
+        #expect(value(figures, "push_cpu_us_plain_paired") == 21)
+        #expect(value(figures, "push_cpu_us_tls_at_1000") == 125)
+        // 160 and 190: each run's nginx and relay added, then the median.
+        #expect(value(figures, "tls_pair_cpu_us_at_1000") == 175)
+        #expect(value(figures, "tls_pair_nginx_cpu_us_at_1000") == 70)
+        #expect(value(figures, "tls_pair_relay_cpu_us_at_1000") == 105)
+        #expect(value(figures, "tls_cpu_ratio_to_pair_at_1000") == 125.0 / 175.0)
+        #expect(value(figures, "idle_conn_tls_rss_mb") == 100)
+        // Both kinds printed run by run.
+        let table = report.table(figures, targets: [], mode: "tls")
+        #expect(table.contains("| 1 | 800 | 1000 | 0.80 | 24.0 | 20.0 |"), "\(table)")
+        #expect(table.contains("| 2 | 130.0 | 190.0 (80.0 + 110.0) | 0.68 |"), "\(table)")
+    }
+
+    @Test("a pair whose run lost requests leaves the pair's figure and the ratio null")
+    func tlsPairFailedIsNull() throws {
+        let report = BenchReport(steps: [
+            try step(
+                "tls-relay-fixed", #"{"rate":1000,"scheduled":7000,"statuses":{"200":7000},"cpu_us":{"relay":120}}"#),
+            try step(
+                "tls-pair-fixed",
+                #"{"rate":1000,"scheduled":7000,"statuses":{"200":6000},"cpu_us":{"relay":100,"nginx":60}}"#),
+        ])
+        let figures = report.figures()
+        #expect(value(figures, "push_cpu_us_tls_at_1000") == 120)
+        #expect(value(figures, "tls_pair_cpu_us_at_1000") == nil)
+        #expect(value(figures, "tls_cpu_ratio_to_pair_at_1000") == nil)
+    }
+
     @Test("the repository's targets file names only figures the report makes")
     func targetsFile() throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -100,7 +150,7 @@ struct BenchReportTests {
             if let other = target.times { #expect(known.contains(other), "\(other)") }
         }
     }
-    @Test("a --cpu or --redis run leaves what it does not measure null and passes; a full run with a null fails")
+    @Test("a --cpu, --redis or --tls run leaves what it does not measure null and passes; a full run with a null fails")
     func partialModes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
@@ -118,6 +168,7 @@ struct BenchReportTests {
         }
         #expect(try run("redis") == 0)
         #expect(try run("cpu") == 0)
+        #expect(try run("tls") == 0)
         #expect(try run("full") == 1, "a full run must measure every figure")
         #expect(try run("smoke") == 1)
     }

@@ -44,6 +44,19 @@ struct BenchRunTests {
         #expect(redis.latencySeconds == 10)
     }
 
+    @Test("--tls runs only the TLS section, two alternating pairs; the full and smoke runs include it")
+    func tlsMode() {
+        let tls = BenchPlan(mode: .tls)
+        #expect(tls.measuresTLS)
+        #expect(!tls.measuresSaturation && !tls.measuresServing && !tls.measuresAnchor && !tls.measuresRedis)
+        #expect(tls.tlsRounds == 2)
+        #expect(tls.saturationSeconds == 5 && tls.warmupSeconds == 1)
+        #expect(tls.fixedRate == 1000 && tls.idleConnections == 10_000)
+        #expect(BenchPlan(mode: .full).measuresTLS && BenchPlan(mode: .full).tlsRounds == 2)
+        #expect(BenchPlan(mode: .smoke).measuresTLS && BenchPlan(mode: .smoke).tlsRounds == 1)
+        #expect(!BenchPlan(mode: .cpu).measuresTLS && !BenchPlan(mode: .redis).measuresTLS)
+    }
+
     @Test("each rate runs for at least 500 requests; h2load keeps as many requests in flight as the relay's run")
     func rateSecondsAndStreams() {
         let smoke = BenchPlan(mode: .smoke)
@@ -108,6 +121,33 @@ struct BenchRunTests {
         #expect(store["url"] as? String == "redis://127.0.0.1:6390/0")
         #expect(BenchReport.number(store, "timeout_ms") == 100)
         #expect(BenchReport.number(redis, "server", "threads") == 2)
+        #expect(redis["tls"] == nil)
+
+        let tls = try parsed(
+            BenchFiles.relayConfiguration(
+                simulatorPort: 4433, caFile: "/ca.pem", storePort: nil, threads: nil,
+                tls: ("/w/front/cert.pem", "/w/front/key.pem")))
+        let pair = try #require(tls["tls"] as? [String: Any])
+        #expect(pair["certificate_file"] as? String == "/w/front/cert.pem")
+        #expect(pair["key_file"] as? String == "/w/front/key.pem")
+        #expect(tls["listen"] as? String == "127.0.0.1:0")
+    }
+
+    @Test("the pair's nginx: one worker terminating TLS with the front's pair, keep-alive to the plain relay")
+    func nginxTLSFront() {
+        let front = BenchRun.nginxTLSFront(
+            port: 30003, relay: "127.0.0.1:30004", certificate: "/w/front/cert.pem", key: "/w/front/key.pem")
+        #expect(front.contains("listen 127.0.0.1:30003 ssl;"))
+        #expect(front.contains("ssl_certificate /w/front/cert.pem;"))
+        #expect(front.contains("ssl_certificate_key /w/front/key.pem;"))
+        #expect(front.contains("ssl_protocols TLSv1.2 TLSv1.3;"))
+        #expect(front.contains("server 127.0.0.1:30004;"))
+        #expect(front.contains("keepalive 64;"))
+        #expect(front.contains("proxy_pass http://relay_plain;"))
+        #expect(front.contains("proxy_set_header Connection \"\";"))
+        let whole = BenchFiles.nginxConfiguration(name: "front", directory: "/w/nginx-tls", body: front)
+        #expect(whole.hasPrefix("worker_processes 1;\ndaemon off;\n"))
+        #expect(whole.filter { $0 == "{" }.count == whole.filter { $0 == "}" }.count)
     }
 
     @Test("nginx's configurations: one worker in the foreground, files under the run's directory, the TLS anchor")
