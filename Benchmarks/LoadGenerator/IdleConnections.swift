@@ -12,6 +12,9 @@ struct IdleConnections: Sendable {
     var settleSeconds: Double
     /// HTTPS instead of plain HTTP.
     var tls: LoadTLS? = nil
+    /// The one request each connection makes, taken in turn (pushes: a channel's connection idle after its last
+    /// push); none: `GET /healthz`.
+    var requests: [[UInt8]] = []
 
     struct Report: Sendable {
         var answered = 0
@@ -107,7 +110,7 @@ struct IdleConnections: Sendable {
 
         func clientDidConnect(_ client: ClientConnection) {
             guard !finished else { return }
-            client.send(request)
+            client.send(settings.requests.isEmpty ? request : settings.requests[client.index % settings.requests.count])
         }
 
         func client(_ client: ClientConnection, didFailToConnect error: LoopError) {

@@ -40,8 +40,9 @@ enum LoadCommand {
                                            the benchmark's figures from the steps' JSON lines in FILE,
                                            against the targets: a table, then one JSON line; exits 1
                                            when a figure could not be measured
-          idle --target H:P --connections N --pid PID [--settle S]
-                                           hold N used keep-alive connections; print PID's memory as JSON
+          idle --target H:P --connections N --pid PID [--settle S] [--bodies FILE]
+                                           hold N used keep-alive connections (each used for GET /healthz, or
+                                           for a push of FILE's); print PID's memory as JSON
           (open-loop, closed-loop and idle take --ca-file FILE [--server-name NAME] for HTTPS: keep-alive TLS
            connections verifying the target's certificate against FILE and NAME, localhost unless given)
           bench --relay-bin FILE [--mode full|smoke|cpu|redis] [--configuration C] [--targets FILE]
@@ -272,7 +273,8 @@ enum LoadCommand {
         let idle = IdleConnections(
             address: address, host: host, count: try options.integer("connections", default: 10_000),
             relayPID: Int32(try options.integer("pid", default: 0)),
-            settleSeconds: try options.number("settle", default: 2), tls: try LoadTLS.from(options, target: host))
+            settleSeconds: try options.number("settle", default: 2), tls: try LoadTLS.from(options, target: host),
+            requests: options.all("bodies").isEmpty ? [] : try requests(options, host: host))
         let report = try idle.run()
         write(
             #"{"connections":\#(idle.count),"answered":\#(report.answered),"still_open":\#(report.stillOpen),"#

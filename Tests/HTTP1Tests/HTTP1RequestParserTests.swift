@@ -64,6 +64,33 @@ struct HTTP1RequestParserTests {
         #expect(events.compactMap(\.body) == [Array("A".utf8), Array("B".utf8), []])
     }
 
+    @Test func aFinishedRequestLeavesNoStorageBehindUnlessMoreBytesCame() {
+        var parser = HTTP1RequestParser()
+        let body = String(repeating: "x", count: 4400)
+        let push = "POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 4400\r\n\r\n" + body
+        parser.append(contentsOf: Array(push.utf8))
+        #expect(parser.heldByteCapacity >= 4400)
+        #expect(parser.next().head?.path == "/v1/push")
+        parser.readBody(limit: 8192)
+        #expect(parser.next().body == Array(body.utf8))
+        // Idle between requests: nothing of the push is held.
+        #expect(parser.heldByteCapacity == 0)
+        #expect(parser.bufferedByteCount == 0)
+
+        // With the start of the next request behind it, those bytes are kept, and the request reads whole.
+        parser.append(contentsOf: Array((push + "GET /b HT").utf8))
+        #expect(parser.next().head?.path == "/v1/push")
+        parser.readBody(limit: 8192)
+        #expect(parser.next().body == Array(body.utf8))
+        #expect(parser.bufferedByteCount == 9)
+        #expect(parser.heldByteCapacity >= 9)
+        parser.append(contentsOf: Array("TP/1.1\r\nHost: x\r\n\r\n".utf8))
+        #expect(parser.next().head?.path == "/b")
+        parser.readBody(limit: 0)
+        #expect(parser.next().body == [])
+        #expect(parser.heldByteCapacity == 0)
+    }
+
     @Test func pathIsPercentDecodedWithoutTheQuery() throws {
         let head = try #require(try parse("GET /v1/%70ush%2fx%zz%4?q=%41 HTTP/1.1\r\nHost: x\r\n\r\n").first?.head)
         #expect(head.path == "/v1/push/x%zz%4")

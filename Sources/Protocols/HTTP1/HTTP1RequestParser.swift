@@ -74,6 +74,11 @@ public struct HTTP1RequestParser: Sendable {
     /// Bytes received and not yet consumed (a head being read, or requests pipelined behind the current one).
     public var bufferedByteCount: Int { input.unconsumedCount }
 
+    /// Bytes of storage the parser holds for what it receives (none between requests when nothing more has come).
+    public var heldByteCapacity: Int {
+        input.bytes.capacity + lines.fields.capacity * MemoryLayout<LineScan.FieldRange>.stride
+    }
+
     /// Whether the parser is between requests with no byte of the next one yet: an idle connection.
     public var isAtRequestBoundary: Bool {
         if case .head = state { return input.bytes.count == input.position }
@@ -237,6 +242,9 @@ public struct HTTP1RequestParser: Sendable {
         current = nil
         state = .head
         input.scan = input.position
+        // Nothing of a finished request is kept: the next head's scan starts afresh (as it would anyway).
+        input.releaseIfConsumed()
+        lines = LineScan()
         return .body(whole)
     }
 

@@ -20,6 +20,16 @@ struct ScanBuffer: Sendable {
         bytes.append(contentsOf: more)
     }
 
+    /// Lets go of the storage once every byte received is consumed: a keep-alive connection idle between requests then
+    /// holds none of its last request (a push's 4.4 KB, for each of thousands of idle connections). The next request's
+    /// bytes take new storage, one allocation a request.
+    mutating func releaseIfConsumed() {
+        guard position == bytes.count, bytes.capacity > 0 else { return }
+        bytes = []
+        position = 0
+        scan = 0
+    }
+
     /// Drops consumed bytes, so that the buffer holds only what is still to be read.
     private mutating func compact() {
         guard position > 0 else { return }
