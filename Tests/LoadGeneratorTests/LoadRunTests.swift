@@ -90,6 +90,19 @@ struct LoadRunTests {
         #expect(server.observed.requests == [String](repeating: "/healthz", count: 40))
     }
 
+    @Test("idle with pushes: each connection's one request is a push, taken in turn")
+    func idleAfterAPush() throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let target = try target(server)
+        let idle = IdleConnections(
+            address: target.address, host: target.text, count: 6, relayPID: getpid(), settleSeconds: 0.1,
+            requests: requests(target, count: 3))
+        let report = try idle.run()
+        #expect(report.answered == 6 && report.stillOpen == 6)
+        #expect(server.observed.requests == [String](repeating: "/v1/push", count: 6))
+    }
+
     @Test("mint: one grant per request, each in its own push body")
     func mint() throws {
         let server = try TestHTTPServer { index, _ in

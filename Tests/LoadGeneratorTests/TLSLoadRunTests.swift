@@ -37,11 +37,12 @@ struct TLSLoadRunTests {
         let caFile: String
         let target: LoadTarget
 
-        init() throws {
+        init(timeoutSeconds: Int = 30) throws {
             let pki = try LocalPKI.generate()
             caFile = NSTemporaryDirectory() + "duo-relay-load-tls-\(UUID().uuidString).pem"
             try pki.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-            var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, perAddressConnectionLimit: 0)
+            var configuration = HTTPServerConfiguration(
+                host: "127.0.0.1", port: 0, perAddressConnectionLimit: 0, connectionTimeoutSeconds: timeoutSeconds)
             configuration.tls = try TLSServerContext(
                 httpFrontChainPEM: pki.certificatePEM, privateKeyPEM: pki.privateKeyPEM,
                 now: Int64(Date().timeIntervalSince1970))
@@ -106,6 +107,19 @@ struct TLSLoadRunTests {
         #expect(report.failures == 0)
         #expect(report.stillOpen == 40)
         #expect(fixture.handler.requests.withLock { $0 } == 40)
+    }
+
+    @Test("idle over HTTPS: connections the server closes (its close_notify) are not still open")
+    func idleClosedByTheServer() throws {
+        let fixture = try Fixture(timeoutSeconds: 1)
+        defer { fixture.stop() }
+        let idle = IdleConnections(
+            address: fixture.target.address, host: fixture.target.text, count: 10, relayPID: getpid(),
+            settleSeconds: 2, tls: try fixture.tls())
+        let report = try idle.run()
+        #expect(report.answered == 10)
+        #expect(report.failures == 0)
+        #expect(report.stillOpen == 0)
     }
 
     @Test("a certificate that does not verify (another CA, another name) ends the run: no request is sent")
