@@ -61,14 +61,19 @@ extension BenchReport {
         let fixed = zip(runs("tls-relay-fixed"), runs("tls-pair-fixed").map(Self.withPairSum))
         guard saturated.underestimatedCount > 0 || fixed.underestimatedCount > 0 else { return [] }
         var lines = ["", "The relay serving TLS, run by run (TLS first in each pair):", ""]
-        lines += ["| round | TLS pushes/s | plain pushes/s | TLS / plain | TLS µs/push | plain µs/push |"]
-        lines += ["| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "| round | TLS pushes/s | plain pushes/s | TLS / plain | TLS µs/push | plain µs/push "
+                + "| load generator µs/push, TLS | plain |"
+        ]
+        lines += ["| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for (index, (tls, plain)) in saturated.enumerated() {
             let cells = [
                 String(index + 1), Self.format(Self.number(tls, "rps"), 0), Self.format(Self.number(plain, "rps"), 0),
                 Self.format(Self.ratio(Self.number(tls, "rps"), Self.number(plain, "rps")), 2),
                 Self.format(Self.number(tls, "cpu_us", "relay"), 1),
                 Self.format(Self.number(plain, "cpu_us", "relay"), 1),
+                Self.format(Self.number(tls, "cpu_us", "load"), 1),
+                Self.format(Self.number(plain, "cpu_us", "load"), 1),
             ]
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }

@@ -38,9 +38,11 @@ extension BenchRun {
         try prepareFront()
         for round in 1...plan.tlsRounds {
             servesTLS = true
-            try onAFreshStack("tls-saturation") { saturated(watching: ["relay": relayPID]) + httpsOptions }
+            // The load generator's own CPU too: it shares the cores, and its TLS is part of what a round costs them.
+            let load = ["--pid", "load=self"]
+            try onAFreshStack("tls-saturation") { saturated(watching: ["relay": relayPID]) + load + httpsOptions }
             servesTLS = false
-            try onAFreshStack("tls-paired-plain") { saturated(watching: ["relay": relayPID]) }
+            try onAFreshStack("tls-paired-plain") { saturated(watching: ["relay": relayPID]) + load }
             Self.log("TLS saturated round \(round) of \(plan.tlsRounds) done")
         }
         let rate = Double(plan.fixedRate)

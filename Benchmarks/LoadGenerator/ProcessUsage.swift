@@ -36,7 +36,10 @@ struct WatchedProcesses {
         processes = []
         for text in options.all("pid") {
             let parts = text.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, !parts[0].isEmpty, let pid = Int32(parts[1]), pid > 0 else {
+            // `self`: the measurement's own process (the load generator's CPU beside what it loads).
+            guard parts.count == 2, !parts[0].isEmpty, let pid = parts[1] == "self" ? getpid() : Int32(parts[1]),
+                pid > 0
+            else {
                 throw LoadError(.usage, "--pid takes NAME=PID")
             }
             processes.append((String(parts[0]), pid))

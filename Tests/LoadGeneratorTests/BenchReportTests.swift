@@ -94,8 +94,8 @@ struct BenchReportTests {
             try self.step(step, #"{"rate":1000,"scheduled":7000,"statuses":{"200":7000},"cpu_us":{\#(cpu)}}"#)
         }
         let report = BenchReport(steps: [
-            try step("tls-saturation", #"{"answers":1000,"ok":1000,"rps":800,"cpu_us":{"relay":24}}"#),
-            try step("tls-paired-plain", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":20}}"#),
+            try step("tls-saturation", #"{"answers":1000,"ok":1000,"rps":800,"cpu_us":{"relay":24,"load":9}}"#),
+            try step("tls-paired-plain", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":20,"load":6}}"#),
             try step("tls-saturation", #"{"answers":1000,"ok":1000,"rps":900,"cpu_us":{"relay":26}}"#),
             try step("tls-paired-plain", #"{"answers":1000,"ok":1000,"rps":1000,"cpu_us":{"relay":22}}"#),
             try fixed("tls-relay-fixed", #""relay":120"#),
@@ -119,7 +119,7 @@ struct BenchReportTests {
         #expect(value(figures, "idle_conn_tls_rss_mb") == 100)
         // Both kinds printed run by run.
         let table = report.table(figures, targets: [], mode: "tls")
-        #expect(table.contains("| 1 | 800 | 1000 | 0.80 | 24.0 | 20.0 |"), "\(table)")
+        #expect(table.contains("| 1 | 800 | 1000 | 0.80 | 24.0 | 20.0 | 9.0 | 6.0 |"), "\(table)")
         #expect(table.contains("| 2 | 130.0 | 190.0 (80.0 + 110.0) | 0.68 |"), "\(table)")
     }
 

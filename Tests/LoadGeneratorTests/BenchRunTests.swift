@@ -57,6 +57,14 @@ struct BenchRunTests {
         #expect(!BenchPlan(mode: .cpu).measuresTLS && !BenchPlan(mode: .redis).measuresTLS)
     }
 
+    @Test("--pid NAME=self watches the measurement's own process; a PID that is not a number is refused")
+    func watchingItself() throws {
+        let watched = try WatchedProcesses(Arguments(["--pid", "relay=42", "--pid", "load=self"]))
+        #expect(watched.processes.map(\.name) == ["relay", "load"])
+        #expect(watched.processes.map(\.pid) == [42, getpid()])
+        #expect(throws: LoadError(.usage, "")) { try WatchedProcesses(Arguments(["--pid", "load=me"])) }
+    }
+
     @Test("each rate runs for at least 500 requests; h2load keeps as many requests in flight as the relay's run")
     func rateSecondsAndStreams() {
         let smoke = BenchPlan(mode: .smoke)
