@@ -41,9 +41,10 @@ extension DocTestRun {
     /// The main PID the systemctl stand-in recorded for the relay's service.
     var servicePID: Int32? { Int32(trimmed(read(systemd + "/pid"))) }
 
-    /// restarts.md, "One relay on a host: the socket unit": the socket unit installed and enabled, `listen` switched to
-    /// `"systemd"` (block 1), then a restart (block 2) and an upgrade of the binary (block 3), each under a steady
-    /// trickle of pushes on new connections: none fails, and each new process serves on the socket systemd holds.
+    /// docs/operations/restarts.md, "One relay on a host: the socket unit": the socket unit installed and enabled,
+    /// `listen` switched to `"systemd"` (block 1), then a restart (block 2) and an upgrade of the binary (block 3),
+    /// each under a steady trickle of pushes on new connections: none fails, and each new process serves on the socket
+    /// systemd holds.
     func restarts() throws {
         scenario = "restarts"
         say("restarts: \(location(1)) (the socket unit), \(location(2)) (a restart), \(location(3)) (an upgrade)")
@@ -166,10 +167,10 @@ extension DocTestRun {
         return (status, String(ran.output[..<newline]))
     }
 
-    /// tls.md, "certbot": the hook installed and the first certificate issued (block 1; certbot is a stand-in that
-    /// issues from the run's own CA and runs the hook with certbot's variables), `tls` turned on and the relay
-    /// restarted on the socket unit's socket (block 2), then a forced renewal (block 3): new connections see the new
-    /// certificate's fingerprint, the relay printed its `reloaded:` line naming it, and pushes go on over TLS.
+    /// docs/operations/tls.md, "certbot": the hook installed and the first certificate issued (block 1; certbot is a
+    /// stand-in that issues from the run's own CA and runs the hook with certbot's variables), `tls` turned on and the
+    /// relay restarted on the socket unit's socket (block 2), then a forced renewal (block 3): new connections see the
+    /// new certificate's fingerprint, the relay printed its `reloaded:` line naming it, and pushes go on over TLS.
     func tlsCertbot() throws {
         scenario = "tls-certbot"
         say("tls-certbot: \(location(1)) (the hook, the first certificate), \(location(2)) (tls on), \(location(3))")
