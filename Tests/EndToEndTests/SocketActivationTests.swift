@@ -28,7 +28,7 @@ import Testing
     @Test func fiveRestartsAndABinarySwapUnderATrickleFailNoPush() throws {
         let fixture = try PushFixture(relayConfig: Self.generousLimits)
         let grants = try (0..<4).map { _ in try fixture.grant(token: PushFixture.hex64()) }
-        try Self.restartUnderTrickle(fixture) { port in
+        try Self.restartUnderTrickle(fixture, "plain HTTP") { port in
             let outcome = Mutex(Trickle())
             let stop = Atomic<Bool>(false)
             // Four channels, each pushing every 200 ms on a new connection: 20 pushes a second in all.
@@ -78,18 +78,18 @@ import Testing
         let files = try TLSFrontTests.PairFiles(try SimulatorPKI.generate())
         defer { try? FileManager.default.removeItem(atPath: files.directory) }
         let fixture = try PushFixture(relayConfig: Self.generousLimits + "," + files.config)
-        try Self.restartUnderTrickle(fixture) { port in
+        try Self.restartUnderTrickle(fixture, "TLS") { port in
             let trickle = try TLSTrickle(port: port, caFile: files.caFile, directory: files.directory)
             return { try trickle.stop() }
         }
     }
 
     /// Runs `trickle` against relays started in turn on one held socket with `fixture`'s configuration (`listen`
-    /// made `"systemd"`): the first, five restarts of the same binary and a swap to a copy of it, two seconds apart,
+    /// made `"systemd"`; `what` names the trickle in the printed line): the first, five restarts of the same binary and a swap to a copy of it, two seconds apart,
     /// each a SIGTERM, the wait for its exit 0 and the next start, as systemd restarts a service. `trickle` starts
     /// the traffic on the socket's port and returns what stops it and reports what its pushes were answered.
     static func restartUnderTrickle(
-        _ fixture: PushFixture, trickle: (_ port: UInt16) throws -> () throws -> Trickle
+        _ fixture: PushFixture, _ what: String, trickle: (_ port: UInt16) throws -> () throws -> Trickle
     ) throws {
         let directory = try RelayProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -132,7 +132,7 @@ import Testing
         #expect(try relay.waitForExit() == 0)
 
         print(
-            "SocketActivationTests: \(outcome.answered200) pushes answered 200, \(outcome.failures.count) failed, "
+            "SocketActivationTests (\(what)): \(outcome.answered200) pushes answered 200, \(outcome.failures.count) failed, "
                 + "over 5 restarts and a binary swap in \(elapsed)")
         #expect(outcome.failures.isEmpty, "\(outcome.failures.prefix(5))")
         // About 20 a second for 14 s and more: most of them sent.
