@@ -8,21 +8,34 @@ import RelayServer
 
 /// The provider token forced to refresh under load (BENCHMARKS.md, "The provider token's refresh"): no push waits
 /// for a signature, so the p99 of pushes at 1,000/s over a run in which APNs calls the provider token expired half way
-/// is the p99 of the same run without it. For each key kind (in a SoftHSM token, whose signature is the slowest; in a
-/// file), pairs of runs alternate on fresh stacks (no refresh, refresh, no refresh, refresh), so that the machine's
-/// drift moves a pair rather than one side. The relay runs one worker with one APNs connection: the simulator, like
-/// APNs, lets a connection take a new token within 20 minutes only after it answered ExpiredProviderToken on it, so a
-/// second connection would have its pushes refused (429 TooManyProviderTokenUpdates) once the new token is in force.
+/// is the p99 of the same run without it. For each kind of key (in a SoftHSM token; in the same token behind a module
+/// that makes every signature 250 ms slower, as a network HSM or a cloud KMS can be; in a file), pairs of runs
+/// alternate on fresh stacks (no refresh, refresh, no refresh, refresh), so that the machine's drift moves a pair
+/// rather than one side. The relay runs one worker with one APNs connection: the simulator, like APNs, lets a
+/// connection take a new token within 20 minutes only after it answered ExpiredProviderToken on it, so a second
+/// connection would have its pushes refused (429 TooManyProviderTokenUpdates) once the new token is in force.
 extension BenchRun {
     enum TokenKeyKind: String, CaseIterable {
         /// The APNs key in a SoftHSM token, signing through PKCS#11.
         case token
+        /// The same token behind `scripts/slow-pkcs11.c`: every signature ``slowTokenDelayMilliseconds`` slower.
+        case slowToken = "slow_token"
         /// The APNs key from a file, signing in memory.
         case file
     }
 
+    /// The slow token's delay: long enough that a push loop stalled by one signature would hold more pushes than a
+    /// run's slowest 1 % (at 1,000/s for 10 s, 100 of them).
+    static let slowTokenDelayMilliseconds = 250
+
     func tokenRefresh() throws {
         let softHSM = try BenchSoftHSM.make(in: work + "/softhsm", keyFile: apns.apnsKey)
+        let slowModule = work + "/slow-pkcs11.so"
+        guard
+            BenchChild.output(
+                "clang", ["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o", slowModule, "scripts/slow-pkcs11.c"])
+                != nil
+        else { throw LoadError(.failed, "scripts/slow-pkcs11.c did not build") }
         let signed = BenchChild.output(
             load,
             [
@@ -32,9 +45,18 @@ extension BenchRun {
         appendResult("token-sign", signed ?? "")
         for kind in TokenKeyKind.allCases {
             relaySetup = { configuration, environment in
-                configuration = try BenchTokenRefresh.oneConnection(
-                    configuration, module: kind == .token ? BenchSoftHSM.module : nil)
-                if kind == .token { environment.merge(softHSM.relayEnvironment) { $1 } }
+                switch kind {
+                case .token:
+                    configuration = try BenchTokenRefresh.oneConnection(configuration, module: BenchSoftHSM.module)
+                    environment.merge(softHSM.relayEnvironment) { $1 }
+                case .slowToken:
+                    configuration = try BenchTokenRefresh.oneConnection(configuration, module: slowModule)
+                    environment.merge(softHSM.relayEnvironment) { $1 }
+                    environment["SLOW_PKCS11_MODULE"] = BenchSoftHSM.module
+                    environment["SLOW_PKCS11_DELAY_MS"] = String(Self.slowTokenDelayMilliseconds)
+                case .file:
+                    configuration = try BenchTokenRefresh.oneConnection(configuration, module: nil)
+                }
             }
             defer { relaySetup = nil }
             for _ in 1...plan.tokenRounds {
@@ -54,7 +76,7 @@ extension BenchRun {
                 }
             }
         }
-        Self.log("the provider token's refresh measured (SoftHSM and file keys)")
+        Self.log("the provider token's refresh measured (SoftHSM, slow SoftHSM and file keys)")
     }
 
     /// One open-loop run at the plan's token rate on the stack running now; with `refresh`, the simulator is told

@@ -25,7 +25,11 @@ extension BenchReport {
 
     func tokenFigures() -> [Figure] {
         var list: [Figure] = []
-        for (key, words) in [("token", "the key in a SoftHSM token"), ("file", "the key from a file")] {
+        let kinds = [
+            ("token", "the key in a SoftHSM token"),
+            ("slow_token", "the key in a SoftHSM token 250 ms slower a signature"), ("file", "the key from a file"),
+        ]
+        for (key, words) in kinds {
             let steady = tokenMedian(key, refresh: false, "p99_ms")
             let refreshed = tokenMedian(key, refresh: true, "p99_ms")
             list += [

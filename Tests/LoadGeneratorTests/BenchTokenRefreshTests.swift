@@ -20,7 +20,7 @@ struct BenchTokenRefreshTests {
         let token = BenchPlan(mode: .token)
         #expect(token.measuresTokenRefresh)
         #expect(!token.measuresSaturation && !token.measuresServing && !token.measuresAnchor && !token.measuresRedis)
-        #expect(token.tokenRounds == 2 && token.tokenRate == 1000 && token.tokenSeconds == 15)
+        #expect(token.tokenRounds == 2 && token.tokenRate == 1000 && token.tokenSeconds == 10)
         #expect(BenchPlan(mode: .full).measuresTokenRefresh)
         let smoke = BenchPlan(mode: .smoke)
         #expect(smoke.measuresTokenRefresh && smoke.tokenRounds == 1 && smoke.tokenSeconds == 1)
@@ -81,6 +81,8 @@ struct BenchTokenRefreshTests {
             try run("token", refresh: true, p99: 1.25, max: 4, tokens: 2),
             try run("token", refresh: false, p99: 1.5, tokens: 1),
             try run("token", refresh: true, p99: 1.75, max: 6, tokens: 2),
+            try run("slow_token", refresh: false, p99: 1.0, tokens: 1),
+            try run("slow_token", refresh: true, p99: 0.75, max: 260, tokens: 2),
             try run("file", refresh: false, p99: 0.5, tokens: 1),
             try run("file", refresh: true, p99: 0.6, tokens: 2),
         ])
@@ -89,12 +91,15 @@ struct BenchTokenRefreshTests {
         #expect(value(figures, "token_refresh_p99_ms") == 1.5)
         #expect(value(figures, "token_refresh_p99_ratio") == 1.2)
         #expect(value(figures, "token_refresh_max_ms") == 5)
+        #expect(value(figures, "slow_token_refresh_p99_ratio") == 0.75)
+        #expect(value(figures, "slow_token_refresh_max_ms") == 260)
         #expect(value(figures, "file_refresh_p99_ratio") == 0.6 / 0.5)
         #expect(value(figures, "token_sign_ms") == 0.8)
         #expect(value(figures, "file_sign_ms") == 0.05)
         let table = report.table(figures, targets: [], mode: "token")
         #expect(table.contains("| token | half way | 1.250 | 1.500 | 4.000 | 2 | 0 | yes |"))
         #expect(table.contains("| file | none | 0.500 | 1.500 | 5.000 | 1 | 0 | yes |"))
+        #expect(table.contains("| slow_token | half way | 0.750 | 1.500 | 260.000 | 2 | 0 | yes |"))
     }
 
     @Test("a refresh run in which the simulator saw one token (no refresh), or a run short of 200s, is not counted")
