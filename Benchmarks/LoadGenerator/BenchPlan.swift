@@ -2,7 +2,7 @@
 /// seconds, the rates and the rounds. BENCHMARKS.md, "Running the measurements", describes the modes.
 struct BenchPlan: Equatable {
     enum Mode: String, CaseIterable {
-        /// Every figure (about six minutes, release).
+        /// Every figure (about nine minutes, release).
         case full
         /// Every figure measured briefly (about a minute): the pipeline's check in `scripts/test`.
         case smoke
