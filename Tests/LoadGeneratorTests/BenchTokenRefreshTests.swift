@@ -102,6 +102,28 @@ struct BenchTokenRefreshTests {
         #expect(table.contains("| slow_token | half way | 0.750 | 1.500 | 260.000 | 2 | 0 | yes |"))
     }
 
+    @Test("a --token run leaves every other figure null and passes; a full run with only these fails")
+    func tokenMode() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let results = FileManager.default.temporaryDirectory.appendingPathComponent("bench-token-\(getpid()).jsonl")
+        defer { try? FileManager.default.removeItem(at: results) }
+        let steps = [
+            try run("token", refresh: false, p99: 1.0, tokens: 1), try run("token", refresh: true, p99: 1.0, tokens: 2),
+        ]
+        let lines = try steps.map { step in
+            let data = try JSONSerialization.data(withJSONObject: step.data)
+            return #"{"step":"\#(step.name)","data":\#(String(decoding: data, as: UTF8.self))}"#
+        }
+        try (lines.joined(separator: "\n") + "\n").write(to: results, atomically: true, encoding: .utf8)
+        let targets = root.appendingPathComponent("scripts/bench-targets.json").path
+        func report(_ mode: String) throws -> Int32 {
+            try BenchReport.run(try Arguments(["--results", results.path, "--targets", targets, "--mode", mode]))
+        }
+        #expect(try report("token") == 0)
+        #expect(try report("full") == 1)
+    }
+
     @Test("a refresh run in which the simulator saw one token (no refresh), or a run short of 200s, is not counted")
     func runsThatDoNotCount() throws {
         let noRefresh = BenchReport(steps: [
