@@ -2,7 +2,7 @@
 /// seconds, the rates and the rounds. BENCHMARKS.md, "Running the measurements", describes the modes.
 struct BenchPlan: Equatable {
     enum Mode: String, CaseIterable {
-        /// Every figure (about six minutes, release).
+        /// Every figure (about nine minutes, release).
         case full
         /// Every figure measured briefly (about a minute): the pipeline's check in `scripts/test`.
         case smoke
@@ -11,6 +11,9 @@ struct BenchPlan: Equatable {
         case cpu
         /// Only the Redis store against memory: saturated pairs, latency, 1,000/s pairs, the delayed hop.
         case redis
+        /// Only the provider token forced to refresh at 1,000/s against no refresh, the key in a SoftHSM token, in
+        /// the same token made slow, and in a file (about three minutes).
+        case token
     }
 
     let mode: Mode
@@ -41,13 +44,19 @@ struct BenchPlan: Equatable {
     var hopMilliseconds = 0.5
     /// The saturation runs' connections (BENCH_CONNECTIONS).
     var saturationConnections = 64
+    /// The provider-token runs (BenchTokenRefresh.swift): for each key kind, this many pairs of runs at `tokenRate`
+    /// (no refresh, then a refresh forced half way), each `tokenSeconds` after `tokenWarmupSeconds`.
+    var tokenRounds = 2
+    var tokenRate = 1000
+    var tokenSeconds = 10.0
+    var tokenWarmupSeconds = 1.0
 
     init(mode: Mode, hopMilliseconds: Double = 0.5, saturationConnections: Int = 64) {
         self.mode = mode
         self.hopMilliseconds = hopMilliseconds
         self.saturationConnections = saturationConnections
         switch mode {
-        case .full, .redis:
+        case .full, .redis, .token:
             break
         case .smoke:
             tokens = 128
@@ -66,6 +75,10 @@ struct BenchPlan: Equatable {
             fixedSeconds = 0.5
             rateSeconds = 0.5
             syscallsSeconds = 0.5
+            tokenRounds = 1
+            tokenRate = 500
+            tokenSeconds = 1
+            tokenWarmupSeconds = 0.2
         case .cpu:
             rounds = 2
             saturationSeconds = 5
@@ -76,15 +89,17 @@ struct BenchPlan: Equatable {
         }
     }
 
-    /// The relay against h2load at saturation (every mode but --redis).
-    var measuresSaturation: Bool { mode != .redis }
+    /// The relay against h2load at saturation (every mode but --redis and --token).
+    var measuresSaturation: Bool { mode != .redis && mode != .token }
     /// Concurrency, latency, grants and idle connections (the full and smoke runs).
     var measuresServing: Bool { mode == .full || mode == .smoke }
-    /// The relay beside nginx at fixed rates, and the system calls per push (every mode but --redis); the
-    /// optional perf pass too.
-    var measuresAnchor: Bool { mode != .redis }
-    /// The Redis store against memory, and Redis one hop away (every mode but --cpu).
-    var measuresRedis: Bool { mode != .cpu }
+    /// The relay beside nginx at fixed rates, and the system calls per push (every mode but --redis and --token);
+    /// the optional perf pass too.
+    var measuresAnchor: Bool { mode != .redis && mode != .token }
+    /// The Redis store against memory, and Redis one hop away (every mode but --cpu and --token).
+    var measuresRedis: Bool { mode != .cpu && mode != .token }
+    /// The provider token forced to refresh against no refresh (the full, smoke and --token runs).
+    var measuresTokenRefresh: Bool { mode == .full || mode == .smoke || mode == .token }
 
     /// h2load's streams on each of its two connections: as many requests in flight as the relay's run.
     var directStreams: Int { (saturationConnections + 1) / 2 }

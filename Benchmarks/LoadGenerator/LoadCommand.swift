@@ -42,7 +42,10 @@ enum LoadCommand {
                                            when a figure could not be measured
           idle --target H:P --connections N --pid PID [--settle S]
                                            hold N used keep-alive connections; print PID's memory as JSON
-          bench --relay-bin FILE [--mode full|smoke|cpu|redis] [--configuration C] [--targets FILE]
+          sign-time --module M --uri U --key FILE [--count N]
+                                           one provider token signed N times with the key U names in a token
+                                           (PIN from APNS_PKCS11_PIN) and with FILE's: median and slowest (JSON)
+          bench --relay-bin FILE [--mode full|smoke|cpu|redis|token] [--configuration C] [--targets FILE]
                 [--connections C] [--hop-ms D] [--relay-threads N] [--keep DIR] [--perf 1] [--verbose 1]
                 [--perf-by-library FILE]
                                            a whole benchmark run (scripts/bench): starts the servers, runs
@@ -94,6 +97,8 @@ enum LoadCommand {
                 return try BenchReport.run(options)
             case "idle":
                 try idle(options)
+            case "sign-time":
+                try SignTime.run(options)
             case "bench":
                 return try BenchRun.run(options)
             case "push-instructions":
