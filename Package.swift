@@ -25,6 +25,10 @@ let package = Package(
         .library(name: "RelayCrypto", targets: ["RelayCrypto"]),
         .library(name: "HTTP1", targets: ["HTTP1"]),
         .library(name: "JSON", targets: ["JSON"]),
+        // The server connection's TLS phase (FuzzServerHandshake) and what it is driven with.
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "TLS", targets: ["TLS"]),
+        .library(name: "MonotonicTime", targets: ["MonotonicTime"]),
         .executable(name: "duo-relay-load", targets: ["LoadGenerator"]),
         // Runs the documents' command blocks as an operator would (scripts/doc-test, scripts/container-test).
         .executable(name: "duo-relay-recipes", targets: ["RecipeRunner"]),
@@ -157,7 +161,7 @@ let package = Package(
         // scenarios that run them on this machine (scripts/doc-test) and in containers (scripts/container-test),
         // and what they check an operator sees.
         .executableTarget(
-            name: "RecipeRunner", dependencies: ["DuoRelayClient", "ErrorCodes", "HTTP1", "RelayCrypto"],
+            name: "RecipeRunner", dependencies: ["CSystem", "DuoRelayClient", "ErrorCodes", "HTTP1", "RelayCrypto"],
             path: "Tests/Support/RecipeRunner", swiftSettings: strict),
 
         // The tests' shared helpers: a raw HTTP/1.1 client, bounded polling, an event recorder, the one free-port finder

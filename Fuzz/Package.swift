@@ -9,7 +9,15 @@ let settings: [SwiftSetting] = [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-a
 let targets = [
     "FuzzGrant", "FuzzPushRequest", "FuzzGrantRequest", "FuzzConfiguration", "FuzzBase64", "FuzzHTTP1Parser",
     "FuzzHTTP1ResponseReader",
-    "FuzzPKCS11URI",
+    "FuzzPKCS11URI", "FuzzServerHandshake",
+]
+
+/// What a target needs beyond the pure modules: the server connection's TLS phase, with a real TLS session.
+let extraDependencies: [String: [Target.Dependency]] = [
+    "FuzzServerHandshake": [
+        .product(name: "HTTPServer", package: "duo-relay"), .product(name: "TLS", package: "duo-relay"),
+        .product(name: "MonotonicTime", package: "duo-relay"),
+    ]
 ]
 
 let package = Package(
@@ -32,7 +40,7 @@ let package = Package(
                     "FuzzSupport", .product(name: "RelayCore", package: "duo-relay"),
                     .product(name: "RelayCrypto", package: "duo-relay"),
                     .product(name: "HTTP1", package: "duo-relay"), .product(name: "JSON", package: "duo-relay"),
-                ],
+                ] + (extraDependencies[name] ?? []),
                 swiftSettings: settings)
         }
 )

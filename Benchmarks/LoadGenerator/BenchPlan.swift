@@ -2,7 +2,7 @@
 /// seconds, the rates and the rounds. BENCHMARKS.md, "Running the measurements", describes the modes.
 struct BenchPlan: Equatable {
     enum Mode: String, CaseIterable {
-        /// Every figure (about six minutes, release).
+        /// Every figure (about nine minutes, release).
         case full
         /// Every figure measured briefly (about a minute): the pipeline's check in `scripts/test`.
         case smoke
@@ -11,6 +11,9 @@ struct BenchPlan: Equatable {
         case cpu
         /// Only the Redis store against memory: saturated pairs, latency, 1,000/s pairs, the delayed hop.
         case redis
+        /// Only the provider token forced to refresh at 1,000/s against no refresh, the key in a SoftHSM token, in
+        /// the same token made slow, and in a file (about three minutes).
+        case token
         /// Only the relay serving TLS: saturated against its plain front, at 1,000/s against nginx terminating TLS in
         /// front of it, and idle connections, TLS and plain.
         case tls
@@ -44,6 +47,12 @@ struct BenchPlan: Equatable {
     var hopMilliseconds = 0.5
     /// The saturation runs' connections (BENCH_CONNECTIONS).
     var saturationConnections = 64
+    /// The provider-token runs (BenchTokenRefresh.swift): for each key kind, this many pairs of runs at `tokenRate`
+    /// (no refresh, then a refresh forced half way), each `tokenSeconds` after `tokenWarmupSeconds`.
+    var tokenRounds = 2
+    var tokenRate = 1000
+    var tokenSeconds = 10.0
+    var tokenWarmupSeconds = 1.0
     /// The TLS section's alternating pairs (TLS and plain saturated; the relay with tls and the pair at 1,000/s).
     var tlsRounds = 2
 
@@ -52,7 +61,7 @@ struct BenchPlan: Equatable {
         self.hopMilliseconds = hopMilliseconds
         self.saturationConnections = saturationConnections
         switch mode {
-        case .full, .redis:
+        case .full, .redis, .token:
             break
         case .tls:
             saturationSeconds = 5
@@ -74,6 +83,10 @@ struct BenchPlan: Equatable {
             fixedSeconds = 0.5
             rateSeconds = 0.5
             syscallsSeconds = 0.5
+            tokenRounds = 1
+            tokenRate = 500
+            tokenSeconds = 1
+            tokenWarmupSeconds = 0.2
             tlsRounds = 1
         case .cpu:
             rounds = 2
@@ -85,17 +98,19 @@ struct BenchPlan: Equatable {
         }
     }
 
-    /// The relay against h2load at saturation (every mode but --redis and --tls).
-    var measuresSaturation: Bool { mode != .redis && mode != .tls }
+    /// The relay against h2load at saturation (every mode but --redis, --token and --tls).
+    var measuresSaturation: Bool { mode != .redis && mode != .token && mode != .tls }
     /// Concurrency, latency, grants and idle connections (the full and smoke runs).
     var measuresServing: Bool { mode == .full || mode == .smoke }
-    /// The relay beside nginx at fixed rates, and the system calls per push (every mode but --redis and --tls); the
-    /// optional perf pass too.
-    var measuresAnchor: Bool { mode != .redis && mode != .tls }
-    /// The Redis store against memory, and Redis one hop away (every mode but --cpu and --tls).
-    var measuresRedis: Bool { mode != .cpu && mode != .tls }
-    /// The relay serving TLS (every mode but --cpu and --redis).
-    var measuresTLS: Bool { mode != .cpu && mode != .redis }
+    /// The relay beside nginx at fixed rates, and the system calls per push (every mode but --redis, --token and
+    /// --tls); the optional perf pass too.
+    var measuresAnchor: Bool { mode != .redis && mode != .token && mode != .tls }
+    /// The Redis store against memory, and Redis one hop away (every mode but --cpu, --token and --tls).
+    var measuresRedis: Bool { mode != .cpu && mode != .token && mode != .tls }
+    /// The provider token forced to refresh against no refresh (the full, smoke and --token runs).
+    var measuresTokenRefresh: Bool { mode == .full || mode == .smoke || mode == .token }
+    /// The relay serving TLS (the full, smoke and --tls runs).
+    var measuresTLS: Bool { mode == .full || mode == .smoke || mode == .tls }
 
     /// h2load's streams on each of its two connections: as many requests in flight as the relay's run.
     var directStreams: Int { (saturationConnections + 1) / 2 }

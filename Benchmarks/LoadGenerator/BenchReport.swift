@@ -55,9 +55,9 @@ struct BenchReport {
         let members = figures.filter(\.inJSON).map { "\(JSONText.string($0.key)):\(format($0.value, $0.digits))" }
         LoadCommand.write("{\"mode\":\(JSONText.string(mode)),\(members.joined(separator: ","))}")
         let missing = figures.filter { $0.inJSON && $0.value == nil }.map(\.key)
-        // `scripts/bench --cpu`, `--redis` and `--tls` measure a few figures on purpose; the others are null without
-        // failing it.
-        guard missing.isEmpty || mode == "cpu" || mode == "redis" || mode == "tls" else {
+        // `scripts/bench --cpu`, `--redis`, `--token` and `--tls` measure a few figures on purpose; the others are null
+        // without failing it.
+        guard missing.isEmpty || ["cpu", "redis", "token", "tls"].contains(mode) else {
             LoadCommand.write("bench: not measured: \(missing.joined(separator: ", "))", to: STDERR_FILENO)
             return 1
         }
@@ -230,6 +230,7 @@ struct BenchReport {
         add(
             "threads_started", "threads the relay started after start-up (first run at 200/s; clones at 1,000/s)", 0,
             started.contains { $0 == nil } ? nil : started.compactMap { $0 }.max())
+        list += tokenFigures()
         list += tlsFigures()
         return list
     }
@@ -305,6 +306,7 @@ struct BenchReport {
             lines += ["", "System calls of \(whose) per push at 1,000/s (strace -c -f, a pass of its own):", ""]
             lines.append(top.map { "\($0.0) \(Self.format($0.1 / answers, 2))" }.joined(separator: ", "))
         }
+        lines += tokenTable()
         lines += tlsTable()
         return lines.joined(separator: "\n")
     }

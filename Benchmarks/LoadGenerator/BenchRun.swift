@@ -25,7 +25,7 @@ final class BenchRun {
         init(_ arguments: Arguments) throws(LoadError) {
             let modeName = arguments.string("mode", default: "full")
             guard let mode = BenchPlan.Mode(rawValue: modeName) else {
-                throw LoadError(.usage, "--mode must be full, smoke, cpu, redis or tls")
+                throw LoadError(.usage, "--mode must be full, smoke, cpu, redis, token or tls")
             }
             plan = BenchPlan(
                 mode: mode, hopMilliseconds: try arguments.number("hop-ms", default: 0.5),
@@ -76,6 +76,9 @@ final class BenchRun {
     var nginx: [BenchChild] = []
     var nginxPort = 0
     var nginxWorker: Int32 = 0
+    /// What the provider-token runs change in the next `startStack`'s relay configuration and environment (nil: the
+    /// other runs' relay, its key from a file).
+    var relaySetup: ((inout String, inout [String: String]) throws -> Void)?
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let options = try Options(arguments)
@@ -134,6 +137,7 @@ final class BenchRun {
         if plan.measuresAnchor { try anchor() }
         if options.perf, plan.measuresAnchor, BenchChild.find("perf") != nil { try perfPass() }
         if plan.measuresRedis { try redisStore() }
+        if plan.measuresTokenRefresh { try tokenRefresh() }
         if plan.measuresTLS { try tlsFront() }
         Self.log("done in \(Int(Date().timeIntervalSince(started))) s")
 

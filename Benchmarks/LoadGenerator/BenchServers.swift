@@ -14,15 +14,16 @@ extension BenchRun {
             throw LoadError(.failed, "the simulator did not start")
         }
         simulatorPort = port
-        let configuration = BenchFiles.relayConfiguration(
+        var configuration = BenchFiles.relayConfiguration(
             simulatorPort: port, caFile: apns.caCertificate, storePort: storePort, threads: options.relayThreads,
             tls: servesTLS ? (front.certificate, front.key) : nil)
-        try configuration.write(toFile: work + "/relay.json", atomically: true, encoding: .utf8)
-        let environment = [
+        var environment = [
             "REDIS_PASSWORD": redisPassword, "RELAY_KEYS": relayKeys, "APNS_TEAM_ID": BenchSimulator.teamID,
             "APNS_KEY_ID_SANDBOX": BenchSimulator.keyID,
             "APNS_KEY_SANDBOX": Self.read(apns.apnsKey).trimmingCharacters(in: .newlines),
         ]
+        try relaySetup?(&configuration, &environment)
+        try configuration.write(toFile: work + "/relay.json", atomically: true, encoding: .utf8)
         relay = try BenchChild(
             options.relayBinary, ["serve", "--config", work + "/relay.json"], environment: environment,
             error: .file(work + "/relay.log"))

@@ -56,8 +56,12 @@ enum BenchSimulator {
         // Millions of pushes: keep none of them in memory (the benchmark reads only counters).
         config.retainedDeliveries = 0
         let simulator = try APNsSimulator(configuration: config)
+        // SIGUSR1: the next push is answered 403 ExpiredProviderToken (the provider-token runs' forced refresh).
+        let expiry = BenchTokenRefresh.expireOnSignal(simulator)
         try String(simulator.port).write(toFile: files.port, atomically: true, encoding: .utf8)
         TerminationSignals.wait()
+        expiry.cancel()
+        LoadCommand.write(BenchTokenRefresh.statisticsLine(simulator.statistics))
         simulator.stop()
     }
 

@@ -45,7 +45,10 @@ enum LoadCommand {
                                            for a push of FILE's); print PID's memory as JSON
           (open-loop, closed-loop and idle take --ca-file FILE [--server-name NAME] for HTTPS: keep-alive TLS
            connections verifying the target's certificate against FILE and NAME, localhost unless given)
-          bench --relay-bin FILE [--mode full|smoke|cpu|redis] [--configuration C] [--targets FILE]
+          sign-time --module M --uri U --key FILE [--count N]
+                                           one provider token signed N times with the key U names in a token
+                                           (PIN from APNS_PKCS11_PIN) and with FILE's: median and slowest (JSON)
+          bench --relay-bin FILE [--mode full|smoke|cpu|redis|token|tls] [--configuration C] [--targets FILE]
                 [--connections C] [--hop-ms D] [--relay-threads N] [--keep DIR] [--perf 1] [--verbose 1]
                 [--perf-by-library FILE]
                                            a whole benchmark run (scripts/bench): starts the servers, runs
@@ -97,6 +100,8 @@ enum LoadCommand {
                 return try BenchReport.run(options)
             case "idle":
                 try idle(options)
+            case "sign-time":
+                try SignTime.run(options)
             case "bench":
                 return try BenchRun.run(options)
             case "push-instructions":

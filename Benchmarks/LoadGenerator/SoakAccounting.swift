@@ -233,6 +233,9 @@ struct SoakAccounting: Sendable {
         /// Admissions the shared window holds: those decided in Redis, and those decided alone while Redis was away
         /// (the contract adds them to the window they belong to once Redis is back).
         var count = 0
+        /// The outage (an index into the merged stretches without Redis) whose carry-over opened the open window, if
+        /// one did: every instance's carry-over of that outage adds to it, whichever came first.
+        var carriedFrom: Int?
         /// Pushes this way had Redis admit beyond the window's limit, and when the first was sent.
         var over = 0
         var firstOver: Double?
@@ -242,17 +245,32 @@ struct SoakAccounting: Sendable {
     /// decision lies between its send and its answer; one within half a second of a stretch when some relay may not
     /// have counted in Redis (``unsharedStretches()``) may have been decided alone; a refusal names its window's end
     /// within a second (`Retry-After`), and is taken in turn at its answer (requests sent together are decided in any
-    /// order). Every way
-    /// the pushes could have met the windows is followed (equal ones merged), and those a refusal contradicts are
-    /// dropped. A push decided in Redis is admitted only while its window holds fewer than the limit, counting the
-    /// window's pushes decided alone: so a window that spans a failover holds at most what it had before plus each
-    /// instance's own admissions, and nothing more until it ends. A phone breaks its budget when every way left
-    /// admits beyond that; a phone no way explains is counted as unplaced, not judged.
+    /// order). A push decided alone is carried into Redis once it is back: into the window open there, or, when none
+    /// is open by then, as the window itself (the instance's own window, opened at its first admission alone, becomes
+    /// the key's). Every way the pushes could have met the windows is followed (equal ones merged), and those a
+    /// refusal contradicts are dropped. A push decided in Redis is admitted only while its window holds fewer than the
+    /// limit, counting the window's pushes decided alone: so a window that spans a failover holds at most what it had
+    /// before plus each instance's own admissions, and nothing more until it ends. A phone breaks its budget when
+    /// every way left admits beyond that; a phone no way explains is counted as unplaced, not judged.
     func budgets() -> (violations: [Violation], phones: Int, unplaced: Int) {
         let unshared = unsharedStretches()
         func maybeAlone(_ event: SoakAttempt) -> Bool {
             let decided = (event.sent - 0.5)...(event.ended + 0.5)
             return unshared.contains { $0.overlaps(decided) }
+        }
+        // The outages: stretches that overlap or nearly touch, merged. A relay carries over when it counts in Redis
+        // again, within a couple of seconds of its outage's last stretch (the sampler's pace).
+        var outages: [ClosedRange<Double>] = []
+        for stretch in unshared.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = outages.last, stretch.lowerBound <= last.upperBound + 1 {
+                outages[outages.count - 1] = last.lowerBound...max(last.upperBound, stretch.upperBound)
+            } else {
+                outages.append(stretch)
+            }
+        }
+        func outage(_ event: SoakAttempt) -> Int? {
+            let decided = (event.sent - 0.5)...(event.ended + 0.5)
+            return outages.lastIndex { $0.overlaps(decided) }
         }
         var byPhone: [Int: [SoakAttempt]] = [:]
         for attempt in attempts where attempt.route == .push && attempt.ending == .answered {
@@ -292,13 +310,30 @@ struct SoakAccounting: Sendable {
                             base.endLow = nil
                             base.endHigh = nil
                             base.count = 0
+                            base.carriedFrom = nil
                         }
                         if Self.admitted(event) {
                             if maybeAlone(event) {
-                                // Decided alone: counted in the open window, if one is open; it opens none.
+                                // Decided alone, and carried over once Redis is back: counted in the open window if it
+                                // is still open then; ...
                                 var alone = base
                                 if alone.endLow != nil { alone.count += 1 }
                                 next.insert(alone)
+                                // ... or, when no window is open in Redis by then (the carry-over comes within a
+                                // couple of seconds of the outage's end), the instance's own window (opened by its
+                                // first admission alone) becomes the key's: it starts here, and holds what every
+                                // instance carries from this outage.
+                                let during = outage(event)
+                                let carriedBy = during.map { outages[$0].upperBound + 2 } ?? event.ended
+                                let sameOutage = during != nil && base.carriedFrom == during
+                                if sameOutage || (base.endLow ?? -Double.infinity) <= carriedBy {
+                                    var carried = base
+                                    carried.endLow = event.sent + period
+                                    carried.endHigh = event.ended + period
+                                    carried.count = sameOutage ? base.count + 1 : 1
+                                    carried.carriedFrom = during
+                                    next.insert(carried)
+                                }
                             }
                             var shared = base
                             if shared.endLow == nil {

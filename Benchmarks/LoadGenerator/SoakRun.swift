@@ -66,6 +66,8 @@ final class SoakRun: @unchecked Sendable {
     static let phoneLimit = 5
     static let phonePeriod = 10.0
     static let apnsTimeoutMilliseconds = 3000
+    /// From this many seconds on, a run is judged as a long one (``SoakPolicy``'s warm-up and growth).
+    static let longRun = 1800.0
 
     let options: Options
     let load: String
@@ -176,9 +178,15 @@ final class SoakRun: @unchecked Sendable {
             SoakDelivery(apnsID: $0.apnsID, push: pushByID[$0.collapseID] ?? -1, at: seconds($0.at))
         }
         let samples = self.samples.withLock { $0 }
-        let policy = SoakPolicy(
+        var policy = SoakPolicy(
             deadline: Double(Self.apnsTimeoutMilliseconds) / 1000 + 5, phoneLimit: Self.phoneLimit,
             phonePeriod: Self.phonePeriod, instances: 2)
+        if options.seconds >= Self.longRun {
+            // A long run holds each relay start to less growth after a longer warm-up: its caches and pools have
+            // had five minutes to reach their size.
+            policy.warmup = 300
+            policy.rssGrowthKilobytes = 5120
+        }
         let accounting = SoakAccounting(
             policy: policy, attempts: records.attempts, deliveries: deliveries, samples: samples)
         var verdict = accounting.verdict()

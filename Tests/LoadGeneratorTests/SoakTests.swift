@@ -229,6 +229,58 @@ import Testing
             Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
     }
 
+    /// A push decided alone after the shared window ended is carried over as the key's window: it starts at that push,
+    /// and the pushes Redis admits next count in it (what the relay's carry-over does when Redis holds no open window).
+    @Test func aPushDecidedAloneAfterTheWindowEndedOpensTheWindowItIsCarriedInto() {
+        var samples = (0..<40).map {
+            SoakSample(
+                at: Double($0), relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: "shared")
+        }
+        samples[11].limits = "local"
+        // Shared [0, 10): 0 and 3. Alone at 10.5, carried as [10.5, 20.5): 15 and 16 fill it. Shared [21, 31): 21,
+        // 22, 23. Replayed with no window opened by the push alone, [15, 25) would hold five.
+        let times = [0, 3, 10.5, 15, 16, 21, 22, 23]
+        let attempts = times.enumerated().map {
+            Self.push($0.offset, at: $0.element, status: 200, apnsID: "A\($0.offset)")
+        }
+        let deliveries = attempts.map { SoakDelivery(apnsID: $0.apnsID!, push: $0.push, at: $0.ended) }
+        let verdict = Self.verdict(attempts, deliveries, samples: samples)
+        #expect(verdict.violations.isEmpty)
+        #expect(Self.total(verdict, "phones_unplaced") == 0)
+        // One more in the carried window is over its limit whichever way the push alone went.
+        let over = attempts + [Self.push(8, at: 19, status: 200, apnsID: "A8")]
+        let overDeliveries = deliveries + [SoakDelivery(apnsID: "A8", push: 8, at: 19.01)]
+        #expect(
+            Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
+    }
+
+    /// Two relays decide alone during one outage: whichever carries over first gives the key its window, and both add
+    /// what they admitted to it. A refusal that names the later relay's start is explained, not left unplaced.
+    @Test func bothRelaysAdmissionsAloneFillTheWindowTheFirstCarryOverOpens() {
+        var samples = (0..<40).map {
+            SoakSample(
+                at: Double($0), relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: "shared")
+        }
+        samples[12].limits = "local"
+        // Shared [0, 10): 0. Alone: relay 1 at 11, relay 0 at 11.4 and 11.8; relay 0's window [11.4, 21.4) holds the
+        // three, and refuses at 21.2 until 21.4; the next window opens at 21.5.
+        var attempts = [0, 11, 11.4, 11.8, 21.5].enumerated().map {
+            Self.push($0.offset, at: $0.element, status: 200, apnsID: "A\($0.offset)")
+        }
+        attempts[1].relay = 1
+        var refused = Self.push(5, at: 21.2, status: 429, error: "rate_limited", limit: "phone")
+        refused.retryAfter = 1
+        attempts.append(refused)
+        let deliveries = attempts.compactMap { attempt in
+            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
+        }
+        let verdict = Self.verdict(attempts, deliveries, samples: samples)
+        #expect(verdict.violations.isEmpty)
+        #expect(Self.total(verdict, "phones_unplaced") == 0)
+    }
+
     /// Requests sent at once reach Redis in any order: a refusal answered before two admissions (which waited for
     /// APNs) may have been decided after them.
     @Test func aRefusalAnsweredFirstMayHaveBeenDecidedLast() {

@@ -10,9 +10,12 @@ import TLS
 /// and the time it is given, whether to go on, open, or close. It never sees a key or a record's content, only
 /// whether the first bytes begin a TLS handshake record: anything else (a plain HTTP request on the TLS port)
 /// closes the connection without waiting for TLS to say so.
-struct ServerHandshake: Sendable, Equatable {
+///
+/// Public for the fuzz package (Fuzz/, `FuzzServerHandshake`), which drives it with a real TLS session as the
+/// shell does.
+public struct ServerHandshake: Sendable, Equatable {
     /// Why a handshake failed, in the kinds `duo_relay_tls_handshake_failures_total{kind}` counts.
-    enum Failure: String, Sendable, Equatable, CaseIterable {
+    public enum Failure: String, Sendable, Equatable, CaseIterable {
         /// Bytes that are not TLS, or a hello with nothing in common with the relay's (an old version, no shared
         /// cipher or group), or records that break the protocol.
         case `protocol`
@@ -25,7 +28,7 @@ struct ServerHandshake: Sendable, Equatable {
     }
 
     /// A step of the handshake, as TLS reported it.
-    enum Step: Sendable, Equatable {
+    public enum Step: Sendable, Equatable {
         case done
         /// Waiting for more of the client's records.
         case inProgress
@@ -33,7 +36,7 @@ struct ServerHandshake: Sendable, Equatable {
     }
 
     /// What the shell does.
-    enum Action: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
         /// Hands the bytes just received to TLS, takes a handshake step and reports it (``stepped(_:now:)``).
         case step
         /// Waits for the client's next bytes, with the timer at `deadline`.
@@ -46,16 +49,16 @@ struct ServerHandshake: Sendable, Equatable {
         case close(Failure?)
     }
 
-    enum Phase: Sendable, Equatable {
+    public enum Phase: Sendable, Equatable {
         case handshaking, open, closed
     }
 
     /// The first bytes of a TLS handshake record: content type 22 (handshake), then the major version 3.
-    static let recordStart: [UInt8] = [0x16, 0x03]
+    public static let recordStart: [UInt8] = [0x16, 0x03]
 
     /// The handshake's deadline: the connection's first, from its accept (sooner once the server stops).
-    private(set) var deadline: Instant
-    private(set) var phase = Phase.handshaking
+    public private(set) var deadline: Instant
+    public private(set) var phase = Phase.handshaking
     /// The server is stopping: a deadline reached now ends a handshake the client was still entitled to, and is not
     /// counted as the client's failure.
     private var draining = false
@@ -63,17 +66,17 @@ struct ServerHandshake: Sendable, Equatable {
     private var seen = 0
 
     /// A connection accepted at `now`, whose first deadline is `timeout` nanoseconds away.
-    init(acceptedAt now: Instant, timeout: UInt64) {
+    public init(acceptedAt now: Instant, timeout: UInt64) {
         deadline = now + timeout
     }
 
     /// The first action: wait for the client's hello.
-    var start: Action {
+    public var start: Action {
         phase == .handshaking ? .wait(deadline: deadline) : .close(nil)
     }
 
     /// The client's bytes arrived.
-    mutating func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Action {
+    public mutating func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Action {
         guard phase == .handshaking else { return .close(nil) }
         for byte in bytes.prefix(Self.recordStart.count - seen) {
             guard byte == Self.recordStart[seen] else { return close(.protocol) }
@@ -84,12 +87,12 @@ struct ServerHandshake: Sendable, Equatable {
     }
 
     /// The client's bytes arrived, as ``received(_:now:)-(UnsafeRawBufferPointer,_)``.
-    mutating func received(_ bytes: [UInt8], now: Instant) -> Action {
+    public mutating func received(_ bytes: [UInt8], now: Instant) -> Action {
         bytes.withUnsafeBytes { received($0, now: now) }
     }
 
     /// TLS took a step with the bytes received.
-    mutating func stepped(_ step: Step, now: Instant) -> Action {
+    public mutating func stepped(_ step: Step, now: Instant) -> Action {
         guard phase == .handshaking else { return .close(nil) }
         switch step {
         case .done:
@@ -104,7 +107,7 @@ struct ServerHandshake: Sendable, Equatable {
     }
 
     /// The timer fired (or woke early).
-    mutating func deadlineReached(now: Instant) -> Action {
+    public mutating func deadlineReached(now: Instant) -> Action {
         guard phase == .handshaking else { return .close(nil) }
         guard now >= deadline else { return .wait(deadline: deadline) }
         guard !draining else {
@@ -115,7 +118,7 @@ struct ServerHandshake: Sendable, Equatable {
     }
 
     /// The client closed its side before the handshake was done.
-    mutating func peerClosed() -> Action {
+    public mutating func peerClosed() -> Action {
         guard phase == .handshaking else { return .close(nil) }
         phase = .closed
         return .close(seen == 0 ? nil : .other)
@@ -125,7 +128,7 @@ struct ServerHandshake: Sendable, Equatable {
     /// request is on its way did: it gets `wait` nanoseconds more at most to finish, and its request is then answered
     /// (and the connection closed) as any request on its way is. A restart on a socket the service manager holds
     /// therefore fails no client that had already connected.
-    mutating func drain(now: Instant, wait: UInt64) -> Action {
+    public mutating func drain(now: Instant, wait: UInt64) -> Action {
         guard phase == .handshaking else { return .close(nil) }
         draining = true
         deadline = min(deadline, now + wait)
@@ -140,7 +143,7 @@ struct ServerHandshake: Sendable, Equatable {
 
 extension ServerHandshake.Failure {
     /// The kind of a failure TLS reported.
-    init(_ failure: TLSHandshake.AcceptFailure) {
+    public init(_ failure: TLSHandshake.AcceptFailure) {
         switch failure {
         case .protocol: self = .protocol
         case .alpn: self = .alpn

@@ -237,6 +237,9 @@ final class RelayProcess: @unchecked Sendable {
         try Poll.wait(for: "duo-relay \(process.arguments?.first ?? "") exited", within: .seconds(timeoutSeconds)) {
             !process.isRunning
         }
+        // At once now; it also drops the run loop source by which Foundation's Process holds itself (without it, the
+        // Process and all it refers to are never freed).
+        process.waitUntilExit()
         waitForOutputToEnd()
         return process.terminationStatus
     }
@@ -274,10 +277,9 @@ final class RelayProcess: @unchecked Sendable {
     /// Stops the child if it still runs, and fails the current test if the child reported a sanitizer finding
     /// (a sanitized relay reports to its standard error, where nothing else would notice it).
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if process.isRunning { process.terminate() }
+        // Also when it has exited: waiting drops the run loop source by which Foundation's Process holds itself.
+        if process.processIdentifier != 0 { process.waitUntilExit() }
         waitForOutputToEnd()
         if let report = sanitizerReport {
             Issue.record("duo-relay \(process.arguments?.first ?? "") reported a sanitizer finding:\n\(report)")

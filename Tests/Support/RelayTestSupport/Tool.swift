@@ -43,6 +43,8 @@ public enum Tool {
                 if tool.process.isRunning { tool.process.terminate() }
             }
         }
+        // At once now; it also drops the run loop source by which Foundation's Process holds itself.
+        tool.process.waitUntilExit()
         return try tool.finish()
     }
 }

@@ -114,3 +114,19 @@ enum ProcessTable {
         return DocTestReadings.processStat(line)
     }
 }
+
+extension DocTestReadings {
+    /// The SHA-256 fingerprint a line names, as hex digits without colons in upper case: openssl's
+    /// `sha256 Fingerprint=AB:CD:...` or the relay's `SHA-256 AB:CD:...` (the last one in `text`); nil if none.
+    static func fingerprint(_ text: String) -> String? {
+        for line in text.split(separator: "\n").reversed() {
+            for marker in ["Fingerprint=", "SHA-256 "] {
+                guard let range = line.range(of: marker, options: .caseInsensitive) else { continue }
+                let hex = line[range.upperBound...].prefix { $0.isHexDigit || $0 == ":" }
+                    .replacingOccurrences(of: ":", with: "").uppercased()
+                if hex.count == 64 { return hex }
+            }
+        }
+        return nil
+    }
+}

@@ -24,9 +24,13 @@ final class DocTestRun: RecipeRun {
     /// The systemctl stand-in's state: its journal, credentials and the service's PID.
     let systemd: String
 
-    init(repo: String, work: String) throws {
+    /// The scenarios named on the command line (`scripts/doc-test NAME...`); nil: every one.
+    let only: Set<String>?
+
+    init(repo: String, work: String, only: Set<String>? = nil) throws {
         self.repo = repo
         self.work = work
+        self.only = only
         home = ProcessInfo.processInfo.environment["HOME"] ?? work + "/home"
         apns = work + "/apns"
         systemd = work + "/systemd"
@@ -44,20 +48,24 @@ final class DocTestRun: RecipeRun {
     static func main(_ arguments: [String]) -> Int32 {
         var repo: String?
         var work: String?
+        var only: Set<String>?
         var rest = arguments[...]
         while let option = rest.popFirst() {
             switch option {
             case "--repo": repo = rest.popFirst()
             case "--work": work = rest.popFirst()
+            case "--only": only = rest.popFirst().map { Set($0.split(separator: ",").map(String.init)) }
             default: repo = nil; work = nil; rest = []
             }
         }
-        guard let repo, let work else {
-            printError("usage: duo-relay-recipes doc-test --repo CHECKOUT --work DIRECTORY")
+        guard let repo, let work, only.map({ $0.isSubset(of: RecipeScenarios.local) }) != false else {
+            printError(
+                "usage: duo-relay-recipes doc-test --repo CHECKOUT --work DIRECTORY [--only SCENARIO,...] (scenarios: "
+                    + RecipeScenarios.local.joined(separator: ", ") + ")")
             return 2
         }
         do {
-            let run = try DocTestRun(repo: repo, work: work)
+            let run = try DocTestRun(repo: repo, work: work, only: only)
             try run.runAll()
             return 0
         } catch let failure as RecipeFailure {
@@ -72,11 +80,15 @@ final class DocTestRun: RecipeRun {
 
     func runAll() throws {
         scenario = "apns-sim"
-        let steps = [
-            startSimulator, quickStart, secretsEnv, systemdScenario, redisPair, redisSentinel, egressProxy,
-            hardwareKeys,
+        // In RecipeScenarios.local's order, after the simulator every one needs; restarts and tls-certbot go on with
+        // the service the systemd scenario installed.
+        let steps: [(String, () throws -> Void)] = [
+            ("apns-sim", startSimulator), ("quick-start", quickStart), ("secrets-env", secretsEnv),
+            ("systemd", systemdScenario),
+            ("redis-pair", redisPair), ("redis-sentinel", redisSentinel), ("egress-proxy", egressProxy),
+            ("hardware-keys", hardwareKeys), ("restarts", restarts), ("tls-certbot", tlsCertbot),
         ]
-        for step in steps {
+        for (name, step) in steps where name == "apns-sim" || only?.contains(name) ?? true {
             do {
                 try step()
             } catch let failure as RecipeFailure {
@@ -87,6 +99,10 @@ final class DocTestRun: RecipeRun {
             }
         }
         scenario = "doc-test"
+        if let only {
+            say("only \(only.sorted().joined(separator: ", ")) run: the check that every block runs is left out")
+            return
+        }
         if let block = RecipeBlocks.firstNotRun(blocks, ran: ran) {
             throw RecipeFailure(
                 scenario: block.scenario, what: "block \(block.number) (\(block.location)) is never run")
@@ -159,9 +175,14 @@ final class DocTestRun: RecipeRun {
     /// The HTTP status of one push with `grant` through the relay at 127.0.0.1:`port`, as if from `address` (0 if
     /// none came).
     func pushStatus(_ port: Int, _ grant: String, from address: String = "192.0.2.1") -> Int {
+        Self.pushStatus(port, grant, from: address)
+    }
+
+    /// ``pushStatus(_:_:from:)`` from any thread.
+    static func pushStatus(_ port: Int, _ grant: String, from address: String) -> Int {
         var generator = SystemRandomNumberGenerator()
         let sealed = Data((0..<RelayPush.sealedByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let push = RelayPush(sealed: sealed, id: Self.randomHex(32), thread: Self.randomHex(32))
+        let push = RelayPush(sealed: sealed, id: randomHex(32), thread: randomHex(32))
         let answer = RecipeHTTP.request(
             "POST", port: port, path: "/v1/push",
             headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],

@@ -7,7 +7,8 @@ import Glibc
 /// (every line must succeed), then ExecStart in the background, with the EnvironmentFile's variables and
 /// CREDENTIALS_DIRECTORY; the output of all of them is appended to the journal file. Reload: ExecReload's lines,
 /// with MAINPID. Stop: KillSignal, then the wait for the process to end. Its state (the PID, the credentials, the
-/// journal) is in the directory DOC_TEST_SYSTEMD names. The units of Debian's packages are ``PackagedUnitStandIn``'s.
+/// journal) is in the directory DOC_TEST_SYSTEMD names. The units of Debian's packages are ``PackagedUnitStandIn``'s,
+/// the relay's socket unit ``SocketUnitStandIn``'s: while it holds the socket, each start of the service passes it.
 enum SystemctlStandIn {
     struct Paths {
         var unit = "/etc/systemd/system/duo-relay.service"
@@ -15,12 +16,23 @@ enum SystemctlStandIn {
         var credentials: String { state + "/credentials" }
         var journal: String { state + "/journal" }
         var pid: String { state + "/pid" }
+        var journalText: String { (try? String(contentsOfFile: journal, encoding: .utf8)) ?? "" }
     }
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let state = ProcessInfo.processInfo.environment["DOC_TEST_SYSTEMD"], let command = arguments.first else {
             printError("systemctl (doc-test stand-in): DOC_TEST_SYSTEMD and a command are needed")
             return 1
+        }
+        // The relay's socket unit: its own stand-in.
+        let sockets = arguments.dropFirst().filter { $0.hasSuffix(".socket") }
+        if !sockets.isEmpty {
+            guard sockets == ["duo-relay.socket"], arguments.dropFirst().filter({ !$0.hasPrefix("-") }).count == 1
+            else {
+                printError("systemctl (doc-test stand-in): only duo-relay.socket, alone, is played among socket units")
+                return 1
+            }
+            return SocketUnitStandIn(state: state).run(command, now: arguments.contains("--now"))
         }
         // The units Debian's packages install (redis-server, redis-sentinel, tinyproxy) are played from their own
         // files; a name that is not one, or none, is the relay's installed unit.
@@ -61,6 +73,20 @@ enum SystemctlStandIn {
             printError("systemctl (doc-test stand-in): \(command) is not played here")
             return 1
         }
+    }
+
+    /// `journalctl -u duo-relay [--since ...]`: the relay's unit's journal (the output of everything the stand-in ran
+    /// for it), all of it: the scenarios' runs are short.
+    static func journal(_ arguments: [String]) -> Int32 {
+        guard let state = ProcessInfo.processInfo.environment["DOC_TEST_SYSTEMD"],
+            let unit = arguments.firstIndex(of: "-u").map({ arguments.index(after: $0) }),
+            unit < arguments.count, ["duo-relay", "duo-relay.service"].contains(arguments[unit])
+        else {
+            printError("journalctl (doc-test stand-in): only -u duo-relay is played here")
+            return 1
+        }
+        print(Paths(state: state).journalText, terminator: "")
+        return 0
     }
 
     struct Service {
@@ -124,11 +150,18 @@ enum SystemctlStandIn {
                 }
             }
             guard runEach("ExecStartPre") == 0 else { return 1 }
-            let command = unit.start
+            var command = unit.start
+            // With the socket unit started, the service gets its socket as systemd passes it: descriptor 3, and
+            // LISTEN_PID naming the process (through sh, which learns its own PID and then becomes the service).
+            let socket = SocketUnitStandIn(state: paths.state).copyOfSocket()
+            defer { if let socket { close(socket) } }
+            if socket != nil {
+                command = ["/bin/sh", "-c", #"export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" "$@""#] + command
+            }
             guard let executable = command.first,
                 let service = try? RecipeProcess(
                     executable, Array(command.dropFirst()), environment: environment(), output: .append(paths.journal),
-                    error: .output)
+                    error: .output, passing: socket)
             else {
                 printError("duo-relay.service: ExecStart did not start")
                 return 1

@@ -23,6 +23,7 @@ enum RecipeScenarios {
     /// Run on this machine by `duo-relay-recipes doc-test`, in this order.
     static let local = [
         "quick-start", "secrets-env", "systemd", "redis-pair", "redis-sentinel", "egress-proxy", "hardware-keys",
+        "restarts", "tls-certbot",
     ]
     /// Run by scripts/container-test.
     static let container = ["container", "kubernetes"]

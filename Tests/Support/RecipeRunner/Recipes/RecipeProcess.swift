@@ -52,12 +52,13 @@ final class RecipeProcess {
     private let outputCapture: Capture?
     private let errorCapture: Capture?
 
-    /// Starts `executable` (a path, or a name looked up in PATH). `input` is its standard input (else /dev/null).
+    /// Starts `executable` (a path, or a name looked up in PATH). `input` is its standard input (else /dev/null);
+    /// `socket`, if any, its descriptor 3 (never 3 itself).
     /// Refused once the run is interrupted, but for the clean-up (`cleanUp`).
     init(
         _ executable: String, _ arguments: [String], input: Data? = nil, directory: String? = nil,
         environment: [String: String] = [:], output: Sink = .captured, error: Sink = .captured,
-        cleanUp: Bool = false
+        cleanUp: Bool = false, passing socket: Int32? = nil
     ) throws(RecipeFailure) {
         if Self.interrupted && !cleanUp { throw RecipeFailure(.interrupted, "interrupted") }
         if case .captured = output { outputCapture = try Capture() } else { outputCapture = nil }
@@ -72,7 +73,8 @@ final class RecipeProcess {
             defer { if inputPipe[0] >= 0 { close(inputPipe[0]) } }
             pid = try Self.spawn(
                 executable, arguments, directory: directory, environment: environment, input: inputPipe[0],
-                output: (output, outputCapture?.descriptor), error: (error, errorCapture?.descriptor))
+                output: (output, outputCapture?.descriptor), error: (error, errorCapture?.descriptor),
+                passing: socket)
         } catch {
             if inputPipe[1] >= 0 { close(inputPipe[1]) }
             throw error
@@ -179,11 +181,11 @@ final class RecipeProcess {
     }
 
     /// Starts `executable` with `input` as its standard input (-1: /dev/null) and its output and error where the
-    /// sinks say (a captured one into the descriptor given with it), in `directory`, with `environment` over this
-    /// process's.
+    /// sinks say (a captured one into the descriptor given with it), `socket` as descriptor 3, in `directory`, with
+    /// `environment` over this process's.
     private static func spawn(
         _ executable: String, _ arguments: [String], directory: String?, environment: [String: String],
-        input: Int32, output: (Sink, Int32?), error: (Sink, Int32?)
+        input: Int32, output: (Sink, Int32?), error: (Sink, Int32?), passing socket: Int32? = nil
     ) throws(RecipeFailure) -> pid_t {
         let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         guard let path = find(executable, path: merged["PATH"]) else {
@@ -199,6 +201,8 @@ final class RecipeProcess {
         }
         add(output.0, captured: output.1, as: 1, to: &actions)
         add(error.0, captured: error.1, as: 2, to: &actions)
+        // A listening socket as systemd passes one (descriptor 3; dup2 from another number clears close-on-exec).
+        if let socket { posix_spawn_file_actions_adddup2(&actions, socket, 3) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
