@@ -84,11 +84,12 @@ let package = Package(
             path: "Sources/Relay/RelayCore",
             swiftSettings: strict),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Loop", "TLS", "ErrorCodes", "MonotonicTime"],
+            name: "HTTPServer", dependencies: ["HTTP1", "EventLoops", "TLS", "ErrorCodes", "MonotonicTime"],
             path: "Sources/Network/HTTPServer", swiftSettings: strict),
         // One libuv event loop per thread: timers, TCP listeners and connections, name resolution, signals.
         .target(
-            name: "Loop", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"], path: "Sources/Network/Loop",
+            name: "EventLoops", dependencies: ["CUV", "CSystem", "ErrorCodes", "MonotonicTime"],
+            path: "Sources/Network/EventLoops",
             swiftSettings: strict),
         // HTTP/1.1, pure: the relay's front (the strict request parser and the connection state machine) and the one
         // response reader the proxy tunnel, `duo-relay push`, the load tool and the tests read answers with, on the
@@ -103,37 +104,43 @@ let package = Package(
         // (the one ownership rule) and the header block; bodies sent a part at a time and frames written
         // to OpenSSL in batches (the simulator's).
         .target(
-            name: "HTTP2Wire", dependencies: ["CNGHTTP2", "TLS"], path: "Sources/Network/HTTP2Wire",
+            name: "HTTP2Sessions", dependencies: ["CNGHTTP2", "TLS"], path: "Sources/Network/HTTP2Sessions",
             swiftSettings: strict),
         // A client connection on a loop, plain TCP or TLS (TLS's session through its stream BIO) over libuv's TCP
         // handle: what the APNs client and the Redis client read and write through.
         .target(
-            name: "LoopTLS", dependencies: ["Loop", "TLS", "HTTP1", "MonotonicTime", "ErrorCodes"],
-            path: "Sources/Network/LoopTLS", swiftSettings: strict),
-        // The APNs client: nghttp2 sessions over LoopTLS's ClientStream, on one event loop (its own, or a worker's).
+            name: "OutboundConnections", dependencies: ["EventLoops", "TLS", "HTTP1", "MonotonicTime", "ErrorCodes"],
+            path: "Sources/Network/OutboundConnections", swiftSettings: strict),
+        // The APNs client: nghttp2 sessions over OutboundConnections' ClientStream, on one event loop (its own, or a
+        // worker's).
         .target(
             name: "HTTP2Client",
             dependencies: [
-                "CNGHTTP2", "HTTP2Wire", "TLS", "Loop", "LoopTLS", "JSON", "ErrorCodes", "MonotonicTime",
+                "CNGHTTP2", "HTTP2Sessions", "TLS", "EventLoops", "OutboundConnections", "JSON", "ErrorCodes",
+                "MonotonicTime",
             ], path: "Sources/Network/HTTP2Client",
             swiftSettings: strict),
         // The shared limits store's connection: a pure pipeline machine, and its shell on a worker's event loop
-        // (hiredis's RESP reader and formatter, LoopTLS's client stream).
+        // (hiredis's RESP reader and formatter, OutboundConnections' client stream).
         .target(
             name: "RedisClient",
-            dependencies: ["CHiredis", "RelayCrypto", "TLS", "Loop", "LoopTLS", "ErrorCodes", "MonotonicTime"],
+            dependencies: [
+                "CHiredis", "RelayCrypto", "TLS", "EventLoops", "OutboundConnections", "ErrorCodes", "MonotonicTime",
+            ],
             path: "Sources/Network/RedisClient",
             swiftSettings: strict),
         .target(
             name: "APNsSimulator",
-            dependencies: ["CNGHTTP2", "RelayCrypto", "HTTP2Wire", "TLS", "Loop", "ErrorCodes", "MonotonicTime"],
+            dependencies: [
+                "CNGHTTP2", "RelayCrypto", "HTTP2Sessions", "TLS", "EventLoops", "ErrorCodes", "MonotonicTime",
+            ],
             path: "Sources/Simulator/APNsSimulator",
             swiftSettings: strict),
         .target(
             name: "RelayServer",
             dependencies: [
                 "CSystem", "TLS", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "HTTP2Client", "RedisClient",
-                "RelayVersion", "Loop", "LoopTLS", "MonotonicTime", "PKCS11",
+                "RelayVersion", "EventLoops", "OutboundConnections", "MonotonicTime", "PKCS11",
             ], path: "Sources/Relay/RelayServer",
             swiftSettings: strict),
         .executableTarget(
@@ -147,14 +154,14 @@ let package = Package(
         // loop (plain or TLS, a CA of the operator's beside the system's roots); the exchange's machine is pure and
         // reads the answer with HTTP1's response reader.
         .target(
-            name: "PushClient", dependencies: ["DuoRelayClient", "HTTP1", "Loop", "LoopTLS", "TLS"],
+            name: "PushClient", dependencies: ["DuoRelayClient", "HTTP1", "EventLoops", "OutboundConnections", "TLS"],
             path: "Sources/Relay/PushClient", swiftSettings: strict),
         // The benchmark's load generator and APNs simulator harness (scripts/bench, scripts/push-instructions).
         .executableTarget(
             name: "LoadGenerator",
             dependencies: [
-                "Loop", "HTTP1", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder",
-                "ErrorCodes", "LoopTLS", "TLS",
+                "EventLoops", "HTTP1", "RelayCore", "RelayCrypto", "RelayServer", "APNsSimulator", "TCPForwarder",
+                "ErrorCodes", "OutboundConnections", "TLS",
             ], path: "Benchmarks/LoadGenerator",
             swiftSettings: strict),
         // The documents' recipes run as written: the blocks taken from README.md and the operations documents, the
@@ -188,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "HTTP1Tests", dependencies: ["HTTP1", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Loop", "RelayTestSupport"],
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "EventLoops", "RelayTestSupport"],
             swiftSettings: strict),
         // The relay's HTTP handler driven in-process with a manual clock (no sockets, no sleeps), and one
         // relay with a Redis limits store on loopback (its limiters freed when it stops).
@@ -196,12 +203,14 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer", "RelayCore", "RelayCrypto", "HTTP1", "HTTPServer", "RedisTestSupport",
-                "RelayTestSupport", "Loop",
+                "RelayTestSupport", "EventLoops",
             ],
             swiftSettings: strict),
         .testTarget(
             name: "HTTP2ClientTests",
-            dependencies: ["HTTP2Client", "HTTP2Wire", "Loop", "MonotonicTime", "APNsSimulator", "RelayTestSupport"],
+            dependencies: [
+                "HTTP2Client", "HTTP2Sessions", "EventLoops", "MonotonicTime", "APNsSimulator", "RelayTestSupport",
+            ],
             swiftSettings: strict),
         // The TLS module's pieces without sockets: ALPN's lists, and the stream BIO between a client and a server
         // session.
@@ -214,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "RedisClientTests",
             dependencies: [
-                "RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "TCPForwarder", "Loop",
+                "RedisClient", "RelayCore", "RedisTestSupport", "RelayTestSupport", "TCPForwarder", "EventLoops",
                 "MonotonicTime",
             ],
             swiftSettings: strict),
@@ -234,11 +243,13 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DeploymentTests", dependencies: ["RelayTestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "LoopTests", dependencies: ["Loop", "MonotonicTime", "RelayTestSupport"], swiftSettings: strict),
+            name: "EventLoopsTests", dependencies: ["EventLoops", "MonotonicTime", "RelayTestSupport"],
+            swiftSettings: strict),
         .testTarget(
-            name: "LoopTLSTests",
+            name: "OutboundConnectionsTests",
             dependencies: [
-                "LoopTLS", "Loop", "TLS", "HTTP1", "APNsSimulator", "RelayCrypto", "MonotonicTime", "RelayTestSupport",
+                "OutboundConnections", "EventLoops", "TLS", "HTTP1", "APNsSimulator", "RelayCrypto", "MonotonicTime",
+                "RelayTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "DuoRelayClientTests", dependencies: ["DuoRelayClient"], swiftSettings: strict),
@@ -246,7 +257,7 @@ let package = Package(
         .testTarget(name: "PushClientTests", dependencies: ["PushClient", "DuoRelayClient"], swiftSettings: strict),
         // The benchmark's readings (strace, h2load) and its report, without running a benchmark.
         .testTarget(
-            name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "Loop", "HTTP1", "HTTPServer", "TLS"],
+            name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "EventLoops", "HTTP1", "HTTPServer", "TLS"],
             swiftSettings: strict),
         .testTarget(name: "RecipeRunnerTests", dependencies: ["RecipeRunner"], swiftSettings: strict),
     ]

@@ -1,7 +1,7 @@
+import EventLoops
 import Foundation
 import HTTP1
-import Loop
-import LoopTLS
+import OutboundConnections
 
 /// What a ``ClientConnection`` tells the measurement that owns it, on the loop's thread.
 protocol ClientConnectionOwner: AnyObject {

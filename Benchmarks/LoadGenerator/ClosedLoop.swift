@@ -1,4 +1,4 @@
-import Loop
+import EventLoops
 
 /// `closed-loop`: every connection sends its next request as soon as its previous one is answered
 /// (saturation), for a warm-up and then a measured window; counts the answers within the window,

@@ -1,6 +1,6 @@
+import EventLoops
 import Foundation
 import Glibc
-import Loop
 
 /// `idle`: opens many keep-alive connections, makes one request on each (so each is a used keep-alive
 /// connection, as a channel's would be), then holds them all idle and reads the relay's memory.

@@ -1,6 +1,6 @@
+import EventLoops
 import Foundation
 import Glibc
-import Loop
 import RelayCore
 import RelayCrypto
 import RelayServer

@@ -1,5 +1,5 @@
 import Dispatch
-import Loop
+import EventLoops
 import Synchronization
 
 /// The load generator's one thread of load: each measurement runs on an event loop of its own, and the

@@ -1,4 +1,4 @@
-import Loop
+import EventLoops
 
 /// A measurement's run on its event loop (closed loop, open loop, idle connections, minting grants): the connections
 /// it owns and its one end, after which nothing it hears counts.

@@ -1,11 +1,11 @@
-import Loop
-import LoopTLS
+import EventLoops
+import OutboundConnections
 import TLS
 
 /// HTTPS for the load: every connection a keep-alive TLS connection, made as a channel's client makes it (TLS 1.2 or
 /// later, ALPN `http/1.1`, the chain verified against `--ca-file` beside the system's roots and the certificate's
-/// name against `--server-name`). The records go through the project's ``LoopTLS/ClientStream``, the APNs client's
-/// own, so the load generator spends on TLS what an efficient client would.
+/// name against `--server-name`). The records go through the project's ``OutboundConnections/ClientStream``, the APNs
+/// client's own, so the load generator spends on TLS what an efficient client would.
 struct LoadTLS: Sendable {
     /// The context every connection's session is made from (one per measurement).
     let stream: ClientStream.TLS

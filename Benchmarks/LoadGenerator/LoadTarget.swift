@@ -1,4 +1,4 @@
-import Loop
+import EventLoops
 
 /// Where the load goes: `--target 127.0.0.1:8787`, an IPv4 literal and a port (the benchmark stays on loopback).
 struct LoadTarget: Sendable {

@@ -1,4 +1,4 @@
-import Loop
+import EventLoops
 
 /// `open-loop`: sends requests on a fixed schedule whatever the answers (an open loop), over a pool of
 /// keep-alive connections, and measures each request's latency from the instant it was due, so that a

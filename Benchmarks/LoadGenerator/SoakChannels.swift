@@ -1,4 +1,4 @@
-import Loop
+import EventLoops
 import RelayCore
 import RelayCrypto
 

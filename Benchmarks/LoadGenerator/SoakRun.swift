@@ -1,7 +1,7 @@
 import APNsSimulator
+import EventLoops
 import Foundation
 import Glibc
-import Loop
 import RelayCore
 import RelayCrypto
 import Synchronization

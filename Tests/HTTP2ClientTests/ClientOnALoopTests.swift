@@ -1,6 +1,6 @@
+import EventLoops
 import Foundation
 import HTTP2Client
-import Loop
 import RelayTestSupport
 import Synchronization
 import Testing

@@ -1,6 +1,6 @@
-import HTTP2Wire
-import LoopTLS
+import HTTP2Sessions
 import MonotonicTime
+import OutboundConnections
 import RelayTestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import Dispatch
+import EventLoops
 import Foundation
 import HTTP2Client
-import Loop
 import RelayTestSupport
 import Synchronization
 import Testing

@@ -1,6 +1,6 @@
+import EventLoops
 import Glibc
 import HTTP1
-import Loop
 import RelayTestSupport
 import Synchronization
 

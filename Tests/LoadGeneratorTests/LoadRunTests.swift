@@ -1,5 +1,5 @@
+import EventLoops
 import Glibc
-import Loop
 import Testing
 
 @testable import LoadGenerator

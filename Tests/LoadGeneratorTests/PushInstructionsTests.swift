@@ -95,7 +95,7 @@ struct PushInstructionsTests {
         --------------------------------------------------------------------------------
         200,000,000 (16.20%)  ./string/../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S:__memmove_avx_unaligned_erms [/usr/lib/x86_64-linux-gnu/libc.so.6]
         150,000,000 (12.15%)  ./nptl/pthread_create.c:start_thread [/usr/lib/x86_64-linux-gnu/libc.so.6]
-        100,000,000 ( 8.10%)  /work/wt/Sources/Network/Loop/EventLoop.swift:$s4Loop9EventLoopC3runyyF [/work/wt/.build/release/duo-relay]
+        100,000,000 ( 8.10%)  /work/wt/Sources/Network/EventLoops/EventLoop.swift:$s10EventLoops9EventLoopC3runyyF [/work/wt/.build/release/duo-relay]
          90,000,000 ( 7.29%)  /work/wt/Sources/Network/HTTP2Client/Frames.swift:$s11HTTP2Client6FramesV4readyyF [/work/wt/.build/release/duo-relay]
          80,000,000 ( 6.48%)  ???:sha256_block_data_order_avx2 [/usr/lib/x86_64-linux-gnu/libcrypto.so.3]
          70,000,000 ( 5.67%)  ./misc/../sysdeps/unix/sysv/linux/x86_64/clone.S:clone [/usr/lib/x86_64-linux-gnu/libc.so.6]

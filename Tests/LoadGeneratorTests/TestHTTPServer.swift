@@ -1,5 +1,5 @@
+import EventLoops
 import Foundation
-import Loop
 import Synchronization
 
 /// A loopback HTTP/1.1 server on a loop of its own, for the load generator's tests: answers each request

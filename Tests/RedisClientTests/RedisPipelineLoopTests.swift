@@ -1,6 +1,6 @@
 import Dispatch
+import EventLoops
 import Foundation
-import Loop
 import RedisClient
 import RedisTestSupport
 import RelayCore

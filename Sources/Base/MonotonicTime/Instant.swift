@@ -1,6 +1,6 @@
 /// A point in time on the relay's one monotonic clock (CLOCK_MONOTONIC, as `uv_hrtime` reads it), in nanoseconds.
 ///
-/// Machines never read a clock: their shells read the loop's (``Loop/EventLoop/monotonicNow()``) once per input
+/// Machines never read a clock: their shells read the loop's (``EventLoops/EventLoop/monotonicNow()``) once per input
 /// and pass it in, and their tests pass instants of their own (an integer literal is an instant in nanoseconds).
 /// Lengths of time beside it are nanoseconds (`UInt64`), as the configurations hold them.
 public struct Instant: Comparable, Hashable, Sendable, ExpressibleByIntegerLiteral, CustomStringConvertible {

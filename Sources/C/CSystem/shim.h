@@ -1,4 +1,4 @@
-// glibc interfaces that Swift's Glibc module leaves out: timerfd (Loop's PreciseTimer), mallopt (the relay
+// glibc interfaces that Swift's Glibc module leaves out: timerfd (EventLoops' PreciseTimer), mallopt (the relay
 // limits malloc's per-thread arenas), naming the calling thread or making the process undumpable (prctl is
 // variadic, so Swift cannot call it directly), and copying another process's descriptor (syscall is too).
 #include <malloc.h>

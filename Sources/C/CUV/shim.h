@@ -1,6 +1,6 @@
 #ifndef CUV_SHIM_H
 #define CUV_SHIM_H
-/* libuv 1.44 (Debian's libuv1-dev), for the Loop module. Every handle type begins with the fields of
+/* libuv 1.44 (Debian's libuv1-dev), for the EventLoops module. Every handle type begins with the fields of
  * uv_handle_t (and a TCP handle with those of uv_stream_t): C code converts between them with a cast,
  * which Swift cannot write between unrelated imported structs. These casts are all this shim adds. */
 #include <netinet/in.h>

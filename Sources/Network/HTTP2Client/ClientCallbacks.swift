@@ -1,5 +1,5 @@
 import CNGHTTP2
-import HTTP2Wire
+import HTTP2Sessions
 
 /// The nghttp2 client callbacks: non-capturing functions that find their ``HTTP2ClientConnection``
 /// through the session's user data (``HTTP2Session``, which states who owns what). nghttp2 calls them

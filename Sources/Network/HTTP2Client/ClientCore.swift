@@ -1,4 +1,4 @@
-import Loop
+import EventLoops
 import MonotonicTime
 import Synchronization
 

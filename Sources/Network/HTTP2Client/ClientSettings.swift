@@ -1,5 +1,5 @@
-import LoopTLS
 import MonotonicTime
+import OutboundConnections
 import TLS
 
 /// What every connection of one client shares: the origin, the TLS context, the limits.

@@ -1,5 +1,5 @@
-import LoopTLS
 import MonotonicTime
+import OutboundConnections
 
 /// The life of one HTTP/2 connection as a pure state machine: no sockets, no loop, no clock of its
 /// own (time comes in as an `Instant` with each input). ``HTTP2ClientConnection`` (the I/O shell) feeds it

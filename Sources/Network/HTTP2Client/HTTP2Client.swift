@@ -1,13 +1,13 @@
+import EventLoops
 import Glibc
-import HTTP2Wire
-import Loop
+import HTTP2Sessions
 import MonotonicTime
 import TLS
 
 /// An HTTP/2-over-TLS client for one origin, on libnghttp2 and OpenSSL, driven by one event loop.
 ///
 /// Requests are multiplexed over at most `maxConnections` long-lived connections. Every connection
-/// lives on the client's ``Loop/EventLoop`` (TLS over a libuv TCP connection, deadlines
+/// lives on the client's ``EventLoops/EventLoop`` (TLS over a libuv TCP connection, deadlines
 /// and PING on the loop's timers): the client has no thread of its own beyond that loop's, and none
 /// at all when it is given a loop. `send` hands a request to the least-loaded connection with room (a
 /// new connection carries one request at a time until an answer proves it, see `provesConnection`). A

@@ -1,12 +1,12 @@
 import CNGHTTP2
-import HTTP2Wire
-import Loop
-import LoopTLS
+import EventLoops
+import HTTP2Sessions
 import MonotonicTime
+import OutboundConnections
 
-/// One HTTP/2 connection to the origin, on the client's event loop: a ``LoopTLS/ClientStream`` (TLS on
+/// One HTTP/2 connection to the origin, on the client's event loop: a ``OutboundConnections/ClientStream`` (TLS on
 /// memory BIOs over a libuv TCP connection), an nghttp2 client session driven with
-/// `nghttp2_session_mem_recv` and `nghttp2_session_mem_send`, and one ``Loop/LoopTimer``. The I/O shell
+/// `nghttp2_session_mem_recv` and `nghttp2_session_mem_send`, and one ``EventLoops/LoopTimer``. The I/O shell
 /// around a ``ConnectionStateMachine``, which decides what every event means and keeps the requests,
 /// their streams and the pool's report; this type only carries out what each input's result says.
 ///

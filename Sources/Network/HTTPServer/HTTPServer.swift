@@ -1,7 +1,7 @@
 import Dispatch
+import EventLoops
 import Glibc
 import HTTP1
-import Loop
 import Synchronization
 import TLS
 

@@ -1,5 +1,5 @@
+import EventLoops
 import HTTP1
-import Loop
 import Synchronization
 
 /// A weak reference to a connection that may cross threads: the connection is loop-bound, so `connection` is read and

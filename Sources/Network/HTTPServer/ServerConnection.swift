@@ -1,5 +1,5 @@
+import EventLoops
 import HTTP1
-import Loop
 import MonotonicTime
 import TLS
 

@@ -1,6 +1,6 @@
+import EventLoops
 import Glibc
 import HTTP1
-import Loop
 
 /// One worker of an ``HTTPServer``: an event loop on a thread of its own, its descriptor of the server's one
 /// listening socket (every worker accepts from it; see ``HTTPServer``) and the connections it accepted, which it owns

@@ -1,15 +1,15 @@
 import Dispatch
+import EventLoops
 import Glibc
-import Loop
-import LoopTLS
 import MonotonicTime
+import OutboundConnections
 import RelayCrypto
 import Synchronization
 import TLS
 
 /// A pipelined connection to Redis that runs one Lua script, on one event loop: the shell around
-/// ``RedisPipelineMachine``. It owns the stream (``LoopTLS/ClientStream``: plain for `redis://`, TLS for
-/// `rediss://`), hiredis's reply reader, and one ``Loop/LoopTimer`` for every deadline (a request's
+/// ``RedisPipelineMachine``. It owns the stream (``OutboundConnections/ClientStream``: plain for `redis://`, TLS for
+/// `rediss://`), hiredis's reply reader, and one ``EventLoops/LoopTimer`` for every deadline (a request's
 /// ``RedisClientConfiguration/timeout``, the connect timeout, the next reconnection); it starts no thread.
 ///
 /// Requests written together with the same arguments go as one call of the script, up to 32 to a call (Redis runs

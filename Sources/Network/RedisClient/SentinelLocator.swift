@@ -1,5 +1,5 @@
-import Loop
-import LoopTLS
+import EventLoops
+import OutboundConnections
 import TLS
 
 /// The connection to a sentinel, on a pipeline's loop: one at a time (asking, then kept as the `+switch-master`

@@ -10,9 +10,9 @@ import RelayVersion
 /// and `thread` through a relay, as a channel would, and says what became of it. The app's extension cannot
 /// open the random content, so the phone may show the placeholder alert.
 ///
-/// The request goes over the project's own client connection (PushClient: LoopTLS over OpenSSL, the client the relay
-/// trusts APNs and Redis with), not URLSession: FoundationNetworking on Linux has no way to add a CA (no
-/// option, no server-trust challenge; libcurl is given the system bundle), and its errors cannot say whether
+/// The request goes over the project's own client connection (PushClient: OutboundConnections over OpenSSL, the
+/// client the relay trusts APNs and Redis with), not URLSession: FoundationNetworking on Linux has no way to add a CA
+/// (no option, no server-trust challenge; libcurl is given the system bundle), and its errors cannot say whether
 /// a request was written before a time-out. The answer is read as DuoRelayClient reads it
 /// (``RelayAnswer``, ``PushOutcome``), so what this prints is what a channel is told.
 enum PushCommand {

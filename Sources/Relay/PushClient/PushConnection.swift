@@ -1,10 +1,10 @@
 import Dispatch
-import Loop
-import LoopTLS
+import EventLoops
+import OutboundConnections
 import Synchronization
 import TLS
 
-/// The shell of ``PushExchange``: one connection to the relay on an event loop of its own (LoopTLS's
+/// The shell of ``PushExchange``: one connection to the relay on an event loop of its own (OutboundConnections'
 /// ``ClientStream``, with the OpenSSL client context the relay trusts APNs and Redis with), one request
 /// written once it is open, the answer read, all within one deadline.
 ///

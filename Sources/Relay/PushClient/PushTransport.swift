@@ -1,4 +1,4 @@
-import LoopTLS
+import OutboundConnections
 import TLS
 
 /// How `duo-relay push` reaches the relay: plain TCP, or TLS that trusts the system's roots and the operator's own

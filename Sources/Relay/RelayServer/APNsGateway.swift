@@ -1,5 +1,5 @@
+import EventLoops
 import HTTP2Client
-import Loop
 import MonotonicTime
 import RelayCore
 import Synchronization

@@ -1,9 +1,9 @@
 import CSystem
 import Dispatch
+import EventLoops
 import Foundation
 import HTTP2Client
 import HTTPServer
-import Loop
 import RelayCore
 import Synchronization
 import TLS

@@ -1,5 +1,5 @@
+import EventLoops
 import Foundation
-import Loop
 import MonotonicTime
 import RelayCore
 

@@ -1,5 +1,5 @@
+import EventLoops
 import Foundation
-import Loop
 import Synchronization
 import TLS
 
@@ -12,7 +12,7 @@ import TLS
 /// It validates requests as APNs does (provider token, path, headers, payload), answers 200 with
 /// an `apns-id` or an APNs error body, and records what it delivered. Faults (error statuses,
 /// stalls, delays, GOAWAY, stream resets, dropped connections) apply to requests that passed
-/// validation. It serves on two event loops (``Loop/EventLoop``), never prints, and stops on ``stop()`` or
+/// validation. It serves on two event loops (``EventLoops/EventLoop``), never prints, and stops on ``stop()`` or
 /// deinit.
 ///
 /// Starting a simulator sets the process to ignore `SIGPIPE`.

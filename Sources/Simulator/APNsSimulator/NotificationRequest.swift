@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2Wire
+import HTTP2Sessions
 
 /// One HTTP/2 request as the simulator collects it from nghttp2 callbacks.
 ///

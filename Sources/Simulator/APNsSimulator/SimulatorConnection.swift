@@ -1,14 +1,14 @@
 import CNGHTTP2
+import EventLoops
 import Foundation
-import HTTP2Wire
-import Loop
+import HTTP2Sessions
 import TLS
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// One client connection: its ``Loop/TCPConnection``, OpenSSL on two memory BIOs over it, and its nghttp2
+/// One client connection: its ``EventLoops/TCPConnection``, OpenSSL on two memory BIOs over it, and its nghttp2
 /// server session. The loop reads into its buffer and this feeds the read BIO; what OpenSSL writes into the
 /// write BIO is written to the connection.
 ///

@@ -1,5 +1,5 @@
 import CNGHTTP2
-import Loop
+import EventLoops
 import MonotonicTime
 import TLS
 
@@ -7,7 +7,7 @@ import TLS
     import Glibc
 #endif
 
-/// What one of the simulator's event loops (``Loop/EventLoop``) keeps: the nghttp2 callback table, the
+/// What one of the simulator's event loops (``EventLoops/EventLoop``) keeps: the nghttp2 callback table, the
 /// buffer TLS records are decrypted into, and the listener that accepts onto this loop. Both loops listen on
 /// the one listening socket (each on its own descriptor of it): whichever wakes first accepts.
 ///

@@ -4,11 +4,11 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
 /// Every suite of this target runs one test at a time, so that a test's loops and sockets are the only ones
 /// of this target when it looks at /proc/self/fd.
-@Suite(.serialized) enum LoopTests {}
+@Suite(.serialized) enum EventLoopsSuite {}
 
 /// RelayTestSupport's recorder and failure, by the names this target's tests use (visible in every file of it,
 /// whether or not the file imports RelayTestSupport).

@@ -4,7 +4,7 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
 /// What a test server's connection saw, recorded from the loop thread.
 enum ConnectionEvent: Sendable, Equatable {
@@ -66,7 +66,7 @@ func pattern(count: Int) -> [UInt8] {
     }
 }
 
-extension LoopTests {
+extension EventLoopsSuite {
     @Suite struct TCPTests {
         @Test(arguments: ["127.0.0.1", "::1"])
         func echoesAndKnowsItsPeer(host: String) throws {

@@ -3,9 +3,9 @@ import Glibc
 import RelayTestSupport
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
-extension LoopTests {
+extension EventLoopsSuite {
     /// What an HTTP connection machine leans on: pausing reads, closing with writes queued, closing from
     /// inside a callback.
     @Suite struct TCPConnectionStateTests {

@@ -2,7 +2,7 @@ import MonotonicTime
 import RelayTestSupport
 import Testing
 
-@testable import LoopTLS
+@testable import OutboundConnections
 
 /// The stream's decisions, driven with scripted inputs and a test clock: no socket, no TLS library.
 @Suite struct ClientStreamMachineTests {

@@ -1,7 +1,7 @@
 import MonotonicTime
 import Testing
 
-extension LoopTests {
+extension EventLoopsSuite {
     /// The one clock's instants: arithmetic that neither traps nor wraps, and the millisecond a timer is armed for.
     @Suite struct InstantTests {
         @Test func aDeadlineTooFarAwayIsNeverReachedRatherThanPassed() {

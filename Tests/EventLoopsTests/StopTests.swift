@@ -2,9 +2,9 @@ import Glibc
 import RelayTestSupport
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
-extension LoopTests {
+extension EventLoopsSuite {
     @Suite struct StopTests {
         @Test func stopWithOpenConnectionsClosesEveryHandleAndDescriptor() throws {
             let loop = try EventLoop(name: "test-leak")

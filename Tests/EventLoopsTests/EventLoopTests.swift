@@ -3,7 +3,7 @@ import RelayTestSupport
 import Synchronization
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
 /// State the tests touch only on one loop's thread.
 final class LoopConfined<Value>: @unchecked Sendable {
@@ -12,7 +12,7 @@ final class LoopConfined<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-extension LoopTests {
+extension EventLoopsSuite {
     @Suite struct EventLoopTests {
         @Test func currentNamesTheLoopWhoseThreadRunsTheCode() throws {
             let first = try EventLoop(name: "test-current-1")
@@ -115,7 +115,7 @@ extension LoopTests {
     }
 }
 
-extension LoopTests.EventLoopTests {
+extension EventLoopsSuite.EventLoopTests {
     @Test func aLoopCanAskItselfToStop() throws {
         let exited = Recorder<Bool>()
         let loop = try EventLoop(name: "test-self-stop") { exited.record(true) }

@@ -2,7 +2,7 @@ import HTTP1
 import RelayTestSupport
 import Testing
 
-@testable import LoopTLS
+@testable import OutboundConnections
 
 /// A proxy's answer to `CONNECT`, read by the stream's machine through the HTTP/1 response reader: a 2xx opens the
 /// tunnel (what follows its blank line is the server's), any other status is a refusal naming its status line, and

@@ -1,5 +1,5 @@
+import EventLoops
 import Glibc
-import Loop
 import MonotonicTime
 import TLS
 
@@ -24,7 +24,7 @@ extension ClientStreamDelegate {
 }
 
 /// A client connection on one loop: plain TCP, or TLS (a ``TLS/TLSSession`` on a BIO of its own, ``TLS/StreamBIO``)
-/// over a ``Loop/TCPConnection`` (docs/DESIGN.md, "C libraries and who owns what", says why over libuv), and
+/// over a ``EventLoops/TCPConnection`` (docs/DESIGN.md, "C libraries and who owns what", says why over libuv), and
 /// optionally through an HTTP proxy's `CONNECT` tunnel. libuv does every read and write; OpenSSL only turns records
 /// into plaintext and back.
 ///
@@ -111,7 +111,7 @@ public final class ClientStream: TCPConnectionDelegate {
 
     /// Connects as ``connect(on:host:port:tls:delegate:)``, through `proxy` when given: the proxy's name is resolved
     /// and connected to, it is asked for a tunnel to `host:port` by name (it resolves `host`), and TLS runs end to end
-    /// inside the tunnel. A set-up not done by `deadline` (on ``Loop/EventLoop/monotonicNow()``) fails with
+    /// inside the tunnel. A set-up not done by `deadline` (on ``EventLoops/EventLoop/monotonicNow()``) fails with
     /// words that say which step was late.
     public static func connect(
         on loop: EventLoop, host: String, port: UInt16, tls: TLS?, proxy: Proxy?, deadline: Instant?,

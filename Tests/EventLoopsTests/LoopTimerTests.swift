@@ -2,9 +2,9 @@ import MonotonicTime
 import RelayTestSupport
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
-extension LoopTests {
+extension EventLoopsSuite {
     @Suite struct LoopTimerTests {
         @Test func firesAfterItsDelayAndCanBeScheduledAgain() throws {
             let loop = try EventLoop(name: "test-timer")

@@ -1,9 +1,9 @@
 import RelayTestSupport
 import Testing
 
-@testable import Loop
+@testable import EventLoops
 
-extension LoopTests {
+extension EventLoopsSuite {
     @Suite struct PreciseTimerTests {
         @Test func firesAtItsNanosecondDeadlineNeverBeforeAndCanBeScheduledAgain() throws {
             let loop = try EventLoop(name: "test-precise")

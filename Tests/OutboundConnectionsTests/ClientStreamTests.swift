@@ -8,8 +8,8 @@ import Testing
 
 import enum RelayCrypto.P256
 
-@testable import Loop
-@testable import LoopTLS
+@testable import EventLoops
+@testable import OutboundConnections
 
 /// What a stream told its delegate, recorded from the loop thread and waited for with a deadline.
 enum StreamEvent: Sendable, Equatable {
