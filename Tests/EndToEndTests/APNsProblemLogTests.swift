@@ -154,10 +154,18 @@ import Testing
                 (try? fixture.push(grant: grant).status) == 200
             })
         #expect(fixture.relay.waitForLine("resolved: \(changed)"))
-        // Three lines in all: the start, the change, the end; none per push.
-        #expect(
-            fixture.relay.lines(containing: "apns sandbox: ").count == 3,
-            "\(fixture.relay.lines(containing: "apns "))")
+        // Three lines in all: the start, the change, the end; none per push. The simulator's stop can meet the
+        // relay's first connection half way (its handshake reset by the stopping server): that is a cause of its
+        // own, so the refusal after it is a change, and there is one line more.
+        let lines = fixture.relay.lines(containing: "apns sandbox: ")
+        let resetFirst = lines.first?.contains("the TLS handshake with APNs fails") == true
+        if resetFirst {
+            #expect(
+                lines.dropFirst().first?.contains(
+                    "cannot connect to APNs: Connection refused (the cause changed; before: the TLS handshake") == true,
+                "\(lines)")
+        }
+        #expect(lines.count == (resetFirst ? 4 : 3), "\(fixture.relay.lines(containing: "apns "))")
         expectNothingIdentifying(fixture.relay, [token, grant] + fixture.secrets.secretStrings)
     }
 
