@@ -2,12 +2,10 @@ import CPKCS11
 import Glibc
 import Synchronization
 
-/// A PKCS#11 module (an HSM's, a TPM's, SoftHSM's shared library), loaded with `dlopen` and initialised by one owner
-/// per process: `C_Initialize` may not be called again while initialised, and every key of the same module (the
-/// sandbox and the production key, the keys of a reload) shares one initialisation, made again (after `C_Finalize`)
-/// only to find a token that went away or to have a login's PIN checked (``reinitializeHoldingLock()``). A module is
-/// never unloaded: a session, a reload's new key or a `check` may need it again, and a library's own threads may
-/// still run.
+/// A PKCS#11 module (an HSM's, a TPM's, SoftHSM's shared library), loaded with `dlopen` and initialised once per
+/// process: `C_Initialize` may be called only once by a process's code, and every key of the same module (the sandbox
+/// and the production key, the keys of a reload) shares that one initialisation. A module is never unloaded: a
+/// session, a reload's new key or a `check` may need it again, and a library's own threads may still run.
 // The function list is the module's, valid for the process's life (the library is never closed); PKCS#11 with
 // CKF_OS_LOCKING_OK lets any thread call it, and the sessions that need one caller at a time are each guarded by
 // their key's lock.
@@ -32,9 +30,8 @@ public final class PKCS11Module: @unchecked Sendable {
 
     /// Finalises and initialises the module again (under ``serialized(_:)``'s lock, from a caller that holds it): a
     /// module finds its tokens at `C_Initialize`, and some (SoftHSM, modules for removable devices) never find a
-    /// token again that went away while they ran; and the process's logins end with the old initialisation, so that
-    /// the next login's PIN is checked by the token. Every session of the old initialisation is gone; a key finds
-    /// out by the number changing.
+    /// token again that went away while they ran. Every session of the old initialisation is gone; a key finds out
+    /// by the number changing.
     func reinitializeHoldingLock() throws(PKCS11Error) {
         _ = functions.pointee.C_Finalize(nil)
         var arguments = CK_C_INITIALIZE_ARGS()

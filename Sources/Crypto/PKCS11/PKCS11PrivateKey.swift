@@ -50,27 +50,14 @@ public final class PKCS11PrivateKey: Sendable {
     /// Opens a session on the token named by `name`, logs in with `pin` and finds exactly one private key: an EC
     /// P-256 key that may sign, with its public half readable (a public key object with the same `CKA_ID`, or the
     /// key's own `CKA_EC_POINT`).
-    ///
-    /// The token itself checks `pin`. A login holds for every session of the process on its token, and a token the
-    /// process is logged into already (another key of it, or the key in force when a reload opens its successor)
-    /// answers any PIN with `CKR_USER_ALREADY_LOGGED_IN`: then the module is initialised again, which ends that
-    /// login (the keys opened before find their sessions gone and open new ones at their next signature, with their
-    /// own PIN), and the login is made anew, so that a wrong PIN is refused however the process got there.
     public init(module: PKCS11Module, name: PKCS11KeyName, pin: String) throws(PKCS11Error) {
         self.module = module
         self.name = name
         self.pin = Array(pin.utf8)
         let pin = self.pin
-        let (opened, point) = try module.serialized(reinitializing: {
-            (generation, reinitialize) throws(PKCS11Error) -> (Session, [UInt8]) in
-            let first = try Self.open(module: module, name: name, pin: pin, generation: generation)
-            guard first.loginUnchecked else { return (first.session, first.point) }
-            _ = module.functions.pointee.C_CloseSession(first.session.handle)
-            // (A module that answers CKR_USER_ALREADY_LOGGED_IN even to the first login after C_Initialize keeps its
-            // logins outside the process; its answer is taken.)
-            let again = try Self.open(module: module, name: name, pin: pin, generation: try reinitialize())
-            return (again.session, again.point)
-        })
+        let (opened, point) = try module.serialized { (generation) throws(PKCS11Error) in
+            try Self.open(module: module, name: name, pin: pin, generation: generation)
+        }
         publicPoint = point
         session.withLock { $0 = opened }
     }
@@ -107,17 +94,17 @@ public final class PKCS11PrivateKey: Sendable {
     private func reopen(
         generation: UInt64, reinitialize: () throws(PKCS11Error) -> UInt64
     ) throws(PKCS11Error) -> Session {
-        var opened: Opened
+        var opened: (Session, [UInt8])
         do {
             opened = try Self.open(module: module, name: name, pin: pin, generation: generation)
         } catch  where error.code == .noToken || error.code == .moduleFailed {
             opened = try Self.open(module: module, name: name, pin: pin, generation: try reinitialize())
         }
-        guard opened.point == publicPoint else {
-            _ = module.functions.pointee.C_CloseSession(opened.session.handle)
+        guard opened.1 == publicPoint else {
+            _ = module.functions.pointee.C_CloseSession(opened.0.handle)
             throw PKCS11Error(.tokenFailed, "\(name) is now another key than the one loaded")
         }
-        return opened.session
+        return opened.0
     }
 
     private func sign(_ digest: [UInt8], with open: Session) throws(PKCS11Error) -> [UInt8] {
@@ -140,20 +127,10 @@ public final class PKCS11PrivateKey: Sendable {
         return Array(signature.prefix(64))
     }
 
-    /// What ``open(module:name:pin:generation:)`` opened.
-    private struct Opened {
-        var session: Session
-        /// The key's public point.
-        var point: [UInt8]
-        /// The token answered the login `CKR_USER_ALREADY_LOGGED_IN`: the process was logged in, and the PIN was not
-        /// looked at.
-        var loginUnchecked: Bool
-    }
-
     /// A new session on the named token, logged in, with the one key that matches, and the key's public point.
     private static func open(
         module: PKCS11Module, name: PKCS11KeyName, pin: [UInt8], generation: UInt64
-    ) throws(PKCS11Error) -> Opened {
+    ) throws(PKCS11Error) -> (Session, [UInt8]) {
         let functions = module.functions.pointee
         let tokens = try module.tokens().filter { name.token == nil || $0.label == name.token }
         guard let token = tokens.first else {
@@ -194,10 +171,9 @@ public final class PKCS11PrivateKey: Sendable {
                     "token \"\(token.label)\" holds \(keys.count) private keys with \(name): name one (object=, id=)")
             }
             try search.requireP256Signing(key, name: name)
-            return Opened(
-                session: Session(handle: handle, key: key, generation: generation),
-                point: try search.publicPoint(of: key, name: name),
-                loginUnchecked: loggedIn == CKR_USER_ALREADY_LOGGED_IN)
+            return (
+                Session(handle: handle, key: key, generation: generation), try search.publicPoint(of: key, name: name)
+            )
         } catch {
             _ = functions.C_CloseSession(handle)
             throw error
