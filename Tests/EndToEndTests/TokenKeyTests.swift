@@ -246,6 +246,50 @@ import Testing
         for secret in Self.secrets(token, secrets) { #expect(!fixture.relay.allOutput.contains(secret)) }
     }
 
+    /// SIGHUP with only the PIN changed, to a wrong one: the relay is logged into the token already (which answers
+    /// any PIN as logged in), yet the reload is refused naming the environment and the URI, never the PIN, and the
+    /// running key stays and still signs (a new provider token after ExpiredProviderToken); the right PIN is taken.
+    @Test func aReloadWithAWrongPINIsRefused() throws {
+        let secrets = TestSecrets()
+        let token = try Self.token(secrets)
+        defer { token.remove() }
+        let directory = try RelayProcess.temporaryDirectory()
+        // One worker and one APNs connection: the simulator, like APNs, lets a connection take a new token within
+        // 20 minutes only after it answered ExpiredProviderToken, and it is this connection that answers it.
+        let fixture = try PushFixture(
+            relayConfig: #""server":{"threads":1}"#, apnsConfig: Self.apnsConfig + #","max_connections":1"#,
+            secrets: secrets, relayEnvironment: try Self.environment(token, pin: .file, in: directory))
+        let grant = try fixture.grant(token: randomToken())
+        #expect(try fixture.push(grant: grant).status == 200)
+        let pinFile = directory.appendingPathComponent("pin")
+        let wrong = "wrong-" + String(UUID().uuidString.prefix(8))
+        try (wrong + "\n").write(to: pinFile, atomically: true, encoding: .utf8)
+        fixture.relay.signal(SIGHUP)
+        try Poll.wait(for: "\"reload refused\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reload refused")
+        }
+        let refused = fixture.relay.logMessages.filter { $0.contains("reload refused") }
+        #expect(
+            refused.count == 1
+                && refused[0].contains(
+                    "APNS_KEY_SANDBOX: sandbox: the key \(Self.uri) cannot be used: token \"duo-relay\" refused the "
+                        + "login: the PIN is wrong (APNS_PKCS11_PIN)"),
+            "\(fixture.relay.standardError)")
+        // The running key serves, and signs a new token when APNs calls the one in force expired.
+        #expect(try fixture.push(grant: grant).status == 200)
+        fixture.simulator.inject(.status(403, reason: "ExpiredProviderToken"))
+        #expect(try fixture.push(grant: grant).status == 200)
+        #expect(fixture.simulator.statistics.distinctProviderTokens == 2)
+        try (token.pin + "\n").write(to: pinFile, atomically: true, encoding: .utf8)
+        fixture.relay.signal(SIGHUP)
+        try Poll.wait(for: "\"reloaded\" printed", within: .seconds(10)) {
+            fixture.relay.standardError.contains("reloaded: ")
+        }
+        #expect(try fixture.push(grant: grant).status == 200)
+        #expect(fixture.waitForDeliveries(4).map(\.keyID) == Array(repeating: "TESTKEY001", count: 4))
+        for secret in Self.secrets(token, secrets) + [wrong] { #expect(!fixture.relay.allOutput.contains(secret)) }
+    }
+
     /// SIGHUP to a new key and id in the same token is taken; a URI that names another key under the running id is
     /// refused, as a new file would be (the key is compared by its public half).
     @Test func aReloadToANewKeyInTheToken() throws {

@@ -46,6 +46,29 @@ import Testing
         #expect(!error.description.contains(wrong) && !error.description.contains(Self.pin))
     }
 
+    /// A process logged into a token (a key of it open) opens the key again with another PIN, as a reload that changed
+    /// only the PIN does: the token answers any PIN as already logged in, so the process logs out and in again and the
+    /// wrong PIN is refused; the key already open still signs (logging in again with its own PIN), and the right PIN
+    /// opens the key again.
+    @Test func aWrongPINIsRefusedWhileTheTokenIsLoggedInto() throws {
+        let (token, software) = try SharedSoftHSM.token("pin-change", pin: Self.pin)
+        let key = try #require(software)
+        let module = try PKCS11Module.load(path: SoftHSMToken.module)
+        let name = PKCS11KeyName(token: token.label, object: "apns")
+        let running = try PKCS11PrivateKey(module: module, name: name, pin: Self.pin)
+        let wrong = "wrong-\(UUID().uuidString.prefix(8))"
+        let error = try refusal(name, pin: wrong)
+        #expect(error.code == .loginFailed)
+        #expect(error.reason == "token \"pin-change\" refused the login: the PIN is wrong (APNS_PKCS11_PIN)")
+        #expect(!error.description.contains(wrong) && !error.description.contains(Self.pin))
+        let message = Array("header.claims".utf8)
+        #expect(key.publicKey.isValidSignature(try running.signature(forDigest: SHA256.hash(message)), for: message))
+        let reopened = try PKCS11PrivateKey(module: module, name: name, pin: Self.pin)
+        #expect(reopened.publicPoint == running.publicPoint)
+        #expect(key.publicKey.isValidSignature(try reopened.signature(forDigest: SHA256.hash(message)), for: message))
+        #expect(key.publicKey.isValidSignature(try running.signature(forDigest: SHA256.hash(message)), for: message))
+    }
+
     @Test func aMissingObjectIsRefused() throws {
         let token = try token("signs")
         let error = try refusal(PKCS11KeyName(token: token.label, object: "elsewhere"))
@@ -110,7 +133,7 @@ enum SharedSoftHSM {
 
     /// The token made for `scenario`: "signs" (a P-256 key, object apns, id 01), "several" (two P-256 keys
     /// labelled apns), "rsa" (an RSA key labelled apns), "wrong-pin" (a P-256 key, object apns, that no test logs
-    /// into with the right PIN).
+    /// into with the right PIN), "pin-change" (a P-256 key, object apns, logged into and then given a wrong PIN).
     static func token(_ scenario: String, pin: String) throws -> (SoftHSMToken, P256.Signing.PrivateKey?) {
         let tokens = try made.withLock { made -> Result<Tokens, TestFailure> in
             if let made { return made }
@@ -127,12 +150,15 @@ enum SharedSoftHSM {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "duo-relay-softhsm-\(UUID().uuidString)")
         var tokens = Tokens()
-        for name in ["signs", "several", "rsa", "wrong-pin"] {
+        for name in ["signs", "several", "rsa", "wrong-pin", "pin-change"] {
             tokens.byName[name] = try SoftHSMToken(label: name, pin: pin, in: directory)
         }
         let key = P256.Signing.PrivateKey()
         try tokens.byName["signs"]!.importKey(pem: key.pemRepresentation, object: "apns", id: "01")
         tokens.keys["signs"] = key
+        let pinChange = P256.Signing.PrivateKey()
+        try tokens.byName["pin-change"]!.importKey(pem: pinChange.pemRepresentation, object: "apns", id: "01")
+        tokens.keys["pin-change"] = pinChange
         try tokens.byName["wrong-pin"]!.importKey(
             pem: P256.Signing.PrivateKey().pemRepresentation, object: "apns", id: "01")
         try tokens.byName["several"]!.importKey(

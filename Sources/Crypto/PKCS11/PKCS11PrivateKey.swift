@@ -50,13 +50,19 @@ public final class PKCS11PrivateKey: Sendable {
     /// Opens a session on the token named by `name`, logs in with `pin` and finds exactly one private key: an EC
     /// P-256 key that may sign, with its public half readable (a public key object with the same `CKA_ID`, or the
     /// key's own `CKA_EC_POINT`).
+    ///
+    /// The token itself checks `pin`, also when the process is logged into it already (another key of it is open:
+    /// the other environment's, or the key in force when a reload opens its successor), where a login answers any
+    /// PIN with `CKR_USER_ALREADY_LOGGED_IN`: the process logs out of the token and logs in again with `pin`. A
+    /// wrong one leaves the token logged out; the keys opened before log in again, with their own PIN, at their
+    /// next signature.
     public init(module: PKCS11Module, name: PKCS11KeyName, pin: String) throws(PKCS11Error) {
         self.module = module
         self.name = name
         self.pin = Array(pin.utf8)
         let pin = self.pin
         let (opened, point) = try module.serialized { (generation) throws(PKCS11Error) in
-            try Self.open(module: module, name: name, pin: pin, generation: generation)
+            try Self.open(module: module, name: name, pin: pin, generation: generation, checkingPIN: true)
         }
         publicPoint = point
         session.withLock { $0 = opened }
@@ -70,19 +76,24 @@ public final class PKCS11PrivateKey: Sendable {
     }
 
     /// The ECDSA signature (`CKM_ECDSA`) of a 32-byte digest, as PKCS#11 gives it: the raw `r ‖ s`, 64 bytes.
-    /// A failure drops the session; the next call opens a new one.
+    /// A failure drops the session and tries once more on a new one (a session whose login another key's PIN check
+    /// ended, or whose key handle a logout took); a second failure is thrown, and the next call opens a new session.
     public func signature(forDigest digest: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try session.withLock { (current: inout Session?) throws(PKCS11Error) -> [UInt8] in
             try module.serialized(reinitializing: { (generation, reinitialize) throws(PKCS11Error) -> [UInt8] in
                 if let open = current, open.generation != generation { current = nil }
-                if current == nil { current = try reopen(generation: generation, reinitialize: reinitialize) }
-                guard let open = current else { throw PKCS11Error(.tokenFailed, "no session") }
-                do throws(PKCS11Error) {
-                    return try sign(digest, with: open)
-                } catch {
-                    _ = module.functions.pointee.C_CloseSession(open.handle)
-                    current = nil
-                    throw error
+                var attempts = 0
+                while true {
+                    attempts += 1
+                    if current == nil { current = try reopen(generation: generation, reinitialize: reinitialize) }
+                    guard let open = current else { throw PKCS11Error(.tokenFailed, "no session") }
+                    do throws(PKCS11Error) {
+                        return try sign(digest, with: open)
+                    } catch {
+                        _ = module.functions.pointee.C_CloseSession(open.handle)
+                        current = nil
+                        if attempts == 2 { throw error }
+                    }
                 }
             })
         }
@@ -96,9 +107,10 @@ public final class PKCS11PrivateKey: Sendable {
     ) throws(PKCS11Error) -> Session {
         var opened: (Session, [UInt8])
         do {
-            opened = try Self.open(module: module, name: name, pin: pin, generation: generation)
+            opened = try Self.open(module: module, name: name, pin: pin, generation: generation, checkingPIN: false)
         } catch  where error.code == .noToken || error.code == .moduleFailed {
-            opened = try Self.open(module: module, name: name, pin: pin, generation: try reinitialize())
+            opened = try Self.open(
+                module: module, name: name, pin: pin, generation: try reinitialize(), checkingPIN: false)
         }
         guard opened.1 == publicPoint else {
             _ = module.functions.pointee.C_CloseSession(opened.0.handle)
@@ -128,8 +140,9 @@ public final class PKCS11PrivateKey: Sendable {
     }
 
     /// A new session on the named token, logged in, with the one key that matches, and the key's public point.
+    /// `checkingPIN`: a token the process is logged into already is logged out of first, so that it checks `pin`.
     private static func open(
-        module: PKCS11Module, name: PKCS11KeyName, pin: [UInt8], generation: UInt64
+        module: PKCS11Module, name: PKCS11KeyName, pin: [UInt8], generation: UInt64, checkingPIN: Bool
     ) throws(PKCS11Error) -> (Session, [UInt8]) {
         let functions = module.functions.pointee
         let tokens = try module.tokens().filter { name.token == nil || $0.label == name.token }
@@ -153,7 +166,11 @@ public final class PKCS11PrivateKey: Sendable {
         }
         do throws(PKCS11Error) {
             var secret = pin
-            let loggedIn = functions.C_Login(handle, CKU_USER, &secret, UInt(secret.count))
+            var loggedIn = functions.C_Login(handle, CKU_USER, &secret, UInt(secret.count))
+            if loggedIn == CKR_USER_ALREADY_LOGGED_IN && checkingPIN {
+                _ = functions.C_Logout(handle)
+                loggedIn = functions.C_Login(handle, CKU_USER, &secret, UInt(secret.count))
+            }
             guard loggedIn == CKR_OK || loggedIn == CKR_USER_ALREADY_LOGGED_IN else {
                 let why =
                     loggedIn == CKR_PIN_INCORRECT
