@@ -325,7 +325,12 @@ final class BenchRun {
     /// Runs a measurement and records its JSON as `step`; one that printed nothing is left out, which leaves
     /// its figures null.
     func record(_ step: String, _ arguments: [String]) {
-        let output = BenchChild.output(load, arguments) ?? ""
+        appendResult(step, BenchChild.output(load, arguments) ?? "")
+    }
+
+    /// Appends a step's JSON, read from what it printed, to the results (nothing when it printed none: its figures
+    /// are null).
+    func appendResult(_ step: String, _ output: String) {
         guard !BenchChild.live.interrupted else { return }
         guard let line = BenchReadings.resultLine(step: step, output: output) else {
             Self.log("\(step): no result (its figures will be null)")
@@ -336,7 +341,7 @@ final class BenchRun {
             handle.write(Data((line + "\n").utf8))
             handle.closeFile()
         }
-        if options.verbose { Self.log("\(step): \(output.trimmingCharacters(in: .whitespacesAndNewlines))") }
+        if options.verbose { Self.log("\(step): \(line)") }
     }
 
     /// Runs one of this binary's commands that must succeed.

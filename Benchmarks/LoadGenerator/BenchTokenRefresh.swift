@@ -96,21 +96,6 @@ extension BenchRun {
         guard child.wait() == 0 else { return "" }
         return Self.read(file)
     }
-
-    /// Appends a step's JSON to the results (nothing when it printed none: its figures are null).
-    func appendResult(_ step: String, _ output: String) {
-        guard !BenchChild.live.interrupted else { return }
-        guard let line = BenchReadings.resultLine(step: step, output: output) else {
-            Self.log("\(step): no result (its figures will be null)")
-            return
-        }
-        if let handle = FileHandle(forWritingAtPath: results) {
-            handle.seekToEndOfFile()
-            handle.write(Data((line + "\n").utf8))
-            handle.closeFile()
-        }
-        if options.verbose { Self.log("\(step): \(line)") }
-    }
 }
 
 /// The pieces of the provider-token runs that need no running server.

@@ -181,7 +181,7 @@ final class APNsGateway: Sendable {
         let now = clock.monotonicNow
         // The token in force, never signed here: the signing thread keeps one ready (none while the key has not
         // been able to sign for longer than a token is valid: APNs would refuse it).
-        guard now < deadline, let (bearer, authorization) = token.authorization() else {
+        guard now < deadline, let (bearer, authorization) = token.authorization(now: now) else {
             completion(.failure(.apnsNotReached))
             return
         }

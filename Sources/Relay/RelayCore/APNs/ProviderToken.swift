@@ -67,9 +67,10 @@ public final class ProviderToken: Sendable {
         authorization()?.token
     }
 
-    /// The token to send now (as ``token()``) and its `authorization` field value, `bearer <token>`.
-    public func authorization() -> (token: String, header: String)? {
-        let now = clock.monotonicNow
+    /// The token to send at `now` (the clock's time, which a caller that read it already passes on) and its
+    /// `authorization` field value, `bearer <token>`; nil as for ``token()``.
+    public func authorization(now: Instant? = nil) -> (token: String, header: String)? {
+        let now = now ?? clock.monotonicNow
         return state.withLock { state -> (token: String, header: String)? in
             guard let current = state.current, now - current.signedAt < Self.validity else { return nil }
             return (current.token, current.header)
