@@ -15,6 +15,8 @@ final class ProviderTokenRefresher: Sendable {
     private let problems: APNsProblemReporter
     /// Where the key is, for the problem's line: `key id ABC, in the token at pkcs11:...` or `key id ABC`.
     private let keyDescription: String
+    /// The signing thread's name.
+    private let name: String
     private let wakeUp = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
     /// The longest sleep between two looks at the token: the clock is read again after it.
@@ -31,8 +33,6 @@ final class ProviderTokenRefresher: Sendable {
         self.name = name
         token.onRefreshWanted { [wakeUp] in wakeUp.signal() }
     }
-
-    private let name: String
 
     /// Looks at the token now (a test that moved its clock).
     func wake() {
