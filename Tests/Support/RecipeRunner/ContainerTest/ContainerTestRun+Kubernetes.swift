@@ -25,8 +25,7 @@ extension ContainerTestRun {
         try expect(operatorDocuments.count("Secret") == 1, "kubernetes: what is applied holds not exactly one Secret")
 
         // The podman layer on top of the operator's kustomization.
-        let octets = gateway.split(separator: ".")
-        redisAddress = octets.dropLast().joined(separator: ".") + ".\(Int.random(in: 100...249))"
+        redisAddress = try unreservedAddress()
         guard let configMap = operatorDocuments.document("ConfigMap", "duo-relay-config", generated: true),
             let relayJSON = KustomizeDocuments.configMapFile(configMap, key: "relay.json"),
             let played = ContainerRelayConfig.edited(
@@ -167,5 +166,24 @@ extension ContainerTestRun {
     func firstContainer(named name: String) throws(RecipeFailure) -> String {
         let listed = try podman(["ps", "-q", "--filter", "name=^\(name)$"]).output
         return listed.split(separator: "\n").first.map(String.init) ?? ""
+    }
+
+    /// An address on podman's default network for Redis that no container holds and the network's allocator has not
+    /// reserved: CNI's host-local allocator keeps one file per address it handed out (a container that was not torn
+    /// down cleanly leaves its file behind), and `kube play --ip` with a reserved address fails.
+    func unreservedAddress() throws(RecipeFailure) -> String {
+        let prefix = gateway.split(separator: ".").dropLast().joined(separator: ".")
+        var inUse = Set((try? FileManager.default.contentsOfDirectory(atPath: "/var/lib/cni/networks/podman")) ?? [])
+        let containers = try podman(["ps", "-a", "-q"]).output.split(whereSeparator: \.isNewline).map(String.init)
+        if !containers.isEmpty {
+            let addresses = try podman(
+                ["inspect", "--type", "container", "--format", "{{.NetworkSettings.IPAddress}}"] + containers)
+            inUse.formUnion(addresses.output.split(whereSeparator: \.isNewline).map(String.init))
+        }
+        let free = (100...249).map { "\(prefix).\($0)" }.filter { !inUse.contains($0) }
+        guard let address = free.randomElement() else {
+            throw .check("kubernetes: no address left on podman's network for Redis")
+        }
+        return address
     }
 }
