@@ -180,6 +180,36 @@ import Testing
         #expect(fixture.simulator.delivered.count == 2)
     }
 
+    /// APNs takes a new provider token within 20 minutes of the last only on the connection that answered
+    /// ExpiredProviderToken; the relay's other connections are refused TooManyProviderTokenUpdates when they present
+    /// it, and each such connection is replaced (a new connection takes any valid token). So each connection open at
+    /// the refresh fails at most the pushes it carries when it first presents the new token, never more.
+    @Test func anExpiredProviderTokenOnOneConnectionLeavesNoOtherConnectionFailing() throws {
+        // Two streams a connection, so that concurrent pushes open several connections on each worker.
+        let fixture = try PushFixture(
+            relayConfig: #""server":{"threads":2},"ip_limit":{"requests":100000,"period_s":10,"block_s":10}"#,
+            apnsConfig: #""max_connections":8"#, maxConcurrentStreams: 2)
+        let grants = try (0..<40).map { _ in try fixture.grant(token: randomToken()) }
+        /// A round of pushes from many connections (so both workers and their APNs connections carry some); the
+        /// statuses seen.
+        func round() -> [Int] {
+            concurrently(40) { index -> Int in try fixture.push(grant: grants[index]).status }
+                .map { (try? $0.get()) ?? -1 }
+        }
+        #expect(round().allSatisfy { $0 == 200 })
+        let connections = fixture.simulator.statistics.connectionsAccepted
+        #expect(connections >= 3)
+        fixture.simulator.inject(.status(403, reason: "ExpiredProviderToken"))
+        #expect(try fixture.push(grant: grants[0]).status == 200)
+        #expect(fixture.simulator.statistics.distinctProviderTokens == 2)
+        // Refused pushes are 502 (TooManyProviderTokenUpdates is the relay's own fault, as APNs names it).
+        let statuses = (0..<8).flatMap { _ in round() }
+        #expect(statuses.allSatisfy { $0 == 200 || $0 == 502 })
+        let refused = statuses.count { $0 != 200 }
+        #expect(refused <= 2 * connections, "\(refused) of \(statuses.count) pushes refused after the refresh")
+        #expect(fixture.simulator.statistics.distinctProviderTokens == 2)
+    }
+
     @Test func perPhoneLimitIsSharedByEveryGrantOfTheToken() throws {
         let fixture = try PushFixture(
             relayConfig:

@@ -180,6 +180,26 @@ struct ConnectionStateMachineTests {
         #expect(!machine.hasReport)
     }
 
+    @Test func anAnswerItsRuleNamesRetiresTheConnectionAndWhatWaitsGoesElsewhere() {
+        var machine = Machine(retiresConnection: { $0.status == 429 })
+        #expect(machine.start(now: Self.t0) == .connect)
+        #expect(machine.connected(http2Agreed: true, now: Self.t0) == .openSession)
+        for _ in 0..<3 { _ = machine.accept(Self.request()) }
+        for id: Int32 in [1, 3] { machine.submitted(machine.nextToSubmit(limit: 2)!, as: id) }
+        _ = machine.takeReport()
+        Self.answer(&machine, stream: 1, status: 200)
+        #expect(machine.takesStreams)
+        #expect(!machine.takeReport().retire)
+        Self.answer(&machine, stream: 3, status: 429)
+        #expect(!machine.takesStreams)
+        let report = machine.takeReport()
+        #expect(report.retire)
+        // The answer is its request's; the request that waited was never sent and goes to another connection.
+        let outcomes = report.results.map(\.outcome)
+        #expect(outcomes.count == 2 && outcomes.contains(.answered(status: 429)) && outcomes.contains(.notSent))
+        #expect(machine.accept(Self.request()) == .ended)
+    }
+
     @Test func requestsWaitWhileConnectingAndGoOutOnceUpWithinTheServersLimit() {
         var machine = Machine()
         #expect(machine.start(now: Self.t0) == .connect)

@@ -68,6 +68,18 @@ import Testing
         #expect(APNsAnswer(status: 500, apnsID: nil, body: Array("garbage".utf8)).reason == nil)
     }
 
+    @Test func onlyATokenUpdateRefusedAsTooSoonRetiresItsConnection() {
+        func retires(_ status: Int, _ reason: String) -> Bool {
+            APNsAnswer.retiresConnection(status: status, body: Array(#"{"reason":"\#(reason)"}"#.utf8))
+        }
+        #expect(retires(429, "TooManyProviderTokenUpdates"))
+        #expect(!retires(429, "TooManyRequests"))
+        #expect(!retires(403, "ExpiredProviderToken"))
+        #expect(!retires(403, "InvalidProviderToken"))
+        #expect(!retires(200, "TooManyProviderTokenUpdates"))
+        #expect(!APNsAnswer.retiresConnection(status: 429, body: Array("garbage".utf8)))
+    }
+
     @Test func errorsCarryStatusAndBody() {
         #expect(RelayError.grantExpired.status == 401)
         #expect(RelayError(.overloaded, retryAfter: 1).status == 503)

@@ -15,6 +15,7 @@ final class ClientSettings: Sendable {
     let maxStreams: Int
     let tls: TLSClientContext
     let provesConnection: @Sendable (Int) -> Bool
+    let retiresConnection: @Sendable (HTTP2Response) -> Bool
     let timing: ConnectionStateMachine.Timing
     let onEvent: (@Sendable (HTTP2ClientEvent) -> Void)?
     /// The proxy every connection goes through, or nil.
@@ -49,6 +50,7 @@ final class ClientSettings: Sendable {
             throw HTTP2ClientError(.invalidConfiguration, error.reason, mayHaveBeenProcessed: false)
         }
         provesConnection = configuration.provesConnection
+        retiresConnection = configuration.retiresConnection
         timing = ConnectionStateMachine.Timing(
             connectTimeout: configuration.connectTimeout.nanoseconds,
             pingInterval: configuration.pingInterval.nanoseconds,

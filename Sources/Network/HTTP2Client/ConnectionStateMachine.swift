@@ -12,7 +12,8 @@ import OutboundConnections
 ///   were handed to the socket may have been; a refused stream (RST_STREAM REFUSED_STREAM) or one
 ///   above a GOAWAY's last stream id certainly was not (RFC 9113 8.7);
 /// - when the connection stops taking streams: after GOAWAY, a refused stream, a stream that passed
-///   its deadline, an unanswered PING, a broken connection, or a connect that failed or took too long;
+///   its deadline, an unanswered PING, an answer the client's `retiresConnection` names, a broken
+///   connection, or a connect that failed or took too long;
 /// - when it is proven: an answer the client's `provesConnection` accepts (APNs: anything but 403).
 struct ConnectionStateMachine {
     /// Timing rules, from the client's configuration (nanoseconds).
@@ -43,6 +44,8 @@ struct ConnectionStateMachine {
         /// connecting, unreachable).
         case deadline
         case pingUnanswered
+        /// An answer said the connection must take no more requests (the client's `retiresConnection`).
+        case answer
         case lost
     }
 
@@ -172,6 +175,7 @@ struct ConnectionStateMachine {
     private(set) var state: State
     let timing: Timing
     private let provesConnection: @Sendable (Int) -> Bool
+    private let retiresConnection: @Sendable (HTTP2Response) -> Bool
     /// Requests given to the connection and not yet submitted (it is connecting, or the server's
     /// stream limit is reached), oldest first.
     private(set) var waiting = RequestQueue()
@@ -192,10 +196,12 @@ struct ConnectionStateMachine {
 
     init(
         timing: Timing = Timing(), notBefore: Instant? = nil,
-        provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true }
+        provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true },
+        retiresConnection: @escaping @Sendable (HTTP2Response) -> Bool = { _ in false }
     ) {
         self.timing = timing
         self.provesConnection = provesConnection
+        self.retiresConnection = retiresConnection
         state = .paced(until: notBefore ?? 0)
     }
 
@@ -537,9 +543,9 @@ struct ConnectionStateMachine {
                 proven = true
                 events.append(HTTP2ClientEvent(.proven))
             }
-            end(
-                stream.request, outcome,
-                response: HTTP2Response(status: status, headers: stream.headers, body: stream.body))
+            let response = HTTP2Response(status: status, headers: stream.headers, body: stream.body)
+            if retiresConnection(response) { retire(.answer) }
+            end(stream.request, outcome, response: response)
             return outcome
         } else if let goaway, id > goaway.lastStreamID {
             outcome = .refusedByGoaway(alone: goaway.streamsOpen <= 1, stream: id)

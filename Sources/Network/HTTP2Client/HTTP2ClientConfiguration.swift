@@ -18,6 +18,11 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// carries one request at a time. The default takes any answer. (APNs allows one stream on a
     /// new connection until it has seen a valid provider token: anything but 403.)
     public var provesConnection: @Sendable (Int) -> Bool
+    /// Whether an answer says its connection must take no more requests: the connection is then replaced, as after
+    /// GOAWAY (its other streams finish). The default: none does. (APNs judges provider token updates per
+    /// connection: a connection that refuses a new token as too soon after its last takes it no sooner than
+    /// 20 minutes later, and a new connection takes it at once.)
+    public var retiresConnection: @Sendable (HTTP2Response) -> Bool
     /// A connection with nothing in flight and nothing received for this long is checked with PING.
     public var pingInterval: Duration
     /// A PING unanswered this long retires its connection (a replacement opens at once).
@@ -32,6 +37,7 @@ public struct HTTP2ClientConfiguration: Sendable {
     public init(
         origin: String, caFile: String? = nil, maxConnections: Int = 2, maxStreamsPerConnection: Int = 500,
         connectTimeout: Duration = .seconds(5), provesConnection: @escaping @Sendable (Int) -> Bool = { _ in true },
+        retiresConnection: @escaping @Sendable (HTTP2Response) -> Bool = { _ in false },
         pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
         proxy: Proxy? = nil, onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
     ) {
@@ -41,6 +47,7 @@ public struct HTTP2ClientConfiguration: Sendable {
         self.maxStreamsPerConnection = maxStreamsPerConnection
         self.connectTimeout = connectTimeout
         self.provesConnection = provesConnection
+        self.retiresConnection = retiresConnection
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
         self.proxy = proxy

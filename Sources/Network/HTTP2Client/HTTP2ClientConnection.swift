@@ -46,7 +46,8 @@ final class HTTP2ClientConnection: ClientStreamDelegate {
         settings = core.settings
         loop = core.loop
         machine = ConnectionStateMachine(
-            timing: settings.timing, notBefore: notBefore, provesConnection: settings.provesConnection)
+            timing: settings.timing, notBefore: notBefore, provesConnection: settings.provesConnection,
+            retiresConnection: settings.retiresConnection)
         output.reserveCapacity(Self.batchSize + 16 * 1024)
     }
 

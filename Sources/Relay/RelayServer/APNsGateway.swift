@@ -55,11 +55,13 @@ final class APNsGateway: Sendable {
         func clientConfiguration(
             workers: Int = 1, onEvent: (@Sendable (HTTP2ClientEvent) -> Void)? = nil
         ) -> HTTP2ClientConfiguration {
-            // APNs allows a new connection one stream until it has seen a valid token (not 403); idle
-            // connections are checked with PING every 60 s (the client's defaults, docs/DESIGN.md "Lifecycle").
+            // APNs allows a new connection one stream until it has seen a valid token (not 403); a connection that
+            // refuses the token in force as too many updates is replaced; idle connections are checked with PING
+            // every 60 s (the client's defaults, docs/DESIGN.md "Lifecycle").
             HTTP2ClientConfiguration(
                 origin: origin, caFile: caFile, maxConnections: Self.share(of: maxConnections, workers: workers),
                 provesConnection: APNsAnswer.provesToken(status:),
+                retiresConnection: { APNsAnswer.retiresConnection(status: $0.status, body: $0.body) },
                 proxy: proxy.map {
                     HTTP2ClientConfiguration.Proxy(host: $0.host, port: $0.port, credentials: proxyCredentials)
                 },

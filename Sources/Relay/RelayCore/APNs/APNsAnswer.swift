@@ -59,6 +59,15 @@ public struct APNsAnswer: Equatable, Sendable {
     /// passes this to its HTTP/2 client as the rule that proves a new connection.
     public static func provesToken(status: Int) -> Bool { status != 403 }
 
+    /// Whether the connection that gave this answer must take no more pushes: APNs refused the provider token in
+    /// force as an update too soon after the connection's last (TooManyProviderTokenUpdates). APNs keeps a token per
+    /// connection: after ExpiredProviderToken on one connection the relay's new token goes to all of them, and a
+    /// connection that refuses it would go on refusing it for 20 minutes, where a new connection takes it at once.
+    /// The relay passes this to its HTTP/2 client, which replaces such a connection.
+    public static func retiresConnection(status: Int, body: [UInt8]) -> Bool {
+        status == 429 && APNsAnswer(status: status, apnsID: nil, body: body).reason == "TooManyProviderTokenUpdates"
+    }
+
     /// See ``provesToken(status:)``.
     public var provesToken: Bool { Self.provesToken(status: status) }
 }
