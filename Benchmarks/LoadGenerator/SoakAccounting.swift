@@ -29,6 +29,8 @@ struct SoakAttempt: Equatable, Sendable {
     var error: String? = nil
     var limit: String? = nil
     var apnsID: String? = nil
+    /// For a 502 whose detail names what APNs answered (`APNs refused the push (REASON): ...`), that reason.
+    var apnsReason: String? = nil
     /// `Retry-After` in seconds, when the answer had one.
     var retryAfter: Int? = nil
 }
@@ -73,6 +75,10 @@ struct SoakPolicy: Equatable, Sendable {
     /// How much a process's RSS may grow after its warm-up, in kilobytes; descriptors may end this many above.
     var rssGrowthKilobytes: Int = 8192
     var descriptorSlack: Int = 16
+    /// How many pushes may be refused for the relay's own provider token (APNs' TooManyProviderTokenUpdates): after
+    /// an ExpiredProviderToken on one connection, each other connection may refuse the renewed token for the pushes
+    /// it carries then, once, before it is replaced. The run sets it from the faults it injected.
+    var tokenUpdateRefusals: Int = 0
 }
 
 /// The promises of a soak, checked from both ends: what the channels got back, what the simulator delivered, what the
@@ -167,6 +173,14 @@ struct SoakAccounting: Sendable {
         violate("exactly one delivery", duplicated, "answers 200 whose apns-id was delivered more than once")
         violate("every delivery answered 200 or 502", unexplained, "deliveries answered neither 200 nor 502")
         violate("every delivery answered 200 or 502", strangers, "deliveries of no push the channels sent")
+        let tokenRefusals = answered.count { $0.apnsReason == "TooManyProviderTokenUpdates" }
+        if tokenRefusals > policy.tokenUpdateRefusals {
+            violations.append(
+                Violation(
+                    promise: "the relay's own token refused only briefly",
+                    detail: "\(tokenRefusals) pushes refused TooManyProviderTokenUpdates, more than the "
+                        + "\(policy.tokenUpdateRefusals) the connections open at each renewal could carry"))
+        }
 
         let (budgetViolations, phonesChecked, unplaced) = budgets()
         violations += budgetViolations
@@ -199,7 +213,7 @@ struct SoakAccounting: Sendable {
             ("late", late), ("deliveries", deliveries.count), ("ok", oks.count), ("ok_without_delivery", missing),
             ("duplicate_deliveries", duplicated), ("deliveries_unexplained", unexplained + strangers),
             ("phones_checked", phonesChecked), ("phones_unplaced", unplaced),
-            ("budget_violations", budgetViolations.count),
+            ("budget_violations", budgetViolations.count), ("token_update_refusals", tokenRefusals),
         ]
         var statuses: [Int: Int] = [:]
         for attempt in answered { statuses[attempt.status, default: 0] += 1 }

@@ -325,12 +325,13 @@ final class SoakChannels: ClientConnectionOwner {
 
     private func record(
         _ flight: InFlight, relay: Int, at now: UInt64, ending: SoakAttempt.Ending, status: Int = 0,
-        error: String? = nil, limit: String? = nil, apnsID: String? = nil, retryAfter: Int? = nil
+        error: String? = nil, limit: String? = nil, apnsID: String? = nil, apnsReason: String? = nil,
+        retryAfter: Int? = nil
     ) {
         var attempt = SoakAttempt(
             route: .push, push: -1, phone: flight.registration, relay: relay, sent: seconds(flight.sent),
             ended: seconds(now), ending: ending, status: status, error: error, limit: limit, apnsID: apnsID,
-            retryAfter: retryAfter)
+            apnsReason: apnsReason, retryAfter: retryAfter)
         switch flight.job {
         case .push(let number): attempt.push = number
         case .grant: attempt.route = .grant
@@ -400,7 +401,8 @@ final class SoakChannels: ClientConnectionOwner {
         let limit = Self.value("limit", in: text)
         record(
             flight, relay: relay, at: instant, ending: .answered, status: status, error: error, limit: limit,
-            apnsID: Self.value("apns_id", in: text), retryAfter: client.retryAfter)
+            apnsID: Self.value("apns_id", in: text), apnsReason: Self.apnsReason(Self.value("detail", in: text)),
+            retryAfter: client.retryAfter)
         let wait = Double(max(1, client.retryAfter ?? 1))
         switch flight.job {
         case .grant(let phone):
@@ -473,6 +475,13 @@ final class SoakChannels: ClientConnectionOwner {
     }
 
     /// The string value of `"key":"..."` in a JSON body (the relay's answers hold no escapes in these values).
+    /// The APNs reason a 502's detail names (`APNs refused the push (REASON): it was not delivered`), if it names one.
+    static func apnsReason(_ detail: String?) -> String? {
+        let prefix = "APNs refused the push ("
+        guard let detail, detail.hasPrefix(prefix), let end = detail.firstIndex(of: ")") else { return nil }
+        return String(detail[detail.index(detail.startIndex, offsetBy: prefix.count)..<end])
+    }
+
     static func value(_ key: String, in body: String) -> String? {
         guard let range = body.range(of: "\"\(key)\":\"") else { return nil }
         let rest = body[range.upperBound...]

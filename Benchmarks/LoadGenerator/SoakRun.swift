@@ -66,6 +66,10 @@ final class SoakRun: @unchecked Sendable {
     static let phoneLimit = 5
     static let phonePeriod = 10.0
     static let apnsTimeoutMilliseconds = 3000
+    /// How many pushes one relay may answer 502 for TooManyProviderTokenUpdates after one ExpiredProviderToken: its
+    /// APNs connections (two, the default cap) each refuse the renewed token once, for the pushes in flight on them
+    /// then (a few dozen at most at the soak's rate), and are replaced.
+    static let tokenRefusalsPerRelay = 50
     /// From this many seconds on, a run is judged as a long one (``SoakPolicy``'s warm-up and growth).
     static let longRun = 1800.0
 
@@ -187,6 +191,7 @@ final class SoakRun: @unchecked Sendable {
             policy.warmup = 300
             policy.rssGrowthKilobytes = 5120
         }
+        policy.tokenUpdateRefusals = injected[.providerTokenRejected, default: 0] * 2 * Self.tokenRefusalsPerRelay
         let accounting = SoakAccounting(
             policy: policy, attempts: records.attempts, deliveries: deliveries, samples: samples)
         var verdict = accounting.verdict()
@@ -247,14 +252,14 @@ final class SoakRun: @unchecked Sendable {
     /// With `--keep`: every request's record and every sample as CSV beside the logs (numbers and names, no
     /// identifier), for looking into a broken promise.
     func keepRecords(_ attempts: [SoakAttempt], samples: [SoakSample]) throws {
-        var lines = ["route,push,phone,relay,sent,ended,ending,status,error,limit,retry_after"]
+        var lines = ["route,push,phone,relay,sent,ended,ending,status,error,limit,retry_after,apns_reason"]
         for attempt in attempts {
             lines.append(
                 [
                     "\(attempt.route)", "\(attempt.push)", "\(attempt.phone)", "\(attempt.relay)",
                     JSONText.number(attempt.sent, digits: 4), JSONText.number(attempt.ended, digits: 4),
                     "\(attempt.ending)", "\(attempt.status)", attempt.error ?? "", attempt.limit ?? "",
-                    attempt.retryAfter.map { String($0) } ?? "",
+                    attempt.retryAfter.map { String($0) } ?? "", attempt.apnsReason ?? "",
                 ].joined(separator: ","))
         }
         try (lines.joined(separator: "\n") + "\n").write(

@@ -144,6 +144,32 @@ import Testing
         #expect(Self.total(verdict, "undocumented") == 2)
     }
 
+    /// After an ExpiredProviderToken, the relay's other APNs connections may refuse its renewed token once each; a
+    /// relay that went on sending a refused token breaks the promise.
+    @Test func pushesRefusedForTheRelaysOwnTokenAreBoundedByThePolicy() {
+        var policy = Self.policy
+        policy.tokenUpdateRefusals = 2
+        let refused = (0..<3).map { index in
+            var attempt = Self.push(index, phone: index, at: Double(index + 1), status: 502, error: "apns")
+            attempt.apnsReason = "TooManyProviderTokenUpdates"
+            return attempt
+        }
+        func verdict(_ attempts: [SoakAttempt]) -> SoakAccounting.Verdict {
+            SoakAccounting(policy: policy, attempts: attempts, deliveries: [], samples: Self.sampled).verdict()
+        }
+        #expect(verdict(Array(refused.prefix(2))).violations.isEmpty)
+        let over = verdict(refused)
+        #expect(over.violations.map(\.promise) == ["the relay's own token refused only briefly"])
+        #expect(Self.total(over, "token_update_refusals") == 3)
+        // What the channel reads from the 502's detail.
+        #expect(
+            SoakChannels.apnsReason("APNs refused the push (TooManyProviderTokenUpdates): it was not delivered")
+                == "TooManyProviderTokenUpdates")
+        #expect(SoakChannels.apnsReason("APNs refused the push: it was not delivered") == nil)
+        #expect(SoakChannels.apnsReason("APNs could not be reached: the push was not delivered") == nil)
+        #expect(SoakChannels.apnsReason(nil) == nil)
+    }
+
     @Test func aPhonesBudgetHoldsPerWindowAndWidensOnlyDuringAFailover() {
         // Limit 3 per 10 s. Window from 0: three admitted, then 429s; the next window from 10.5 admits three more.
         var attempts = (0..<3).map { Self.push($0, at: Double($0), status: 200, apnsID: "A\($0)") }
