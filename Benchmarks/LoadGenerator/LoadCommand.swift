@@ -63,6 +63,7 @@ enum LoadCommand {
                                            load while a seeded schedule injects faults; checks every promise,
                                            writes DIR/soak.svg and prints one JSON line; exits 1 on a broken one
                                            (scripts/soak)
+          soak-budgets --records DIR       the phones' budgets of a run kept with --keep DIR, judged again
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -108,6 +109,8 @@ enum LoadCommand {
                 return try PushInstructions.run(options)
             case "soak":
                 return try SoakRun.run(options)
+            case "soak-budgets":
+                return try SoakRecords.judge(options)
             default:
                 throw LoadError(.usage, "unknown command '\(command)'\n" + usage)
             }

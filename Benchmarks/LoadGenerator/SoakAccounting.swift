@@ -238,6 +238,12 @@ struct SoakAccounting: Sendable {
         return stretches
     }
 
+    /// A push's attempt, by its number and when it was sent.
+    struct LocalKey: Hashable {
+        var push: Int
+        var sent: Double
+    }
+
     /// One way a phone's pushes may have met the relay's shared window, while ``budgets()`` replays them.
     struct Placement: Hashable {
         /// The open window's end lies in this band (its opening push was decided between its send and its answer;
@@ -261,7 +267,9 @@ struct SoakAccounting: Sendable {
     /// within a second (`Retry-After`), and is taken in turn at its answer (requests sent together are decided in any
     /// order). A push decided alone is carried into Redis once it is back: into the window open there, or, when none
     /// is open by then, as the window itself (the instance's own window, opened at its first admission alone, becomes
-    /// the key's). Every way the pushes could have met the windows is followed (equal ones merged), and those a
+    /// the key's). An instance carries while it decides alone, so the first of its admissions alone may reach a shared
+    /// window still open and end with it, and a later one then opens the key's window at that first admission's time.
+    /// Every way the pushes could have met the windows is followed (equal ones merged), and those a
     /// refusal contradicts are dropped. A push decided in Redis is admitted only while its window holds fewer than the
     /// limit, counting the window's pushes decided alone: so a window that spans a failover holds at most what it had
     /// before plus each instance's own admissions, and nothing more until it ends. A phone breaks its budget when
@@ -297,6 +305,17 @@ struct SoakAccounting: Sendable {
         let period = policy.phonePeriod
         let limit = policy.phoneLimit
         for (phone, events) in byPhone.sorted(by: { $0.key < $1.key }) {
+            // Each instance's own window for the phone, as far as its admissions that may have been alone tell: opened
+            // by the first, and by the first after it has passed; by push and send.
+            var localStart: [LocalKey: SoakAttempt] = [:]
+            var opened: [Int: SoakAttempt] = [:]
+            for event in events.sorted(by: { $0.sent < $1.sent }) where Self.admitted(event) && maybeAlone(event) {
+                if let start = opened[event.relay], event.sent < start.sent + period {
+                    localStart[LocalKey(push: event.push, sent: event.sent)] = start
+                } else {
+                    opened[event.relay] = event
+                }
+            }
             var ways: Set<Placement> = [Placement()]
             // In the order the relay decided them, as near as the records tell: an admission soon after its send (its
             // answer waits for APNs), a refusal just before its answer (it waits for nothing). Requests sent together
@@ -341,12 +360,16 @@ struct SoakAccounting: Sendable {
                                 let carriedBy = during.map { outages[$0].upperBound + 2 } ?? event.ended
                                 let sameOutage = during != nil && base.carriedFrom == during
                                 if sameOutage || (base.endLow ?? -Double.infinity) <= carriedBy {
-                                    var carried = base
-                                    carried.endLow = event.sent + period
-                                    carried.endHigh = event.ended + period
-                                    carried.count = sameOutage ? base.count + 1 : 1
-                                    carried.carriedFrom = during
-                                    next.insert(carried)
+                                    let own = localStart[LocalKey(push: event.push, sent: event.sent)]
+                                    let starts = [event] + (own.map { [$0] } ?? [])
+                                    for start in starts {
+                                        var carried = base
+                                        carried.endLow = start.sent + period
+                                        carried.endHigh = start.ended + period
+                                        carried.count = sameOutage ? base.count + 1 : 1
+                                        carried.carriedFrom = during
+                                        next.insert(carried)
+                                    }
                                 }
                             }
                             var shared = base

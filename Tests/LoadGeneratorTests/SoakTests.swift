@@ -281,6 +281,48 @@ import Testing
             Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
     }
 
+    /// An instance carries over while it decides alone: its first admissions alone reach the shared window still open
+    /// (and end with it), and the next one, once that window has ended, opens the key's window at the time of the
+    /// instance's own window, its first admission alone. The pushes Redis admits then count from there.
+    @Test func anEarlyCarryOverEndsWithTheOpenWindowAndALaterOneOpensTheNextAtTheInstancesOwnWindow() {
+        var samples = (0..<40).map {
+            SoakSample(
+                at: Double($0), relay: 0, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: "shared")
+        }
+        samples += (0..<40).map {
+            SoakSample(
+                at: Double($0) + 0.5, relay: 1, incarnation: 0, rssKilobytes: 1, descriptors: 1, threads: 1,
+                limits: (7...11).contains($0) ? "local" : "shared")
+        }
+        // Shared [0, 10): 0, 1, 2 (full). Relay 1 alone at 7 and 8 (carried into [0, 10)) and at 10.5 (carried once
+        // [0, 10) has ended: the key's window is relay 1's own, [7, 17), holding one). Redis admits 13 and 13.5, and
+        // refuses at 14 until 17.
+        var attempts = [0, 1, 2, 7, 8, 10.5, 13, 13.5].enumerated().map {
+            Self.push($0.offset, at: $0.element, status: 200, apnsID: "A\($0.offset)")
+        }
+        for index in 3...5 { attempts[index].relay = 1 }
+        var refused = Self.push(8, at: 14, status: 429, error: "rate_limited", limit: "phone")
+        refused.retryAfter = 3
+        attempts.append(refused)
+        let deliveries = attempts.compactMap { attempt in
+            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
+        }
+        let verdict = Self.verdict(attempts, deliveries, samples: samples)
+        #expect(verdict.violations.isEmpty)
+        #expect(Self.total(verdict, "phones_unplaced") == 0)
+        // Two more admitted in [7, 17) are over its limit, however the pushes alone went.
+        var over = attempts
+        over[8] = Self.push(8, at: 14, status: 200, apnsID: "A8")
+        over.append(Self.push(9, at: 14.5, status: 200, apnsID: "A9"))
+        let overDeliveries =
+            deliveries + [
+                SoakDelivery(apnsID: "A8", push: 8, at: 14.01), SoakDelivery(apnsID: "A9", push: 9, at: 14.51),
+            ]
+        #expect(
+            Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
+    }
+
     /// Two relays decide alone during one outage: whichever carries over first gives the key its window, and both add
     /// what they admitted to it. A refusal that names the later relay's start is explained, not left unplaced.
     @Test func bothRelaysAdmissionsAloneFillTheWindowTheFirstCarryOverOpens() {
