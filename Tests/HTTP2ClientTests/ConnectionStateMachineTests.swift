@@ -181,23 +181,31 @@ struct ConnectionStateMachineTests {
     }
 
     @Test func anAnswerItsRuleNamesRetiresTheConnectionAndWhatWaitsGoesElsewhere() {
-        var machine = Machine(retiresConnection: { $0.status == 429 })
+        var machine = Machine(provesConnection: { $0 != 403 }, retiresConnection: { $0.status == 429 })
         #expect(machine.start(now: Self.t0) == .connect)
         #expect(machine.connected(http2Agreed: true, now: Self.t0) == .openSession)
         for _ in 0..<3 { _ = machine.accept(Self.request()) }
         for id: Int32 in [1, 3] { machine.submitted(machine.nextToSubmit(limit: 2)!, as: id) }
         _ = machine.takeReport()
-        Self.answer(&machine, stream: 1, status: 200)
-        #expect(machine.takesStreams)
-        #expect(!machine.takeReport().retire)
         Self.answer(&machine, stream: 3, status: 429)
         #expect(!machine.takesStreams)
         let report = machine.takeReport()
-        #expect(report.retire)
+        #expect(report.retire && report.retiredByAnswer && !report.goaway)
+        // The answer that retires the connection does not prove it (the pool paces the next connection until one is).
+        #expect(!report.proven)
         // The answer is its request's; the request that waited was never sent and goes to another connection.
         let outcomes = report.results.map(\.outcome)
         #expect(outcomes.count == 2 && outcomes.contains(.answered(status: 429)) && outcomes.contains(.notSent))
         #expect(machine.accept(Self.request()) == .ended)
+        // An answer the rule does not name leaves the connection open.
+        var other = Machine(retiresConnection: { $0.status == 429 })
+        #expect(other.start(now: Self.t0) == .connect)
+        #expect(other.connected(http2Agreed: true, now: Self.t0) == .openSession)
+        _ = other.accept(Self.request())
+        other.submitted(other.nextToSubmit(limit: 1)!, as: 1)
+        Self.answer(&other, stream: 1, status: 200)
+        #expect(other.takesStreams)
+        #expect(!other.takeReport().retire)
     }
 
     @Test func requestsWaitWhileConnectingAndGoOutOnceUpWithinTheServersLimit() {

@@ -251,6 +251,22 @@ struct PoolStateMachineTests {
         #expect(pool.statistics.connectionsReplaced == 1)
     }
 
+    /// Connections that an answer retired one after another are replaced at a growing pace, as after GOAWAYs: a
+    /// server that refuses every new connection's first request that way is not met with a burst of connections.
+    @Test func connectionsRetiredByAnAnswerInARowArePacedLikeGoaways() {
+        var pool = Self.provenPool(requests: [])
+        var effects = pool.finish(
+            connection: 1, report: Pool.Report(established: true, retire: true, retiredByAnswer: true), now: Self.t0)
+        #expect(effects.start.count == 1)
+        #expect(effects.start.first?.notBefore == nil, "the first replacement opens at once")
+        let second = effects.start[0].id
+        effects = pool.finish(
+            connection: second, report: Pool.Report(established: true, retire: true, retiredByAnswer: true),
+            now: Self.t0)
+        #expect(pool.goawayStreak == 2)
+        #expect(effects.start.first?.notBefore == Self.t0 + 250 * Self.millisecond)
+    }
+
     @Test func aConnectionThatCannotConnectFailsTheQueueInsteadOfEachRequestTryingItsOwn() {
         var pool = Pool(maxConnections: 1, maxStreams: 100)
         let requests = (0..<3).map { _ in Self.request() }

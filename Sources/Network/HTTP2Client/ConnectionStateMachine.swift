@@ -188,6 +188,7 @@ struct ConnectionStateMachine {
     private(set) var proven = false
     private var established = false
     private var sawGoaway = false
+    private var retiredByAnswer = false
     /// What the pool has not been told yet.
     private var results: [PoolStateMachine.Ended] = []
     private var events: [HTTP2ClientEvent] = []
@@ -539,12 +540,16 @@ struct ConnectionStateMachine {
             outcome = .tooLarge
         } else if stream.ended, let status = stream.status {
             outcome = .answered(status: status)
-            if !proven && provesConnection(status) {
+            let response = HTTP2Response(status: status, headers: stream.headers, body: stream.body)
+            // An answer that retires the connection does not prove it: the pacing of reconnects ends only when a
+            // new connection is proven, so connections that each end this way are not opened in a burst.
+            if retiresConnection(response) {
+                retiredByAnswer = true
+                retire(.answer)
+            } else if !proven && provesConnection(status) {
                 proven = true
                 events.append(HTTP2ClientEvent(.proven))
             }
-            let response = HTTP2Response(status: status, headers: stream.headers, body: stream.body)
-            if retiresConnection(response) { retire(.answer) }
             end(stream.request, outcome, response: response)
             return outcome
         } else if let goaway, id > goaway.lastStreamID {
@@ -742,7 +747,7 @@ struct ConnectionStateMachine {
         reportedFlags = (established, proven, isRetired)
         let report = PoolStateMachine.Report(
             results: results, established: established, proven: proven, retire: isRetired, goaway: sawGoaway,
-            events: events)
+            retiredByAnswer: retiredByAnswer, events: events)
         results = []
         events = []
         return report

@@ -25,7 +25,8 @@ import MonotonicTime
 ///   refused by GOAWAY while alone on its connection, for the second time, is the cause: it fails
 ///   without another send, and the suspects behind it go on unharmed. Suspects are sent in the
 ///   order of their refused stream ids: the first above the last stream id is the likeliest cause.
-/// - Connections started after GOAWAYs in a row are paced (APNs treats rapid reconnects as abuse).
+/// - Connections started after GOAWAYs in a row are paced (APNs treats rapid reconnects as abuse), and so
+///   are those after connections an answer retired (``HTTP2ClientConfiguration/retiresConnection``).
 struct PoolStateMachine: Sendable {
     /// The most times one request is sent (HEADERS written) in all.
     static let maxSends = 3
@@ -88,9 +89,11 @@ struct PoolStateMachine: Sendable {
         var established = false
         /// An answer that proves the connection arrived.
         var proven = false
-        /// The connection is no longer usable; `goaway` when a GOAWAY retired it.
+        /// The connection is no longer usable; `goaway` when a GOAWAY retired it, `retiredByAnswer` when an answer
+        /// the client's `retiresConnection` names did (either way the next connections are paced).
         var retire = false
         var goaway = false
+        var retiredByAnswer = false
         /// For the client's `onEvent` (the pool does not read them).
         var events: [HTTP2ClientEvent] = []
     }
@@ -285,7 +288,7 @@ struct PoolStateMachine: Sendable {
             slots[i].phase = .retired
             counters.connectionsReplaced += 1
             replace = slots[i].established
-            if report.goaway {
+            if report.goaway || report.retiredByAnswer {
                 goawayStreak += 1
                 let delay = Self.reconnectDelay(afterGoaways: goawayStreak)
                 pacedUntil = delay > 0 ? now + delay : nil
