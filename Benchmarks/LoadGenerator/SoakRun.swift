@@ -212,6 +212,16 @@ final class SoakRun: @unchecked Sendable {
         if leaks > 0 {
             verdict.violations.append(.init(promise: "no identifier in a log", detail: "\(leaks) log lines name one"))
         }
+        // Failovers the schedule did not ask for: the sentinels called a live primary down, and may have promoted a
+        // replica that held nothing yet (Redis losing the shared windows, which no client can make up for).
+        let sentinelLog = BenchRun.read(work + "/sentinel-0/sentinel.log")
+        let failovers = sentinelLog.components(separatedBy: "+switch-master").count - 1
+        let unasked = max(0, failovers - injected[.redisPrimaryKill, default: 0])
+        if unasked > 0 {
+            Self.log(
+                "the sentinels failed over \(unasked) times without a kill: Redis may have lost the shared windows "
+                    + "then (see sentinel-0/sentinel.log)")
+        }
         for kind in kinds where injected[kind, default: 0] == 0 && options.everyKind {
             verdict.violations.append(.init(promise: "every fault kind", detail: "\(kind.rawValue) was never injected"))
         }
@@ -236,7 +246,7 @@ final class SoakRun: @unchecked Sendable {
             #""requests_per_second":\#(JSONText.number(measured, digits: 1))"#, #""new_pushes":\#(records.scheduled)"#,
             #""faults":\#(marks.count)"#,
             #""log_lines":\#(lines.count)"#, #""log_leaks":\#(leaks + addresses)"#,
-            #""abandoned":\#(records.abandoned)"#,
+            #""abandoned":\#(records.abandoned)"#, #""failovers":\#(failovers)"#, #""failovers_unasked":\#(unasked)"#,
         ]
         fields += verdict.totals.map { "\(JSONText.string($0.0)):\($0.1)" }
         let kinds = injected.sorted { $0.key.rawValue < $1.key.rawValue }.map {

@@ -91,13 +91,15 @@ extension SoakRun {
             // A quorum of two of the three, as docs/operations/several-instances.md says for three sentinels: with
             // one, a single sentinel that briefly lost sight of a just-promoted primary failed over again, to the
             // old primary that had just come back empty as its replica, and every shared window was lost with it.
+            // A primary is called down after 3 s without an answer: on this loaded machine a just-promoted primary
+            // went a second without answering, and all three sentinels failed over to that empty replica.
             let configuration =
                 [
                     "port \(port)", "bind 127.0.0.1", "dir \(directory)", "daemonize no",
                     "logfile \(directory)/sentinel.log",
                     "sentinel monitor \(Self.master) 127.0.0.1 \(redisPorts[0]) 2",
                     "sentinel auth-pass \(Self.master) \(password)",
-                    "sentinel down-after-milliseconds \(Self.master) 1000",
+                    "sentinel down-after-milliseconds \(Self.master) 3000",
                     "sentinel failover-timeout \(Self.master) 5000",
                 ].joined(separator: "\n") + "\n"
             try configuration.write(toFile: directory + "/sentinel.conf", atomically: true, encoding: .utf8)
