@@ -323,6 +323,44 @@ import Testing
             Self.verdict(over, overDeliveries, samples: samples).violations.map(\.promise) == ["phone budgets"])
     }
 
+    /// A kept run's records read back as the run had them (older files lack the APNs reason column), so that
+    /// `soak-budgets` judges them again.
+    @Test func keptRecordsReadBackForJudgingAgain() throws {
+        let attempts = try SoakRecords.attempts(
+            """
+            route,push,phone,relay,sent,ended,ending,status,error,limit,retry_after,apns_reason
+            push,7,3,1,12.5000,12.5100,answered,429,rate_limited,phone,4,
+            push,8,3,0,13.0000,13.2000,answered,502,apns,,,TooManyProviderTokenUpdates
+            grant,-1,4,0,1.0000,1.0010,answered,200,,,,
+            push,9,5,1,2.0000,32.0000,timedOut,0,,,,
+
+            """)
+        #expect(
+            attempts == [
+                SoakAttempt(
+                    route: .push, push: 7, phone: 3, relay: 1, sent: 12.5, ended: 12.51, ending: .answered, status: 429,
+                    error: "rate_limited", limit: "phone", retryAfter: 4),
+                SoakAttempt(
+                    route: .push, push: 8, phone: 3, relay: 0, sent: 13, ended: 13.2, ending: .answered, status: 502,
+                    error: "apns", apnsReason: "TooManyProviderTokenUpdates"),
+                SoakAttempt(
+                    route: .grant, push: -1, phone: 4, relay: 0, sent: 1, ended: 1.001, ending: .answered, status: 200),
+                SoakAttempt(route: .push, push: 9, phone: 5, relay: 1, sent: 2, ended: 32, ending: .timedOut),
+            ])
+        let older = try SoakRecords.attempts(
+            "route,push,phone,relay,sent,ended,ending,status,error,limit,retry_after\npush,1,2,0,3.0,3.1,closed,0,,,\n")
+        #expect(older.map(\.ending) == [.closed] && older.first?.apnsReason == nil)
+        let samples = try SoakRecords.samples(
+            "at,relay,incarnation,rss_kb,descriptors,threads,limits,fallbacks\n1.50,1,2,40000,100,10,local,17\n")
+        #expect(
+            samples == [
+                SoakSample(
+                    at: 1.5, relay: 1, incarnation: 2, rssKilobytes: 40000, descriptors: 100, threads: 10,
+                    limits: "local", fallbacks: 17)
+            ])
+        #expect(throws: LoadError.self) { try SoakRecords.attempts("not,a,records,file\n") }
+    }
+
     /// Two relays decide alone during one outage: whichever carries over first gives the key its window, and both add
     /// what they admitted to it. A refusal that names the later relay's start is explained, not left unplaced.
     @Test func bothRelaysAdmissionsAloneFillTheWindowTheFirstCarryOverOpens() {
