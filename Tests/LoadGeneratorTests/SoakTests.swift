@@ -70,6 +70,13 @@ import Testing
         SoakAccounting(policy: policy, attempts: attempts, deliveries: deliveries, samples: samples).verdict()
     }
 
+    /// One delivery, at its answer, of each attempt answered with an apns-id.
+    static func deliveries(of attempts: [SoakAttempt]) -> [SoakDelivery] {
+        attempts.compactMap { attempt in
+            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
+        }
+    }
+
     static func total(_ verdict: SoakAccounting.Verdict, _ name: String) -> Int? {
         verdict.totals.first { $0.0 == name }?.1
     }
@@ -177,9 +184,7 @@ import Testing
         refused.retryAfter = 6
         attempts.append(refused)
         attempts += (4..<7).map { Self.push($0, at: 10.5 + Double($0), status: 200, apnsID: "A\($0)") }
-        let deliveries = attempts.compactMap { attempt in
-            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
-        }
+        let deliveries = Self.deliveries(of: attempts)
         #expect(Self.verdict(attempts, deliveries).violations.isEmpty)
         // A fourth in the first window, with limits shared throughout: over the budget.
         let over = attempts + [Self.push(7, at: 5, status: 502, error: "apns")]
@@ -221,9 +226,7 @@ import Testing
         var refused = Self.push(7, at: 12, status: 429, error: "rate_limited", limit: "phone")
         refused.retryAfter = 2
         attempts.append(refused)
-        let deliveries = attempts.compactMap { attempt in
-            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
-        }
+        let deliveries = Self.deliveries(of: attempts)
         #expect(Self.verdict(attempts, deliveries, samples: samples).violations.isEmpty)
         // One more in the window from 14.5 is over the limit.
         let over = attempts + [Self.push(8, at: 16, status: 200, apnsID: "A8")]
@@ -305,9 +308,7 @@ import Testing
         var refused = Self.push(8, at: 14, status: 429, error: "rate_limited", limit: "phone")
         refused.retryAfter = 3
         attempts.append(refused)
-        let deliveries = attempts.compactMap { attempt in
-            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
-        }
+        let deliveries = Self.deliveries(of: attempts)
         let verdict = Self.verdict(attempts, deliveries, samples: samples)
         #expect(verdict.violations.isEmpty)
         #expect(Self.total(verdict, "phones_unplaced") == 0)
@@ -379,9 +380,7 @@ import Testing
         var refused = Self.push(5, at: 21.2, status: 429, error: "rate_limited", limit: "phone")
         refused.retryAfter = 1
         attempts.append(refused)
-        let deliveries = attempts.compactMap { attempt in
-            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
-        }
+        let deliveries = Self.deliveries(of: attempts)
         let verdict = Self.verdict(attempts, deliveries, samples: samples)
         #expect(verdict.violations.isEmpty)
         #expect(Self.total(verdict, "phones_unplaced") == 0)
@@ -395,9 +394,7 @@ import Testing
         var refused = Self.push(3, at: 5, status: 429, error: "rate_limited", limit: "phone", after: 0.03)
         refused.retryAfter = 5
         attempts.append(refused)
-        let deliveries = attempts.compactMap { attempt in
-            attempt.apnsID.map { SoakDelivery(apnsID: $0, push: attempt.push, at: attempt.ended) }
-        }
+        let deliveries = Self.deliveries(of: attempts)
         #expect(Self.verdict(attempts, deliveries).violations.isEmpty)
         #expect(Self.total(Self.verdict(attempts, deliveries), "phones_unplaced") == 0)
     }
