@@ -82,24 +82,26 @@ struct APNsClientFixture: Sendable {
     }
 
     /// Pushes one at a time (each with `timeout`) until one is answered 200 or `limit` has passed since
-    /// `since`; how long after `since` the 200 came (nil if none did). Driven by the client's callbacks, so
-    /// a busy cooperative pool does not count against the client.
-    func firstSuccess(since: ContinuousClock.Instant, within limit: Duration, timeout: Duration) async -> Duration? {
-        await withCheckedContinuation { continuation in
-            @Sendable func attempt() {
-                client.send(request(token: randomToken(), id: UUID().uuidString, timeout: timeout)) { result in
-                    let elapsed = since.duration(to: .now)
-                    if (try? result.get().status) == 200 {
-                        continuation.resume(returning: elapsed)
-                    } else if elapsed < limit {
-                        attempt()
-                    } else {
-                        continuation.resume(returning: nil)
-                    }
+    /// `since`, then calls `done` with how long after `since` the 200 came (nil if none did). Called and driven
+    /// on the caller's thread and the client's callbacks, never the cooperative pool, so a pool busy with other
+    /// tests delays neither the first push nor the next.
+    func firstSuccess(
+        since: ContinuousClock.Instant, within limit: Duration, timeout: Duration,
+        then done: @escaping @Sendable (Duration?) -> Void
+    ) {
+        @Sendable func attempt() {
+            client.send(request(token: randomToken(), id: UUID().uuidString, timeout: timeout)) { result in
+                let elapsed = since.duration(to: .now)
+                if (try? result.get().status) == 200 {
+                    done(elapsed)
+                } else if elapsed < limit {
+                    attempt()
+                } else {
+                    done(nil)
                 }
             }
-            attempt()
         }
+        attempt()
     }
 
     /// `total` pushes from `clients` senders, each sending its next push from the completion of its
