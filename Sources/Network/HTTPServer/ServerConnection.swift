@@ -51,6 +51,8 @@ final class ServerConnection: TCPConnectionDelegate {
         var overCap: Bool
         /// Over a cap and waiting for room.
         var waiting = false
+        /// The wait for room is over, and the connection waits for every loop's turn before its last try.
+        var awaitingTurns = false
     }
 
     init(core: ServerCore, worker: ServerWorker, socket: TCPConnection, peer: SocketPeer, overCap: Bool = false) {
@@ -212,19 +214,30 @@ final class ServerConnection: TCPConnectionDelegate {
         run(conversation.admission(room: room, now: now))
     }
 
-    /// The wait for room is over: one more try once the loop has read what is ready now, then the machine's answer.
-    /// A loop's timers run before its reads in each turn, so a loop that ran late would otherwise refuse with the
-    /// close that makes room still unread (work enqueued twice runs after the next turn's reads).
+    /// The wait for room is over: one more try once every loop has read what is ready now, then the machine's answer.
+    /// The close that makes room may still be unread: by another worker, whose thread a loaded machine may not have
+    /// run since (each close read there wakes this connection), or by this one, whose timers run before its reads in
+    /// each turn (work enqueued twice runs after the next turn's reads). Without those turns a client that never held
+    /// more than its cap would be refused.
     private func roomWaitEnded() {
+        guard !caps.awaitingTurns else { return }
+        caps.awaitingTurns = true
         let loop = socket.loop
-        loop.enqueue { [weak self] in
+        worker.afterOtherWorkersTurn(within: Self.turnsBound) { [weak self] in
             loop.enqueue { [weak self] in
-                guard let self, !closed else { return }
-                askForRoom()
-                if conversation.connection.isAwaitingRoom { run(conversation.deadlineReached(now: now)) }
+                loop.enqueue { [weak self] in
+                    guard let self, !closed else { return }
+                    caps.awaitingTurns = false
+                    askForRoom()
+                    if conversation.connection.isAwaitingRoom { run(conversation.deadlineReached(now: now)) }
+                }
             }
         }
     }
+
+    /// The longest a connection over a cap waits for the other workers' turns once its wait for room is over, in
+    /// milliseconds: a worker stuck longer is not waited for.
+    static let turnsBound: UInt64 = 5_000
 
     private func stopWaitingForRoom() {
         guard caps.waiting else { return }

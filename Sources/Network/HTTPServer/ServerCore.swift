@@ -22,6 +22,10 @@ final class ServerCore: Sendable {
 
     /// Each worker's way to try its connections waiting for room again, on its own loop (set as the workers start).
     let roomWakers = Mutex<[@Sendable () -> Void]>([])
+    /// Each worker's way to run work once its loop has read what was ready when asked, by worker index (set as the
+    /// workers start): work it cannot take (its loop has stopped) it runs at once. A connection over a cap waits for
+    /// the other workers' turns before it is refused (``ServerWorker/afterOtherWorkersTurn(within:_:)``).
+    let turnTakers = Mutex<[Int: @Sendable (@escaping @Sendable () -> Void) -> Void]>([:])
 
     /// A connection counted against the caps has closed (the server has closed it, or its handle closed without).
     func connectionClosed(_ peer: SocketPeer) {

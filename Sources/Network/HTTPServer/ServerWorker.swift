@@ -44,13 +44,51 @@ final class ServerWorker: @unchecked Sendable {
         registerWaker()
     }
 
-    /// Lets a connection closing on any worker wake this one's connections waiting for room.
+    /// Lets a connection closing on any worker wake this one's connections waiting for room, and a connection over a
+    /// cap on another worker wait for this one's turn.
     private func registerWaker() {
         // Weak: the server's core outlives a stopped worker.
         core.roomWakers.withLock {
             $0.append { [weak self] in
                 guard let self else { return }
                 _ = loop.execute { self.roomMayHaveCome() }
+            }
+        }
+        // Work handed over runs among the turn's reads (the wake-up is one of the events the loop polled); enqueued
+        // from there, it runs at the next turn, once every read of this one is done.
+        core.turnTakers.withLock { [loop] takers in
+            takers[index] = { [weak loop] done in
+                guard let loop, loop.execute({ [loop] in loop.enqueue(done) }) else { return done() }
+            }
+        }
+    }
+
+    /// Runs `done` on this worker's loop once every other worker's loop has read what was ready when this is called
+    /// (a close read there makes room, and wakes the connections waiting for it), or once `bound` milliseconds have
+    /// passed, whichever comes first: a worker whose thread the machine has not run for a while is waited for, a
+    /// worker that never turns is not. On this worker's loop.
+    func afterOtherWorkersTurn(within bound: UInt64, _ done: @escaping () -> Void) {
+        loop.preconditionCurrent()
+        let others = core.turnTakers.withLock { takers in takers.filter { $0.key != index }.map(\.value) }
+        guard !others.isEmpty else { return done() }
+        let loop = self.loop
+        let wait = LoopBound((remaining: others.count, done: Optional(done), timer: LoopTimer?.none), on: loop)
+        @Sendable func finish() {
+            guard let done = wait.value.done else { return }
+            wait.value.done = nil
+            wait.value.timer?.close()
+            wait.value.timer = nil
+            done()
+        }
+        let timer = LoopTimer(on: loop) { finish() }
+        wait.value.timer = timer
+        timer.schedule(afterMilliseconds: bound)
+        for take in others {
+            take {
+                _ = loop.execute {
+                    wait.value.remaining -= 1
+                    if wait.value.remaining == 0 { finish() }
+                }
             }
         }
     }
