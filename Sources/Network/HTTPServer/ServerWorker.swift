@@ -56,9 +56,9 @@ final class ServerWorker: @unchecked Sendable {
         }
         // Work handed over runs among the turn's reads (the wake-up is one of the events the loop polled); enqueued
         // from there, it runs at the next turn, once every read of this one is done.
-        core.turnTakers.withLock { [loop] takers in
-            takers[index] = { [weak loop] done in
-                guard let loop, loop.execute({ [loop] in loop.enqueue(done) }) else { return done() }
+        core.turnTakers.withLock { takers in
+            takers[index] = { [weak self] done in
+                guard let self, loop.execute({ [loop] in loop.enqueue(done) }) else { return done() }
             }
         }
     }
