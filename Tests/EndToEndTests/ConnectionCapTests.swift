@@ -119,6 +119,44 @@ import Testing
         #expect(!relay.standardError.contains("127.0.0.81"))
     }
 
+    /// `/metrics` counts the connections refused at a cap and those counted now: the refusals an operator would
+    /// otherwise not see (they are answered by the front, before any endpoint), and none for a client under its cap.
+    @Test func theMetricsCountConnectionsRefusedAtACapAndThoseOpen() throws {
+        let relay = try RelayProcess(
+            config: RelayProcess.config(
+                extra: ResilienceTests.generousLimits
+                    + #","metrics_listen":"127.0.0.1:0","server":{"max_connections_per_address":2}"#),
+            secrets: TestSecrets())
+        func counts() throws -> (open: Double?, refused: Double?) {
+            let text = try relay.scrapeMetrics()
+            return (
+                RelayProcess.sample(text, "duo_relay_connections_open"),
+                RelayProcess.sample(text, "duo_relay_connections_refused_total")
+            )
+        }
+        let held = try (0..<2).map { _ in
+            let client = try RawHTTPClient(port: relay.port, source: "127.0.0.84", timeoutSeconds: 5)
+            #expect(try client.request("GET", "/healthz").status == 200)
+            return client
+        }
+        // The metrics listener's own connection counts against its own caps, not these.
+        #expect(try counts() == (2, 0))
+        for _ in 0..<3 {
+            let over = try RawHTTPClient(port: relay.port, source: "127.0.0.84", timeoutSeconds: 5)
+            HTTPFrontTests.expectJSON(try over.request("GET", "/healthz"), 503, "overloaded")
+        }
+        // Counted as each refused connection closes, once its answer is written.
+        #expect(
+            Poll.until(within: .seconds(10)) { (try? counts()) ?? (nil, nil) == (2, 3) },
+            "\(String(describing: try? counts()))")
+        _ = consume held
+        #expect(Poll.until(within: .seconds(10)) { (try? counts()) ?? (nil, nil) == (0, 3) })
+        // A client under its cap again: served, and no refusal more.
+        let next = try RawHTTPClient(port: relay.port, source: "127.0.0.84", timeoutSeconds: 5)
+        #expect(try next.request("GET", "/healthz").status == 200)
+        #expect(try counts() == (1, 3))
+    }
+
     /// A connection over the cap that sends nothing is closed a second after its accept, unanswered.
     @Test func overTheCapASilentConnectionIsClosedAfterASecond() throws {
         let relay = try HTTPFrontTests.relay(server: #""max_connections_per_address":1"#)

@@ -38,19 +38,10 @@ struct SharedLimitsTests {
     }
 
     /// The relay's `/metrics` text, from its metrics listener.
-    func metrics(_ relay: RelayProcess) throws -> String {
-        let port = try #require(
-            relay.standardError.split(separator: "\n").first { $0.contains("metrics on") }
-                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
-        return try RawHTTPClient(port: port).request("GET", "/metrics").text
-    }
+    func metrics(_ relay: RelayProcess) throws -> String { try relay.scrapeMetrics() }
 
     /// The value of one sample line (`name{labels}`) in a scrape.
-    func sample(_ text: String, _ series: String) -> Double? {
-        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
-            Double($0.split(separator: " ").last ?? "")
-        }
-    }
+    func sample(_ text: String, _ series: String) -> Double? { RelayProcess.sample(text, series) }
 
     /// Pushes `count` times for one phone, alternating instances and grants (one minted by each).
     func pushAlternating(_ cluster: Cluster, token: String, count: Int) throws -> [RawHTTPClient.Response] {

@@ -202,6 +202,10 @@ struct HTTPServerTests {
         #expect(refused.header("connection")?.lowercased() == "close")
         #expect(third.isClosedByPeer())
         #expect(server.core.caps.open == 2)
+        #expect(server.connectionsOpen == 2)
+        // Counted as the refused connection ends (after its lingering close; the client's close ends that).
+        _ = consume third
+        #expect(Poll.until(within: .seconds(10)) { server.connectionsRefused == 1 })
         // Once one closes, a new connection is accepted again.
         _ = consume first
         try Poll.wait(for: "a new connection served", within: .seconds(10)) {

@@ -21,6 +21,8 @@ final class ConnectionCaps: Sendable {
         var overCap = 0
         /// Connections over a cap that wait for room: a release then wakes the workers.
         var waiting = 0
+        /// Connections refused at a cap so far: closed at once, or over a cap until they closed (``refused``).
+        var refused = 0
     }
 
     /// What an accepted connection is.
@@ -43,7 +45,10 @@ final class ConnectionCaps: Sendable {
     func admit(_ peer: SocketPeer) -> Admission {
         state.withLock { state in
             if count(peer, in: &state) { return .admitted }
-            guard state.overCap < overCapSlots else { return .refused }
+            guard state.overCap < overCapSlots else {
+                state.refused += 1
+                return .refused
+            }
             state.overCap += 1
             return .overCap
         }
@@ -63,9 +68,10 @@ final class ConnectionCaps: Sendable {
         }
     }
 
-    /// A connection over a cap has closed without finding room (`waiting`: it was waiting).
+    /// A connection over a cap has closed without finding room (`waiting`: it was waiting): it was refused.
     func leave(waiting: Bool) {
         state.withLock { state in
+            state.refused += 1
             state.overCap -= 1
             if waiting { state.waiting -= 1 }
         }
@@ -90,6 +96,10 @@ final class ConnectionCaps: Sendable {
 
     /// Connections counted now.
     var open: Int { state.withLock { $0.open } }
+
+    /// Connections refused at a cap so far: answered 503 `overloaded` or closed without finding room, and those closed
+    /// at once when every over-cap slot was taken.
+    var refused: Int { state.withLock { $0.refused } }
 
     /// Connections over a cap held now (for tests).
     var overCap: Int { state.withLock { $0.overCap } }

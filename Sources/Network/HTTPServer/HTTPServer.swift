@@ -204,6 +204,13 @@ public final class HTTPServer: Sendable {
         core.tls?.failureCounts ?? []
     }
 
+    /// Client connections counted against the caps now.
+    public var connectionsOpen: Int { core.caps.open }
+
+    /// Client connections refused at a cap since the start: answered 503 `overloaded` without finding room (or closed
+    /// for sending no head), or closed at once when every over-cap slot was taken.
+    public var connectionsRefused: Int { core.caps.refused }
+
     /// Request contexts the connections hold right now (for leak checks in tests).
     var openRequestContexts: Int {
         core.ledgers.total { $0.held.load(ordering: .relaxed) }

@@ -115,7 +115,7 @@ public final class Relay: Sendable {
                     configuration: metricsConfig,
                     handler: MetricsEndpoint(
                         service: service, extraCounters: { Self.gatewayCounters(service) },
-                        extraText: { [server] in Self.tlsMetrics(server) }))
+                        extraText: { [server] in Self.connectionMetrics(server) + Self.tlsMetrics(server) }))
             } catch {
                 server.stop()
                 for gateway in gateways.values { gateway.shutdown() }
@@ -489,6 +489,17 @@ public final class Relay: Sendable {
 
     /// Requests answered by outcome, for the end-of-run line.
     public var counts: [String: Int] { service.metrics.outcomes }
+
+    /// The client connections: counted against the caps now, and refused at a cap (a client under its cap never is).
+    private static func connectionMetrics(_ server: HTTPServer) -> String {
+        "# HELP duo_relay_connections_open Client connections counted against the connection caps now.\n"
+            + "# TYPE duo_relay_connections_open gauge\n"
+            + "duo_relay_connections_open \(server.connectionsOpen)\n"
+            + "# HELP duo_relay_connections_refused_total Client connections refused at a connection cap (answered 503 "
+            + "overloaded, or closed when every slot for connections over a cap was taken).\n"
+            + "# TYPE duo_relay_connections_refused_total counter\n"
+            + "duo_relay_connections_refused_total \(server.connectionsRefused)\n"
+    }
 
     /// The TLS front's metrics (none without `tls`): the served certificate's expiry and the failed handshakes by
     /// kind.

@@ -274,6 +274,21 @@ final class RelayProcess: @unchecked Sendable {
 
     func connect() throws -> RawHTTPClient { try RawHTTPClient(port: port) }
 
+    /// The relay's `/metrics` text, from its metrics listener (`metrics_listen`, the port its start-up line names).
+    func scrapeMetrics() throws -> String {
+        let port = try #require(
+            standardError.split(separator: "\n").first { $0.contains("metrics on") }
+                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        return try RawHTTPClient(port: port).request("GET", "/metrics").text
+    }
+
+    /// The value of one sample line (`name{labels}`) in a scrape.
+    static func sample(_ text: String, _ series: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+            Double($0.split(separator: " ").last ?? "")
+        }
+    }
+
     /// Stops the child if it still runs, and fails the current test if the child reported a sanitizer finding
     /// (a sanitized relay reports to its standard error, where nothing else would notice it).
     deinit {
