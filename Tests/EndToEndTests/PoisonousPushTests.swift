@@ -10,7 +10,9 @@ import Testing
     static let runs = 20
 
     @Test func aPushThatDrawsGoawayEveryTimeCostsTheOthersNothing() throws {
-        let fixture = try PushFixture(relayConfig: ResilienceTests.generousLimits)
+        // The metrics listener tells a failure's cause: a refusal at a connection cap is counted there alone.
+        let fixture = try PushFixture(
+            relayConfig: ResilienceTests.generousLimits + #","metrics_listen":"127.0.0.1:0""#)
         let tokens = (0..<Self.pushes).map { _ in randomToken() }
         let grants = try tokens.map { try fixture.grant(token: $0) }
         #expect(try fixture.push(grant: grants[0]).status == 200)  // both sides are up
@@ -21,13 +23,17 @@ import Testing
             fixture.simulator.setFault(.goaway, forDeviceToken: tokens[poisonous])
             let ids = (0..<Self.pushes).map { _ in PushFixture.hex64() }
             let started = Date()
-            let statuses = concurrently(Self.pushes) { index -> Int in
-                try fixture.push(grant: grants[index], id: ids[index]).status
-            }.map { (try? $0.get()) ?? -1 }
+            let responses = concurrently(Self.pushes) { index -> RawHTTPClient.Response in
+                try fixture.push(grant: grants[index], id: ids[index])
+            }
+            let statuses = responses.map { (try? $0.get().status) ?? -1 }
             fixture.simulator.setFault(nil, forDeviceToken: tokens[poisonous])
             print("poisonous push run \(run): \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
             let failed = statuses.enumerated().filter { $0.offset != poisonous && $0.element != 200 }
-            #expect(failed.isEmpty, "run \(run): \(failed.count) other pushes failed: \(failed.map(\.element))")
+            let diagnosis = Self.diagnosis(failed.map(\.offset), responses, fixture)
+            #expect(
+                failed.isEmpty,
+                "run \(run): \(failed.count) other pushes failed: \(failed.map(\.element)); \(diagnosis)")
             #expect(statuses[poisonous] == 502, "run \(run): the poisonous push")
             #expect(fixture.simulator.statistics.goawaysSent > run, "run \(run): no GOAWAY sent")
             delivered += Self.pushes - 1
@@ -46,5 +52,23 @@ import Testing
         let lines = log.split(separator: "\n").filter { $0.contains("GOAWAY") }
         #expect(lines.count == 1, "one line for the whole episode: \(lines)")
         for token in tokens { #expect(!log.contains(token)) }
+    }
+
+    /// What the failed pushes were answered (the first three: status, error body) and the relay's counts of client
+    /// connections and answers then, to tell a refusal at a connection cap from one of the push path.
+    static func diagnosis(
+        _ failed: [Int], _ responses: [Result<RawHTTPClient.Response, any Error>], _ fixture: PushFixture
+    ) -> String {
+        guard !failed.isEmpty else { return "" }
+        let answers = failed.prefix(3).map { index in
+            switch responses[index] {
+            case .success(let response): "\(response.status) \(response.text)"
+            case .failure(let error): "\(error)"
+            }
+        }
+        let counts = ((try? fixture.relay.scrapeMetrics()) ?? "").split(separator: "\n").filter {
+            $0.hasPrefix("duo_relay_connections_") || $0.hasPrefix("duo_relay_requests_total{endpoint=\"push\"")
+        }
+        return "answers: \(answers.joined(separator: "; ")); relay: \(counts.joined(separator: ", "))"
     }
 }
