@@ -55,10 +55,7 @@ import Testing
             of: ":", with: "")
     }
 
-    static func metrics(_ fixture: PushFixture) throws -> String {
-        let port = try #require(fixture.relay.printedPort(after: "metrics on http://127.0.0.1:"))
-        return try RawHTTPClient(port: port).request("GET", "/metrics").text
-    }
+    static func metrics(_ fixture: PushFixture) throws -> String { try fixture.relay.scrapeMetrics() }
 
     @Test func curlAndPythonVerifyingTheHostNameMintGrantsAndPush() throws {
         let files = try PairFiles(try SimulatorPKI.generate())

@@ -276,9 +276,7 @@ final class RelayProcess: @unchecked Sendable {
 
     /// The relay's `/metrics` text, from its metrics listener (`metrics_listen`, the port its start-up line names).
     func scrapeMetrics() throws -> String {
-        let port = try #require(
-            standardError.split(separator: "\n").first { $0.contains("metrics on") }
-                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let port = try #require(printedPort(after: "metrics on http://127.0.0.1:"))
         return try RawHTTPClient(port: port).request("GET", "/metrics").text
     }
 
